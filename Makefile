@@ -1,0 +1,30 @@
+# Every target creates .venv on first use and installs the pinned dependencies.
+PY := .venv/bin/python
+STACK ?= dev
+FORMAT ?= table
+
+.PHONY: plan test lint bench venv clean
+
+venv: .venv/.installed
+
+.venv/.installed: requirements.txt requirements-dev.txt
+	test -x $(PY) || python3 -m venv .venv
+	$(PY) -m pip install -q -r requirements-dev.txt
+	touch $@
+
+plan: venv
+	$(PY) -m tools.plan $(STACK) --format $(FORMAT)
+
+lint: venv
+	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
+
+test: lint
+	$(PY) -m pytest
+
+bench: venv
+	$(PY) tools/bench_plan.py
+	$(PY) tools/bench_lro.py
+
+clean:
+	rm -rf .venv .pytest_cache .ruff_cache plan-out
