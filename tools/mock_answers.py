@@ -17,5 +17,13 @@ ANSWERS: dict[str, Answer] = {}
 def answer(token: str, args: dict[str, Any]) -> dict[str, Any]:
     fn = ANSWERS.get(token)
     if fn is None:
-        raise KeyError(f"the offline plan has no mock answer for invoke {token!r}; add one to tools/mock_answers.py")
+        raise KeyError(
+            f"the offline plan has no mock answer for invoke {token!r}; add one to tools/mock_answers.py"
+        )
     return fn(args)
+
+
+ResourceOutputs = Callable[[str, dict[str, Any]], dict[str, Any]]
+
+# Output properties a resource type gets beyond its inputs (e.g. a cluster's endpoint), keyed by type token.
+RESOURCE_OUTPUTS: dict[str, ResourceOutputs] = {}

@@ -1,0 +1,236 @@
+"""Offline plan: run a stack with no cloud, no credentials and no Pulumi CLI, then its policy pack.
+
+    python -m tools.plan STACK [--config-file FILE] [--policy-config FILE]
+                               [--format table|json|markdown] [--out DIR] [--diff-base GITREF]
+
+Exit codes: 0 no mandatory violation; 1 mandatory violation(s); 2 invalid config or program error.
+It is a review and CI tool; where the Pulumi CLI and credentials exist, `pulumi preview` is the authority.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from components.config import PLACEHOLDER_SECRET, ConfigError
+from tools import plan_render
+from tools.analyzer import PolicyConfigError, Violation, load_pack_config, run_policies
+from tools.plan_runtime import PROJECT, ROOT, PlanResult, RecordedResource, run_config
+
+EXIT_OK, EXIT_MANDATORY, EXIT_ERROR = 0, 1, 2
+
+
+class StackFileError(Exception):
+    """The stack file cannot be read as a Pulumi stack config file."""
+
+
+def read_stack_file(path: Path) -> tuple[dict[str, Any], list[str]]:
+    """Returns (config map with `secure:` values replaced by placeholders, keys that held a secret)."""
+    try:
+        doc = yaml.safe_load(path.read_text()) or {}
+    except FileNotFoundError:
+        raise StackFileError(f"stack file {path} does not exist") from None
+    except yaml.YAMLError as e:
+        raise StackFileError(f"{path}: not valid YAML: {e}") from None
+    if not isinstance(doc, dict):
+        raise StackFileError(f"{path}: must be a mapping with a 'config:' key")
+    raw = doc.get("config") or {}
+    if not isinstance(raw, dict):
+        raise StackFileError(f"{path}: 'config' must be a mapping of key -> value")
+    config: dict[str, Any] = {}
+    secret_keys: list[str] = []
+    for key, value in raw.items():
+        key = str(key)
+        full = key if ":" in key else f"{PROJECT}:{key}"
+        found: list[bool] = []
+        config[full] = _replace_secure(value, found)
+        if found:
+            secret_keys.append(full)
+    return config, secret_keys
+
+
+def _replace_secure(value: Any, found: list[bool]) -> Any:
+    if isinstance(value, dict):
+        if set(value) == {"secure"}:
+            found.append(True)
+            return PLACEHOLDER_SECRET
+        return {k: _replace_secure(v, found) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_replace_secure(v, found) for v in value]
+    return value
+
+
+def critical_path(resources: list[RecordedResource]) -> dict[str, Any]:
+    """Longest chain of custom resources that must be deployed one after another."""
+    by_urn = {r.urn: r for r in resources}
+    children: dict[str, list[str]] = {}
+    for r in resources:
+        if r.parent:
+            children.setdefault(r.parent, []).append(r.urn)
+
+    def custom_under(urn: str) -> list[str]:
+        out, stack = [], list(children.get(urn, []))
+        while stack:
+            u = stack.pop()
+            if by_urn[u].custom:
+                out.append(u)
+            stack += children.get(u, [])
+        return out
+
+    preds: dict[str, set[str]] = {}
+    for r in resources:
+        if not r.custom:
+            continue
+        deps: set[str] = set()
+        links = list(r.dependencies)
+        if r.provider:
+            links.append(r.provider)
+        if r.parent and r.parent in by_urn and by_urn[r.parent].custom:
+            links.append(r.parent)
+        for d in links:
+            dep = by_urn.get(d)
+            if dep is None:
+                continue
+            if dep.custom:
+                deps.add(d)
+            else:
+                deps.update(custom_under(d))
+        deps.discard(r.urn)
+        preds[r.urn] = deps
+
+    best: dict[str, tuple[int, str | None]] = {}
+
+    def depth(urn: str, seen: frozenset[str] = frozenset()) -> int:
+        if urn in best:
+            return best[urn][0]
+        choice, value = None, 0
+        for p in preds.get(urn, ()):
+            if p in seen:
+                continue
+            d = depth(p, seen | {urn})
+            if d > value:
+                choice, value = p, d
+        best[urn] = (value + 1, choice)
+        return value + 1
+
+    sys.setrecursionlimit(max(10000, sys.getrecursionlimit()))
+    if not preds:
+        return {"depth": 0, "urns": []}
+    end = max(preds, key=lambda u: (depth(u), u))
+    chain: list[str] = []
+    cur: str | None = end
+    while cur is not None:
+        chain.append(cur)
+        cur = best[cur][1]
+    return {"depth": len(chain), "urns": list(reversed(chain))}
+
+
+def build_report(result: PlanResult, violations: list[Violation]) -> dict[str, Any]:
+    return {
+        "project": PROJECT,
+        "stack": result.stack,
+        "resources": [r.to_json() for r in result.resources],
+        "outputs": result.outputs,
+        "policyViolations": [v.to_json() for v in violations],
+        "criticalPath": critical_path(result.resources),
+    }
+
+
+class Progress:
+    def __init__(self, quiet: bool) -> None:
+        self.quiet = quiet
+        self.t0 = time.monotonic()
+
+    def __call__(self, msg: str) -> None:
+        if not self.quiet:
+            print(f"[plan {time.monotonic() - self.t0:6.1f}s] {msg}", file=sys.stderr, flush=True)
+
+
+def plan_stack(
+    stack: str,
+    config_file: Path | None = None,
+    policy_config: Path | None = None,
+    skip_policies: bool = False,
+    progress: Progress | None = None,
+) -> dict[str, Any]:
+    """Runs the program and the policy pack; returns the JSON report. Raises ConfigError and friends."""
+    progress = progress or Progress(True)
+    path = config_file or ROOT / "stacks" / f"Pulumi.{stack}.yaml"
+    progress(f"reading {path}")
+    config, secret_keys = read_stack_file(path)
+    progress("running the program under the mock runtime")
+    result = run_config(config, secret_keys, stack=stack)
+    progress(f"{len(result.resources)} resources registered")
+    violations: list[Violation] = []
+    if not skip_policies:
+        pack_config_path = policy_config or ROOT / "policies" / "config" / f"{stack}.json"
+        pack_config = load_pack_config(pack_config_path)
+        progress(
+            f"starting the policy pack ({pack_config_path.name if pack_config_path.exists() else 'defaults'})"
+        )
+        plain_config = {k: v if isinstance(v, str) else json.dumps(v) for k, v in config.items()}
+        for k in secret_keys:
+            plain_config[k] = "[secret]"
+        violations, _ = run_policies(result.resources, pack_config, PROJECT, stack, plain_config)
+        progress(f"policy pack done: {len(violations)} finding(s)")
+    return build_report(result, violations)
+
+
+def has_mandatory(report: dict[str, Any]) -> bool:
+    return any(v["enforcementLevel"] == "mandatory" for v in report["policyViolations"])
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m tools.plan", description=__doc__.split("\n\n")[0])
+    p.add_argument("stack", help="stack name: reads stacks/Pulumi.STACK.yaml and policies/config/STACK.json")
+    p.add_argument(
+        "--config-file", type=Path, help="stack config file to use instead of stacks/Pulumi.STACK.yaml"
+    )
+    p.add_argument(
+        "--policy-config", type=Path, help="policy pack config instead of policies/config/STACK.json"
+    )
+    p.add_argument("--format", choices=("table", "json", "markdown"), default="table")
+    p.add_argument("--out", type=Path, help="write what each resource would apply (manifests, values, JSON)")
+    p.add_argument("--diff-base", metavar="GITREF", help="diff this stack's plan against its plan at GITREF")
+    p.add_argument("--skip-policies", action="store_true", help="do not run the policy pack")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
+    return p.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    progress = Progress(args.quiet)
+    if args.diff_base:
+        from tools.plan_diff import run_diff
+
+        text, code = run_diff(args.stack, args.diff_base, args.format, args.config_file, args.policy_config)
+        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+        return code
+    try:
+        report = plan_stack(args.stack, args.config_file, args.policy_config, args.skip_policies, progress)
+    except ConfigError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_ERROR
+    except (StackFileError, PolicyConfigError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_ERROR
+    except Exception as e:  # a bug in the program or a component: keep the traceback
+        traceback.print_exc()
+        print(f"error: the program failed: {e}", file=sys.stderr)
+        return EXIT_ERROR
+    if args.out:
+        written = plan_render.write_out(report, args.out)
+        progress(f"wrote {written} file(s) under {args.out}")
+    sys.stdout.write(plan_render.render(report, args.format))
+    return EXIT_MANDATORY if has_mandatory(report) else EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())

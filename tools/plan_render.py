@@ -1,0 +1,164 @@
+"""Renders an offline plan report as a table (tree), JSON or Markdown, and writes `--out` files."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+STACK_TYPE = "pulumi:pulumi:Stack"
+
+
+def short_urn(urn: str) -> str:
+    """`urn:pulumi:dev::proj::a$b$kubernetes:apps/v1:DaemonSet::x` -> `kubernetes:apps/v1:DaemonSet::x`."""
+    parts = urn.split("::")
+    if len(parts) < 4:
+        return urn
+    return f"{parts[2].split('$')[-1]}::{parts[3]}"
+
+
+def render(report: dict[str, Any], fmt: str) -> str:
+    if fmt == "json":
+        return json.dumps(report, indent=2, sort_keys=False) + "\n"
+    if fmt == "markdown":
+        return render_markdown(report)
+    return render_table(report)
+
+
+def _tree(report: dict[str, Any]) -> list[tuple[int, dict[str, Any], bool]]:
+    resources = report["resources"]
+    urns = {r["urn"] for r in resources}
+    children: dict[str | None, list[dict[str, Any]]] = {}
+    for r in resources:
+        parent = r["parent"] if r["parent"] in urns else None
+        children.setdefault(parent, []).append(r)
+    rows: list[tuple[int, dict[str, Any], bool]] = []
+
+    def walk(parent: str | None, depth: int) -> None:
+        kids = children.get(parent, [])
+        for i, r in enumerate(kids):
+            rows.append((depth, r, i == len(kids) - 1))
+            walk(r["urn"], depth + 1)
+
+    walk(None, 0)
+    return rows
+
+
+def _finding_lines(v: dict[str, Any]) -> list[str]:
+    lines = v["message"].splitlines() or [""]
+    return lines
+
+
+def render_table(report: dict[str, Any]) -> str:
+    out: list[str] = []
+    res = report["resources"]
+    custom = sum(1 for r in res if r["custom"])
+    out.append(f"{report['project']} / {report['stack']}: {len(res)} resources ({custom} custom)")
+    out.append("")
+    findings_by_urn = Counter(v["urn"] for v in report["policyViolations"])
+    for depth, r, _last in _tree(report):
+        mark = "" if r["custom"] else " (component)"
+        flag = f"  !{findings_by_urn[r['urn']]}" if findings_by_urn.get(r["urn"]) else ""
+        out.append(f"{'  ' * depth}{'+ ' if depth else ''}{r['type']}  {r['name']}{mark}{flag}")
+    cp = report["criticalPath"]
+    out.append("")
+    out.append(f"critical path: {cp['depth']} step(s)")
+    for u in cp["urns"]:
+        out.append(f"  -> {short_urn(u)}")
+    out.append("")
+    if report["outputs"]:
+        out.append("outputs:")
+        for k, v in report["outputs"].items():
+            out.append(f"  {k}: {json.dumps(v)}")
+        out.append("")
+    vs = report["policyViolations"]
+    if not vs:
+        out.append("policy: no findings")
+    else:
+        counts = Counter(v["enforcementLevel"] for v in vs)
+        out.append("policy findings: " + ", ".join(f"{n} {lvl}" for lvl, n in sorted(counts.items())))
+        for v in vs:
+            where = short_urn(v["urn"]) if v["urn"] else "(stack)"
+            out.append(f"  [{v['enforcementLevel']}] {v['policy']}  {where}")
+            for line in _finding_lines(v):
+                out.append(f"      {line}")
+    return "\n".join(out) + "\n"
+
+
+def _md_escape(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def render_markdown(report: dict[str, Any]) -> str:
+    res = report["resources"]
+    vs = report["policyViolations"]
+    mandatory = sum(1 for v in vs if v["enforcementLevel"] == "mandatory")
+    status = "❌ blocked by policy" if mandatory else "✅ no mandatory policy violation"
+    out = [f"### Offline plan: `{report['stack']}` — {status}", ""]
+    out.append(
+        f"{len(res)} resources ({sum(1 for r in res if r['custom'])} custom), "
+        f"{len(vs)} policy finding(s) ({mandatory} mandatory), critical path {report['criticalPath']['depth']} step(s)."
+    )
+    out.append("")
+    by_type = Counter(r["type"] for r in res)
+    out += ["| type | count |", "| --- | ---: |"]
+    out += [f"| `{t}` | {n} |" for t, n in sorted(by_type.items())]
+    out.append("")
+    if vs:
+        out += [
+            "#### Policy findings",
+            "",
+            "| level | policy | resource | message |",
+            "| --- | --- | --- | --- |",
+        ]
+        for v in vs:
+            where = f"`{short_urn(v['urn'])}`" if v["urn"] else "(stack)"
+            out.append(
+                f"| {v['enforcementLevel']} | `{v['policy']}` | {where} | {_md_escape(v['message'])} |"
+            )
+        out.append("")
+    out += ["<details><summary>Resources</summary>", "", "```"]
+    for depth, r, _ in _tree(report):
+        out.append(f"{'  ' * depth}{r['type']}  {r['name']}")
+    out += ["```", "", "</details>", ""]
+    return "\n".join(out)
+
+
+def _safe(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("_") or "resource"
+
+
+def write_out(report: dict[str, Any], out_dir: Path) -> int:
+    """Writes what each custom resource would apply. Secrets stay masked. Returns the number of files."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    count = 0
+    for r in report["resources"]:
+        if not r["custom"] or r["type"].startswith("pulumi:providers:"):
+            continue
+        t, inputs = r["type"], r["inputs"]
+        if t == "kubernetes:helm.sh/v3:Release":
+            d = out_dir / "helm" / _safe(r["name"])
+            d.mkdir(parents=True, exist_ok=True)
+            (d / "values.yaml").write_text(yaml.safe_dump(inputs.get("values") or {}, sort_keys=False))
+            spec = {k: v for k, v in inputs.items() if k != "values"}
+            (d / "release.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
+            count += 2
+        elif t.startswith("kubernetes:") and "kind" in inputs:
+            d = out_dir / "manifests"
+            d.mkdir(parents=True, exist_ok=True)
+            kind = str(inputs.get("kind")).lower()
+            (d / f"{kind}-{_safe(r['name'])}.yaml").write_text(yaml.safe_dump(inputs, sort_keys=False))
+            count += 1
+        else:
+            d = out_dir / "resources"
+            d.mkdir(parents=True, exist_ok=True)
+            body = {"type": t, "name": r["name"], "inputs": inputs}
+            (d / f"{_safe(t.split(':')[-1])}-{_safe(r['name'])}.json").write_text(
+                json.dumps(body, indent=2) + "\n"
+            )
+            count += 1
+    return count

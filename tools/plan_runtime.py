@@ -1,0 +1,235 @@
+"""Runs the Pulumi program under the SDK's mock runtime and records every resource registration.
+
+Used by `tools/plan.py` and by tests. Nothing here talks to a cloud or to the Pulumi CLI.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import runpy
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pulumi
+from google.protobuf import json_format
+from pulumi.runtime import config as runtime_config
+from pulumi.runtime import mocks, rpc, settings
+from pulumi.runtime.stack import run_pulumi_func
+from pulumi.runtime.sync_await import _sync_await
+
+from tools import mock_answers
+
+ROOT = Path(__file__).resolve().parent.parent
+PROJECT = "ml-diagnostics"
+SECRET_MASK = "[secret]"
+UNKNOWN = "[unknown]"
+
+_SIG = "4dabf18193072939515e22adb298388d"
+_SECRET_SIG = "1b47061264138c4ac30d75fd1eb44270"
+_RESOURCE_SIG = "5cf8f73096256a8f31e491e813e4eb8e"
+_UNKNOWN_VALUE = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"
+# The pickled dynamic provider changes with any code change and is not compared by the engine.
+_NOT_DIGESTED = {"__provider"}
+
+
+@dataclass
+class RecordedResource:
+    urn: str
+    type: str
+    name: str
+    custom: bool
+    parent: str | None
+    provider: str | None
+    dependencies: list[str]
+    property_dependencies: dict[str, list[str]]
+    inputs: dict[str, Any]
+    unmasked_inputs: dict[str, Any] = field(repr=False)
+    secret_digests: dict[str, str] = field(default_factory=dict)
+    protobuf_inputs: Any = field(default=None, repr=False)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "urn": self.urn,
+            "type": self.type,
+            "name": self.name,
+            "custom": self.custom,
+            "parent": self.parent,
+            "provider": self.provider,
+            "dependencies": self.dependencies,
+            "inputs": self.inputs,
+            "secretDigests": self.secret_digests,
+        }
+
+
+@dataclass
+class PlanResult:
+    stack: str
+    resources: list[RecordedResource]
+    outputs: dict[str, Any]
+    unmasked_outputs: dict[str, Any] = field(repr=False)
+
+    def by_type(self, type_token: str) -> list[RecordedResource]:
+        return [r for r in self.resources if r.type == type_token]
+
+    def one(self, type_token: str, name: str | None = None) -> RecordedResource:
+        found = [r for r in self.by_type(type_token) if name is None or r.name == name]
+        if len(found) != 1:
+            names = [r.name for r in self.by_type(type_token)]
+            raise LookupError(f"expected one {type_token} named {name!r}, found {len(found)} among {names}")
+        return found[0]
+
+
+def _digest(value: Any) -> str:
+    return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def unwire(value: Any, path: str = "", digests: dict[str, str] | None = None) -> tuple[Any, Any]:
+    """Converts a wire-format value to (masked, unmasked) plain JSON; records secret digests by path."""
+    if isinstance(value, dict):
+        sig = value.get(_SIG)
+        if sig == _SECRET_SIG:
+            _, inner = unwire(value.get("value"), path, None)
+            if digests is not None and path.split(".", 1)[0] not in _NOT_DIGESTED:
+                digests[path or "$"] = _digest(inner)
+            return SECRET_MASK, inner
+        if sig == _RESOURCE_SIG:
+            ref = value.get("urn")
+            return ref, ref
+        if sig is not None:
+            return f"[{sig}]", value
+        masked, plain = {}, {}
+        for k, v in value.items():
+            masked[k], plain[k] = unwire(v, f"{path}.{k}" if path else k, digests)
+        return masked, plain
+    if isinstance(value, list):
+        pairs = [unwire(v, f"{path}[{i}]", digests) for i, v in enumerate(value)]
+        return [m for m, _ in pairs], [p for _, p in pairs]
+    if value == _UNKNOWN_VALUE:
+        return UNKNOWN, UNKNOWN
+    if isinstance(value, float) and value.is_integer():
+        return int(value), int(value)
+    return value, value
+
+
+class PlanMocks(mocks.Mocks):
+    """Answers invokes from tools/mock_answers.py; resources echo their inputs plus realistic outputs."""
+
+    def __init__(self) -> None:
+        self._ids = 0
+
+    def new_resource(self, args: mocks.MockResourceArgs) -> tuple[str | None, dict]:
+        self._ids += 1
+        outputs = dict(args.inputs)
+        extra = mock_answers.RESOURCE_OUTPUTS.get(args.typ)
+        if extra:
+            outputs.update(extra(args.name, args.inputs))
+        rid = args.resource_id or outputs.get("id") or f"{args.name}-id"
+        return str(rid), outputs
+
+    def call(self, args: mocks.MockCallArgs) -> tuple[dict, list[tuple[str, str]] | None]:
+        return mock_answers.answer(args.token, dict(args.args)), None
+
+
+class RecordingMonitor(mocks.MockMonitor):
+    """MockMonitor that keeps every RegisterResource request the program sends."""
+
+    def __init__(self, mock: mocks.Mocks) -> None:
+        super().__init__(mock)
+        self.recorded: list[RecordedResource] = []
+
+    def RegisterResource(self, request):  # noqa: N802 (gRPC method name)
+        response = super().RegisterResource(request)
+        if request.type == "pulumi:pulumi:Stack":
+            return response
+        digests: dict[str, str] = {}
+        wire = json_format.MessageToDict(request.object)
+        masked, plain = unwire(wire, "", digests)
+        prop_deps = {k: list(v.urns) for k, v in request.propertyDependencies.items()}
+        self.recorded.append(
+            RecordedResource(
+                urn=response.urn,
+                type=request.type,
+                name=request.name,
+                custom=bool(request.custom),
+                parent=request.parent or None,
+                provider=_provider_urn(request.provider),
+                dependencies=list(dict.fromkeys(request.dependencies)),
+                property_dependencies=prop_deps,
+                inputs=masked,
+                unmasked_inputs=plain,
+                secret_digests=digests,
+                protobuf_inputs=request.object,
+            )
+        )
+        return response
+
+    def ReadResource(self, request):  # noqa: N802
+        return super().ReadResource(request)
+
+
+def _provider_urn(ref: str) -> str | None:
+    # Provider references are "<urn>::<id>".
+    if not ref:
+        return None
+    return ref.rsplit("::", 1)[0]
+
+
+def _decode(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+def run_config(
+    config: dict[str, Any],
+    secret_keys: list[str] | tuple[str, ...] | set[str] = (),
+    stack: str = "dev",
+    program: Path | None = None,
+) -> PlanResult:
+    """Runs the program with the given config map (`"ml-diagnostics:x"` -> value) under mocks.
+
+    Raises whatever the program raises (ConfigError for bad config).
+    """
+    program = program or ROOT / "__main__.py"
+    monitor = RecordingMonitor(PlanMocks())
+    settings.set_root_resource(None)
+    runtime_config.set_all_config({k: _decode(v) for k, v in config.items()}, list(secret_keys))
+    mocks.set_mocks(monitor.mocks, project=PROJECT, stack=stack, preview=False, monitor=monitor)
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+
+    def body() -> None:
+        runpy.run_path(str(program), run_name="__main__")
+
+    loop = _ensure_loop()
+    try:
+        _sync_await(run_pulumi_func(body))
+        outputs_wire = _sync_await(_serialize_outputs(settings.get_root_resource()))
+    finally:
+        settings.SETTINGS.rpc_manager.clear()
+        settings.SETTINGS.outputs.clear()
+        runtime_config.set_all_config({}, [])
+        del loop
+    masked, plain = unwire(outputs_wire)
+    return PlanResult(stack=stack, resources=monitor.recorded, outputs=masked, unmasked_outputs=plain)
+
+
+async def _serialize_outputs(root: Any) -> dict[str, Any]:
+    if root is None or not root.outputs:
+        return {}
+    struct = await rpc.serialize_properties(dict(root.outputs), {}, keep_output_values=False)
+    return json_format.MessageToDict(struct)
+
+
+def _ensure_loop() -> asyncio.AbstractEventLoop:
+    try:
+        return asyncio.get_event_loop()
+    except RuntimeError:
+        loop = asyncio.new_event_loop()
+        asyncio.set_event_loop(loop)
+        return loop
+
+
+__all__ = ["PlanResult", "RecordedResource", "run_config", "unwire", "pulumi"]
