@@ -17,9 +17,16 @@ from pydantic.alias_generators import to_camel
 
 NAMESPACE = "ml-diagnostics"
 
-# `tools/plan` runs without the stack's secrets provider; it substitutes this for every `secure:` value.
-# Validators that inspect a secret's content (PEM checks) accept it as opaque.
+# `tools/plan` runs without the stack's secrets provider; it substitutes a value starting with this prefix
+# (plus a digest of the ciphertext, so a changed secret still shows as changed) for every `secure:` value.
+# Validators that inspect a secret's content (PEM checks) treat it as opaque: use `is_placeholder()`.
 PLACEHOLDER_SECRET = "offline-plan-placeholder-secret"
+
+
+def is_placeholder(value: object) -> bool:
+    if isinstance(value, SecretStr):
+        value = value.get_secret_value()
+    return isinstance(value, str) and value.startswith(PLACEHOLDER_SECRET)
 
 
 class ConfigError(pulumi.RunError):

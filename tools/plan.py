@@ -10,6 +10,7 @@ It is a review and CI tool; where the Pulumi CLI and credentials exist, `pulumi 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import sys
 import time
@@ -60,7 +61,8 @@ def _replace_secure(value: Any, found: list[bool]) -> Any:
     if isinstance(value, dict):
         if set(value) == {"secure"}:
             found.append(True)
-            return PLACEHOLDER_SECRET
+            digest = hashlib.sha256(str(value["secure"]).encode()).hexdigest()[:12]
+            return f"{PLACEHOLDER_SECRET}:{digest}"
         return {k: _replace_secure(v, found) for k, v in value.items()}
     if isinstance(value, list):
         return [_replace_secure(v, found) for v in value]
