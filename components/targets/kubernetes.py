@@ -1,12 +1,314 @@
-"""Config of `kubernetesClusters` targets (self-managed Kubernetes reached by kubeconfig)."""
+"""Config of what runs inside a cluster, and of `kubernetesClusters` targets (self-managed Kubernetes).
+
+`InClusterSettings` holds everything the in-cluster component (`ClusterMlDiagnostics`) needs: workload
+namespaces, cert-manager, the manual install (injection-webhook, connection-operator) and Diagon.
+Targets embed it BY INHERITANCE, so its keys sit flat on the target (`kubernetesClusters[0].diagon.image`,
+`gkeClusters[0].diagon.image`): `class GkeClusterTarget(TargetBase, InClusterSettings)`, and the target
+itself is passed as `settings` to `ClusterMlDiagnostics`. Its validators are mode-independent; checks that
+apply only when the mode resolves to manual come from `manual_install_issues()`.
+
+Example (self-managed):
+
+    kubernetesClusters:
+      - name: lab
+        kubeconfig: {secure: ...}        # or `context: lab-admin` (ambient kubeconfig), or both
+        mode: manual                     # manual | auto (= manual); managed is GKE-only
+        workloadNamespaces:
+          - {name: ai-workloads, create: true}
+          - {name: default}              # existing: labelled by server-side apply
+        certManager: {enabled: true}     # false: the cluster already runs cert-manager
+        manualInstall: {jaxVersion: "0.8"}
+        diagon: {enabled: true, image: ...:v2.1.0}
+"""
 
 from __future__ import annotations
 
-from pydantic import SecretStr
+import re
+from typing import Any
 
-from components.config import TargetBase
+from pydantic import SecretStr, field_validator, model_validator
+
+from components import compat
+from components.config import Model, TargetBase, raise_issues
+
+_DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
+_LABEL_NAME = re.compile(r"([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)")
+_DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?")
+_GSA = re.compile(r"[a-z][a-z0-9-]{4,28}[a-z0-9]@[a-z][a-z0-9-]{4,28}[a-z0-9]\.iam\.gserviceaccount\.com")
 
 
-class KubernetesClusterTarget(TargetBase):
+def _namespace_name(v: str) -> str:
+    if not _DNS_LABEL.fullmatch(v):
+        raise ValueError(
+            "must be a Kubernetes namespace name: 1-63 lowercase letters, digits and '-', "
+            "starting and ending with a letter or digit"
+        )
+    return v
+
+
+def _label_key_problem(key: str) -> str | None:
+    prefix, _, name = key.rpartition("/")
+    if (prefix and not _DNS_SUBDOMAIN.fullmatch(prefix)) or not _LABEL_NAME.fullmatch(name):
+        return f"{key!r} is not a Kubernetes label key ([prefix/]name, name up to 63 of [A-Za-z0-9-_.])"
+    return None
+
+
+def _label_value_ok(v: str) -> bool:
+    return v == "" or bool(_LABEL_NAME.fullmatch(v))
+
+
+class WorkloadNamespace(Model):
+    """A namespace whose workloads opt in to the injection-webhook (`managed-mldiagnostics-gke=true`)."""
+
+    name: str
+    # True: the program creates (and owns) the namespace. False: it exists; only the label is applied.
+    create: bool = False
+    # Extra labels (created namespaces only; an existing namespace keeps its own labels untouched).
+    labels: dict[str, str] = {}
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, v: str) -> str:
+        return _namespace_name(v)
+
+    @model_validator(mode="after")
+    def _check(self) -> WorkloadNamespace:
+        problems = []
+        if self.labels and not self.create:
+            problems.append(
+                ("labels", "allowed only with create: true (existing namespaces keep their labels)")
+            )
+        for k, v in self.labels.items():
+            if k == compat.OPT_IN_LABEL:
+                problems.append((f"labels.{k}", 'is set by the program to "true"; remove it'))
+            elif p := _label_key_problem(k):
+                problems.append((f"labels.{k}", p))
+            elif not _label_value_ok(v):
+                problems.append((f"labels.{k}", f"{v!r} is not a label value (up to 63 of [A-Za-z0-9-_.])"))
+        raise_issues(problems)
+        return self
+
+
+class CertManagerSettings(Model):
+    # False: the cluster already runs cert-manager (pre-installed); nothing is created and nothing waits on it.
+    enabled: bool = True
+    version: str = compat.CERT_MANAGER_DEFAULT_VERSION
+    repository: str = compat.CERT_MANAGER_REPOSITORY
+    # Extra chart values, deep-merged over the defaults (CRD values by version, leader election namespace).
+    values: dict[str, Any] = {}
+
+    @model_validator(mode="after")
+    def _check(self) -> CertManagerSettings:
+        problems = []
+        try:
+            compat.parse_semver(self.version)
+        except ValueError as e:
+            problems.append(("version", str(e)))
+        else:
+            if p := compat.cert_manager_values_problem(self.version, self.values):
+                problems.append(("values", p))
+        raise_issues(problems)
+        return self
+
+
+class ChartSettings(Model):
+    """Override of one mldiagnostics chart: `chart` is a full oci:// URL or a chart name in `repository`."""
+
+    chart: str | None = None
+    version: str | None = None
+    repository: str | None = None  # defaults to MlDiagnosticsManualSettings.repository
+    values: dict[str, Any] = {}
+
+    @field_validator("version")
+    @classmethod
+    def _version(cls, v: str | None) -> str | None:
+        if v is not None:
+            compat.parse_semver(v)
+        return v
+
+
+class ConnectionOperatorSettings(ChartSettings):
+    # Controller args; replaces the chart's default args. Default: by JAX version (only 0.8.x sets them).
+    args: list[str] | None = None
+
+    @field_validator("args")
+    @classmethod
+    def _args(cls, v: list[str] | None) -> list[str] | None:
+        if v is not None and (not v or any(not a.startswith("-") for a in v)):
+            raise ValueError(
+                "must be a non-empty list of flags like --sidecar-timeout=65m (it replaces the chart's args)"
+            )
+        return v
+
+
+class MlDiagnosticsManualSettings(Model):
+    """The manual install (GKE before 1.35.0-gke.3065000, self-managed): injection-webhook + connection-operator."""
+
+    # JAX version of the workloads: picks the connection-operator chart and args. Required for manual mode.
+    jax_version: str | None = None
+    # Where both charts live: an oci:// registry path or an https Helm repository.
+    repository: str = compat.MLDIAGNOSTICS_REPOSITORY
+    injection_webhook: ChartSettings = ChartSettings()
+    connection_operator: ConnectionOperatorSettings = ConnectionOperatorSettings()
+
+    @model_validator(mode="after")
+    def _check(self) -> MlDiagnosticsManualSettings:
+        problems = []
+        if self.jax_version is not None:
+            try:
+                compat.connection_operator_defaults(self.jax_version)
+            except ValueError as e:
+                problems.append(("jaxVersion", str(e)))
+            else:
+                v = self.connection_operator.version
+                if v is not None and (p := compat.connection_operator_chart_problem(self.jax_version, v)):
+                    problems.append(("connectionOperator.version", p))
+        if not self.repository.startswith(("oci://", "https://", "http://")):
+            problems.append(("repository", "must be an oci://, https:// or http:// URL"))
+        raise_issues(problems)
+        return self
+
+
+class DiagonSettings(Model):
+    """The Diagon profiling DaemonSet (preview)."""
+
+    enabled: bool = False
+    namespace: str = compat.DIAGON_DEFAULT_NAMESPACE
+    image: str = compat.DIAGON_DEFAULT_IMAGE
+    service_account: str = "diagon-daemon"
+    # GKE Workload Identity: the Google service account the daemon's Kubernetes SA acts as.
+    gcp_service_account: str | None = None
+    # Runs on nodes carrying any of these labels (node affinity `Exists`). Empty list: every node.
+    accelerator_node_labels: list[str] = list(compat.ACCELERATOR_NODE_LABELS)
+    # Overrides the accelerator affinity: run only on nodes with exactly these labels.
+    node_selector: dict[str, str] | None = None
+    max_unavailable: int | str = 1
+
+    @field_validator("namespace", "service_account")
+    @classmethod
+    def _names(cls, v: str) -> str:
+        return _namespace_name(v)
+
+    @field_validator("image")
+    @classmethod
+    def _image(cls, v: str) -> str:
+        compat.parse_image(v)
+        return v
+
+    @field_validator("gcp_service_account")
+    @classmethod
+    def _gsa(cls, v: str | None) -> str | None:
+        if v is not None and not _GSA.fullmatch(v):
+            raise ValueError(f"{v!r} is not a service account email (NAME@PROJECT.iam.gserviceaccount.com)")
+        return v
+
+    @field_validator("max_unavailable")
+    @classmethod
+    def _max_unavailable(cls, v: int | str) -> int | str:
+        if (isinstance(v, int) and v < 1) or (isinstance(v, str) and not re.fullmatch(r"([1-9]\d?|100)%", v)):
+            raise ValueError("must be a positive integer or a percentage like 10%")
+        return v
+
+    @model_validator(mode="after")
+    def _check(self) -> DiagonSettings:
+        problems = []
+        for i, k in enumerate(self.accelerator_node_labels):
+            if p := _label_key_problem(k):
+                problems.append((f"acceleratorNodeLabels[{i}]", p))
+        for k, v in (self.node_selector or {}).items():
+            if p := _label_key_problem(k):
+                problems.append((f"nodeSelector.{k}", p))
+            elif not _label_value_ok(v):
+                problems.append((f"nodeSelector.{k}", f"{v!r} is not a label value"))
+        if self.node_selector is not None and not self.node_selector:
+            problems.append(("nodeSelector", "must name at least one label; omit it for accelerator nodes"))
+        raise_issues(problems)
+        return self
+
+
+class InClusterSettings(Model):
+    """Everything that runs inside one cluster. Embedded by inheritance in the cluster targets."""
+
+    workload_namespaces: list[WorkloadNamespace] = []
+    cert_manager: CertManagerSettings = CertManagerSettings()
+    manual_install: MlDiagnosticsManualSettings = MlDiagnosticsManualSettings()
+    diagon: DiagonSettings = DiagonSettings()
+
+    @field_validator("workload_namespaces")
+    @classmethod
+    def _unique(cls, v: list[WorkloadNamespace]) -> list[WorkloadNamespace]:
+        seen: dict[str, int] = {}
+        problems = []
+        for i, ns in enumerate(v):
+            if ns.name in seen:
+                problems.append(
+                    (
+                        f"[{i}].name",
+                        f"duplicate namespace {ns.name!r} (also workloadNamespaces[{seen[ns.name]}])",
+                    )
+                )
+            seen.setdefault(ns.name, i)
+        raise_issues(problems)
+        return v
+
+    @model_validator(mode="after")
+    def _in_cluster_check(self) -> InClusterSettings:
+        problems = []
+        # Namespaces the program itself creates in this cluster.
+        reserved = {
+            compat.MLDIAGNOSTICS_NAMESPACE: "the manual install",
+            compat.CERT_MANAGER_NAMESPACE: "cert-manager",
+        }
+        if self.diagon.enabled:
+            reserved[self.diagon.namespace] = "diagon.namespace"
+        for i, ns in enumerate(self.workload_namespaces):
+            if ns.create and ns.name in reserved:
+                problems.append(
+                    (
+                        f"workloadNamespaces[{i}].name",
+                        f"namespace {ns.name!r} is already created by {reserved[ns.name]}; use create: false or another name",
+                    )
+                )
+        raise_issues(problems)
+        return self
+
+
+def manual_install_issues(settings: InClusterSettings) -> list[tuple[str, str]]:
+    """Problems (relative path, message) that apply only when the mode resolves to manual."""
+    if settings.manual_install.jax_version is None:
+        return [
+            (
+                "manualInstall.jaxVersion",
+                f"required for the manual install (it picks the connection-operator chart and args); supported: {compat.SUPPORTED_JAX}",
+            )
+        ]
+    return []
+
+
+class KubernetesClusterTarget(TargetBase, InClusterSettings):
+    """A self-managed cluster reached by a kubeconfig (secret) and/or a context name. Always manual."""
+
     kubeconfig: SecretStr | None = None
     context: str | None = None
+    # manual | auto (both mean manual here); managed is GKE-only and refused.
+    mode: str = "manual"
+
+    @field_validator("mode")
+    @classmethod
+    def _mode(cls, v: str) -> str:
+        compat.resolve_mode(v, None, self_managed=True)
+        return v
+
+    @model_validator(mode="after")
+    def _target_check(self) -> KubernetesClusterTarget:
+        problems = []
+        if self.kubeconfig is None and not self.context:
+            problems.append(
+                (
+                    "kubeconfig",
+                    "give a kubeconfig (secret) or a context name (of the ambient kubeconfig), or both",
+                )
+            )
+        problems += manual_install_issues(self)
+        raise_issues(problems)
+        return self

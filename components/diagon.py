@@ -1,0 +1,127 @@
+"""The Diagon profiling daemon (preview): Namespace, ServiceAccount and the vendor's DaemonSet.
+
+The DaemonSet is the seed's `diagon-daemonset.yaml` field for field, plus: image from config (pull policy
+`Always` only for `:latest`), accelerator-node affinity by default, a RollingUpdate strategy. The image is
+config: changing it is a config change and `pulumi up` (the docs' `kubectl set image` would drift).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pulumi
+from pulumi_kubernetes.apps import v1 as apps
+from pulumi_kubernetes.core import v1 as core
+from pulumi_kubernetes.meta.v1 import LabelSelectorArgs, ObjectMetaArgs
+
+from components import compat
+from components.targets.kubernetes import DiagonSettings
+
+DAEMON_NAME = "diagon-daemon"
+DAEMON_COMMAND = [
+    "/mldiagnostics_extension_files/bin/mldiagnostics_extension",
+    "-standalone=true",
+    "-channel=hypercomputecluster.googleapis.com/diagnostics",
+    "-alsologtostderr=true",
+]
+WORKLOAD_IDENTITY_ANNOTATION = "iam.gke.io/gcp-service-account"
+
+
+def node_placement(settings: DiagonSettings) -> dict[str, Any]:
+    """Pod spec fields that choose the nodes: an explicit nodeSelector, else accelerator-label affinity."""
+    if settings.node_selector is not None:
+        return {"node_selector": dict(settings.node_selector)}
+    if not settings.accelerator_node_labels:
+        return {}
+    terms = [
+        core.NodeSelectorTermArgs(
+            match_expressions=[core.NodeSelectorRequirementArgs(key=k, operator="Exists")]
+        )
+        for k in settings.accelerator_node_labels
+    ]
+    return {
+        "affinity": core.AffinityArgs(
+            node_affinity=core.NodeAffinityArgs(
+                required_during_scheduling_ignored_during_execution=core.NodeSelectorArgs(
+                    node_selector_terms=terms
+                )
+            )
+        )
+    }
+
+
+class Diagon(pulumi.ComponentResource):
+    namespace: core.Namespace
+    service_account: core.ServiceAccount
+    daemon_set: apps.DaemonSet
+
+    def __init__(self, name: str, settings: DiagonSettings, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("mldiag:index:Diagon", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        self.namespace = core.Namespace(
+            f"{name}-namespace",
+            metadata=ObjectMetaArgs(name=settings.namespace, labels={"app.kubernetes.io/part-of": "diagon"}),
+            opts=child,
+        )
+        annotations = (
+            {WORKLOAD_IDENTITY_ANNOTATION: settings.gcp_service_account}
+            if settings.gcp_service_account
+            else None
+        )
+        self.service_account = core.ServiceAccount(
+            f"{name}-service-account",
+            metadata=ObjectMetaArgs(
+                name=settings.service_account,
+                namespace=self.namespace.metadata.name,
+                annotations=annotations,
+                labels={"app.kubernetes.io/part-of": "diagon"},
+            ),
+            opts=child,
+        )
+        pod_labels = {"name": DAEMON_NAME}
+        self.daemon_set = apps.DaemonSet(
+            f"{name}-daemonset",
+            metadata=ObjectMetaArgs(
+                name=DAEMON_NAME,
+                namespace=self.namespace.metadata.name,
+                labels={"app.kubernetes.io/name": DAEMON_NAME, "app.kubernetes.io/part-of": "diagon"},
+            ),
+            spec=apps.DaemonSetSpecArgs(
+                selector=LabelSelectorArgs(match_labels=pod_labels),
+                update_strategy=apps.DaemonSetUpdateStrategyArgs(
+                    type="RollingUpdate",
+                    rolling_update=apps.RollingUpdateDaemonSetArgs(max_unavailable=settings.max_unavailable),
+                ),
+                template=core.PodTemplateSpecArgs(
+                    metadata=ObjectMetaArgs(labels=pod_labels),
+                    spec=core.PodSpecArgs(
+                        host_network=True,
+                        dns_policy="ClusterFirstWithHostNet",
+                        service_account_name=self.service_account.metadata.name,
+                        termination_grace_period_seconds=30,
+                        tolerations=[
+                            core.TolerationArgs(operator="Exists", effect="NoSchedule"),
+                            core.TolerationArgs(operator="Exists", effect="NoExecute"),
+                        ],
+                        containers=[
+                            core.ContainerArgs(
+                                name=DAEMON_NAME,
+                                image=settings.image,
+                                image_pull_policy=compat.image_pull_policy(settings.image),
+                                command=DAEMON_COMMAND,
+                                security_context=core.SecurityContextArgs(privileged=True),
+                                resources=core.ResourceRequirementsArgs(
+                                    requests={"cpu": "10m", "memory": "32Mi"},
+                                    limits={"memory": "256Mi"},  # no CPU limit
+                                ),
+                            )
+                        ],
+                        **node_placement(settings),
+                    ),
+                ),
+            ),
+            opts=child,
+        )
+        self.register_outputs(
+            {"namespace": self.namespace.metadata.name, "image": settings.image, "daemonSet": DAEMON_NAME}
+        )
