@@ -8,6 +8,11 @@ cfg = config.load()
 pulumi.export("environment", cfg.environment)
 
 # kubernetesClusters: self-managed Kubernetes (issue: ML Diagnostics on Kubernetes)
+from components.kubernetes_cluster import KubernetesCluster  # noqa: E402
+
+for kc in cfg.kubernetes_clusters:
+    k8s = KubernetesCluster(f"k8s-{kc.name}", kc)
+    pulumi.export(f"kubernetesCluster:{kc.name}", {"mode": k8s.mode, "workloadMonitoring": k8s.monitoring})
 
 # gkeClusters: created or adopted GKE clusters (issue: GKE managed ML Diagnostics)
 

@@ -28,5 +28,5 @@ class KubernetesCluster(pulumi.ComponentResource):
             f"{name}-mldiag", target, mode, self.provider, opts=pulumi.ResourceOptions(parent=self)
         )
         self.mode = self.diagnostics.mode
-        self.workload_monitoring = self.diagnostics.workload_monitoring
-        self.register_outputs({"mode": self.mode, "workloadMonitoring": self.workload_monitoring})
+        self.monitoring = self.diagnostics.workload_monitoring  # automatic workload monitoring: never here
+        self.register_outputs({"mode": self.mode, "workloadMonitoring": self.monitoring})
