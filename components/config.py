@@ -124,6 +124,8 @@ def _fmt_loc(loc: Iterable[Any]) -> str:
     for part in loc:
         if isinstance(part, int):
             out += f"[{part}]"
+        elif part == "[key]":
+            out += " (key)"
         elif str(part).startswith("["):
             out += str(part)
         else:
