@@ -17,5 +17,9 @@ for kc in cfg.kubernetes_clusters:
 # gkeClusters: created or adopted GKE clusters (issue: GKE managed ML Diagnostics)
 
 # azureMl: Azure ML extension on AKS / Arc (issue: Azure ML extension)
+from components.azure_ml import AzureMlExtension  # noqa: E402
+
+for am in cfg.azure_ml:
+    pulumi.export(f"azureMl:{am.name}", AzureMlExtension(f"azureml-{am.name}", am).extension_id)
 
 # modelDevelopmentClusters: Vertex AI Model Development Clusters (issue: Model Development Cluster)

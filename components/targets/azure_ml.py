@@ -1,11 +1,393 @@
-"""Config of `azureMl` targets (Azure Machine Learning extension on AKS or Arc)."""
+"""Config of `azureMl` targets (Azure Machine Learning extension on AKS or Arc).
+
+The rules here are the ones `az k8s-extension create --extension-type Microsoft.AzureML.Kubernetes`
+enforces on the client (partner_extensions/AzureMLKubernetes.py and custom.py of the k8s-extension CLI)
+plus the seed's limits, checked before any resource is registered.
+"""
 
 from __future__ import annotations
 
-from components.config import TargetBase
+import re
+from typing import Literal
+
+from pydantic import Field, SecretStr, field_validator, model_validator
+
+from components.config import Model, TargetBase, is_placeholder, raise_issues
+
+ROUTER_SERVICE_TYPES = ("LoadBalancer", "NodePort", "ClusterIP")
+_ROUTER_BY_LOWER = {t.lower(): t for t in ROUTER_SERVICE_TYPES}
+# The CLI derives a small-cluster setup (clusterPurpose=DevTest, one inference router) below this many nodes.
+MIN_HA_NODES = 3
+
+_GUID = re.compile(r"[0-9a-fA-F]{8}-([0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}")
+_RESOURCE_GROUP = re.compile(r"[-\w.()]{0,89}[-\w()]")
+_CLUSTER_NAME = re.compile(r"[A-Za-z0-9]([A-Za-z0-9_-]{0,61}[A-Za-z0-9])?")
+_LOCATION = re.compile(r"[a-z][a-z0-9]*")
+# The extension name becomes the Helm release name (and prefixes e.g. `<name>-kube-state-metrics`).
+_EXTENSION_NAME = re.compile(r"[a-z0-9]([-a-z0-9]{0,51}[a-z0-9])?")
+_RELEASE_TRAIN = re.compile(r"[A-Za-z][A-Za-z0-9-]*")
+_DNS_NAME = re.compile(
+    r"(\*\.)?([A-Za-z0-9]([-A-Za-z0-9]{0,61}[A-Za-z0-9])?\.)*[A-Za-z0-9]([-A-Za-z0-9]{0,61}[A-Za-z0-9])?"
+)
+_K8S_NAME = re.compile(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?")
+_LABEL_NAME = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?")
+_LABEL_PREFIX = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?(\.[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)*")
+_LABEL_VALUE = re.compile(r"([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?")
+
+_PEM_BLOCK = re.compile(r"-----BEGIN ([A-Z0-9 ]+)-----\s+[A-Za-z0-9+/=:,\-\s]+?-----END \1-----")
+
+
+def _pem_problem(value: SecretStr | None, want: str) -> str | None:
+    """Why a PEM secret is unusable (None when fine). `want` is "certificate" or "private key"."""
+    if value is None:
+        return None
+    if is_placeholder(value):
+        return None
+    text = value.get_secret_value()
+    if not text.isascii():
+        return "must be ASCII PEM text (the CLI reads PEM files as ASCII)"
+    # Checked before the shape: an encrypted key is a PEM, just one the extension cannot use.
+    if "ENCRYPTED" in text:
+        return (
+            "passphrase-protected (ENCRYPTED) PEM is not supported by the Azure ML extension; "
+            "provide the unencrypted PEM (e.g. `openssl pkey -in key.pem -out plain.pem`)"
+        )
+    labels = [m.group(1) for m in _PEM_BLOCK.finditer(text)]
+    if want == "certificate" and "CERTIFICATE" not in labels:
+        return (
+            "must be PEM text with a '-----BEGIN CERTIFICATE-----' block (the certificate itself, not a path)"
+        )
+    if want == "private key" and not any(label.endswith("PRIVATE KEY") for label in labels):
+        return (
+            "must be PEM text with a '-----BEGIN PRIVATE KEY-----' (or RSA/EC PRIVATE KEY) block "
+            "(the key itself, not a path)"
+        )
+    return None
+
+
+class AzureClusterRef(Model):
+    """The AKS or Arc cluster the extension goes on: its ARM id and facts are built from this, never looked up."""
+
+    kind: Literal["aks", "arc"]
+    subscription_id: str
+    resource_group: str
+    name: str
+    # Azure region name as ARM returns it (`eastus`); sent lowercased like the CLI does.
+    location: str
+    # Total nodes (AKS: sum of agent pool counts; Arc: totalNodeCount), as the CLI reads it from ARM.
+    node_count: int = Field(ge=1)
+    # Arc-connected OpenShift (OCP/ARO); the CLI sends `openshift=true` for that distribution.
+    openshift: bool = False
+
+    @field_validator("subscription_id")
+    @classmethod
+    def _subscription(cls, v: str) -> str:
+        if not _GUID.fullmatch(v):
+            raise ValueError("must be a subscription GUID like 00000000-0000-0000-0000-000000000000")
+        return v.lower()
+
+    @field_validator("resource_group")
+    @classmethod
+    def _resource_group(cls, v: str) -> str:
+        if not _RESOURCE_GROUP.fullmatch(v):
+            raise ValueError(
+                "must be 1-90 characters of letters, digits, '-', '_', '.', '(', ')' and not end with '.'"
+            )
+        return v
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, v: str) -> str:
+        if not _CLUSTER_NAME.fullmatch(v):
+            raise ValueError(
+                "must be 1-63 characters of letters, digits, '-' and '_', starting and ending with a letter or digit"
+            )
+        return v
+
+    @field_validator("location")
+    @classmethod
+    def _location(cls, v: str) -> str:
+        v = v.lower()
+        if not _LOCATION.fullmatch(v):
+            raise ValueError("must be an Azure region name such as eastus or westeurope (no spaces)")
+        return v
+
+    @property
+    def cluster_rp(self) -> str:
+        return "Microsoft.ContainerService" if self.kind == "aks" else "Microsoft.Kubernetes"
+
+    @property
+    def cluster_type(self) -> str:
+        return "managedClusters" if self.kind == "aks" else "connectedClusters"
+
+    @property
+    def resource_id(self) -> str:
+        return (
+            f"/subscriptions/{self.subscription_id}/resourceGroups/{self.resource_group}"
+            f"/providers/{self.cluster_rp}/{self.cluster_type}/{self.name}"
+        )
+
+    @property
+    def small(self) -> bool:
+        return self.node_count < MIN_HA_NODES
+
+
+class InferenceSettings(Model):
+    enabled: bool = False
+    # LoadBalancer | NodePort | ClusterIP, any case in; the canonical spelling out.
+    router_service_type: str | None = None
+    internal_load_balancer_provider: Literal["azure"] | None = None
+    allow_insecure_connections: bool | None = None
+    ssl_cname: str | None = None
+    # Name of a Kubernetes secret in the `azureml` namespace holding cert.pem and key.pem.
+    ssl_secret: str | None = None
+    # PEM text (not a path), set with `pulumi config set --secret --path`.
+    ssl_cert_pem: SecretStr | None = None
+    ssl_key_pem: SecretStr | None = None
+    router_ha: bool | None = Field(default=None, alias="routerHA")
+
+    @field_validator("router_service_type")
+    @classmethod
+    def _router_service_type(cls, v: str | None) -> str | None:
+        if v is None:
+            return None
+        canonical = _ROUTER_BY_LOWER.get(v.lower())
+        if canonical is None:
+            raise ValueError(f"must be one of {', '.join(ROUTER_SERVICE_TYPES)} (any case)")
+        return canonical
+
+    @field_validator("ssl_cname")
+    @classmethod
+    def _ssl_cname(cls, v: str | None) -> str | None:
+        if v is not None and not _DNS_NAME.fullmatch(v):
+            raise ValueError("must be a DNS name such as ml.example.com")
+        return v
+
+    @field_validator("ssl_secret")
+    @classmethod
+    def _ssl_secret(cls, v: str | None) -> str | None:
+        if v is not None and not _K8S_NAME.fullmatch(v):
+            raise ValueError("must be a Kubernetes secret name (lowercase letters, digits, '-' and '.')")
+        return v
+
+    @field_validator("ssl_cert_pem")
+    @classmethod
+    def _cert_pem(cls, v: SecretStr | None) -> SecretStr | None:
+        problem = _pem_problem(v, "certificate")
+        if problem:
+            raise ValueError(problem)
+        return v
+
+    @field_validator("ssl_key_pem")
+    @classmethod
+    def _key_pem(cls, v: SecretStr | None) -> SecretStr | None:
+        problem = _pem_problem(v, "private key")
+        if problem:
+            raise ValueError(problem)
+        return v
+
+    @property
+    def https_material(self) -> bool:
+        """True when the CLI would consider SSL enabled: both PEMs or an sslSecret."""
+        return bool((self.ssl_cert_pem and self.ssl_key_pem) or self.ssl_secret)
 
 
 class AzureMlTarget(TargetBase):
-    subscription_id: str
-    resource_group: str
-    cluster_name: str
+    cluster: AzureClusterRef
+    # The extension's ARM name (= Helm release name); defaults to the target name.
+    extension_name: str | None = None
+    training: bool = False
+    inference: InferenceSettings = InferenceSettings()
+    node_selector: dict[str, str] = {}
+    install_nvidia_device_plugin: bool | None = None
+    install_prom_op: bool | None = None
+    install_volcano: bool | None = None
+    install_dcgm_exporter: bool | None = None
+    version: str | None = None
+    auto_upgrade_minor_version: bool | None = None
+    release_train: str | None = None
+    scope: str = "cluster"
+
+    @field_validator("extension_name")
+    @classmethod
+    def _extension_name(cls, v: str | None) -> str | None:
+        if v is not None and not _EXTENSION_NAME.fullmatch(v):
+            raise ValueError(
+                "must be 1-53 characters of lowercase letters, digits and '-', starting and ending with a "
+                "letter or digit (it becomes the Helm release name)"
+            )
+        return v
+
+    @field_validator("release_train")
+    @classmethod
+    def _release_train(cls, v: str | None) -> str | None:
+        if v is not None and not _RELEASE_TRAIN.fullmatch(v):
+            raise ValueError("must be a release train name such as stable or preview")
+        return v
+
+    @field_validator("scope")
+    @classmethod
+    def _scope(cls, v: str) -> str:
+        if v != "cluster":
+            raise ValueError(
+                f"{v!r} is not allowed: the Azure ML extension installs only at cluster scope; allowed: cluster"
+            )
+        return v
+
+    @field_validator("node_selector")
+    @classmethod
+    def _node_selector(cls, v: dict[str, str]) -> dict[str, str]:
+        problems = []
+        for key, value in v.items():
+            prefix, _, label = key.rpartition("/")
+            if (
+                prefix and not (len(prefix) <= 253 and _LABEL_PREFIX.fullmatch(prefix))
+            ) or not _LABEL_NAME.fullmatch(label):
+                problems.append(
+                    (
+                        key,
+                        "not a Kubernetes label key: [prefix/]name, name 1-63 letters, digits, '-', '_', '.' "
+                        "starting and ending with a letter or digit; prefix a DNS subdomain",
+                    )
+                )
+            elif not _LABEL_VALUE.fullmatch(value):
+                problems.append(
+                    (
+                        key,
+                        "not a Kubernetes label value: up to 63 letters, digits, '-', '_', '.' starting and "
+                        "ending with a letter or digit",
+                    )
+                )
+        raise_issues(problems)
+        return v
+
+    @property
+    def extension(self) -> str:
+        return self.extension_name or self.name
+
+    @model_validator(mode="after")
+    def _rules(self) -> AzureMlTarget:
+        problems: list[tuple[str, str]] = []
+        inf = self.inference
+        cluster = self.cluster
+
+        if not (self.training or inf.enabled):
+            problems.append(
+                (
+                    "training",
+                    "either training or inference.enabled must be true (the extension is installed for "
+                    "training, inference or both)",
+                )
+            )
+
+        if inf.enabled:
+            problems += self._inference_rules()
+        else:
+            stray = [
+                field.alias or name
+                for name, field in InferenceSettings.model_fields.items()
+                if name != "enabled" and getattr(inf, name) is not None
+            ]
+            if stray:
+                problems.append(
+                    (
+                        "inference",
+                        f"{', '.join(stray)} only apply when inference.enabled is true; "
+                        "set inference.enabled: true or remove them",
+                    )
+                )
+
+        if self.version is not None and self.auto_upgrade_minor_version is not False:
+            problems.append(
+                (
+                    "autoUpgradeMinorVersion",
+                    f"must be false to pin version {self.version!r} "
+                    "(set autoUpgradeMinorVersion: false, or remove version to follow the release train)",
+                )
+            )
+
+        if cluster.openshift and cluster.kind != "arc":
+            problems.append(
+                (
+                    "cluster.openshift",
+                    "only for kind arc (OpenShift and ARO clusters are connected through Azure Arc); "
+                    "allowed for kind aks: false",
+                )
+            )
+
+        if cluster.kind == "arc" and not cluster.name[0].isalpha():
+            problems.append(
+                (
+                    "cluster.name",
+                    "must start with a letter for kind arc (the Azure Relay namespace name is derived from it)",
+                )
+            )
+
+        raise_issues(problems)
+        return self
+
+    def _inference_rules(self) -> list[tuple[str, str]]:
+        inf = self.inference
+        problems: list[tuple[str, str]] = []
+        allowed = ", ".join(ROUTER_SERVICE_TYPES)
+        if inf.router_service_type is None:
+            problems.append(
+                (
+                    "inference.routerServiceType",
+                    f"required when inference.enabled is true; allowed: {allowed}",
+                )
+            )
+
+        if bool(inf.ssl_cert_pem) != bool(inf.ssl_key_pem):
+            missing, given = ("sslKeyPem", "sslCertPem") if inf.ssl_cert_pem else ("sslCertPem", "sslKeyPem")
+            problems.append(
+                (f"inference.{missing}", f"required when {given} is set (give both PEMs or neither)")
+            )
+        elif inf.ssl_cert_pem and inf.ssl_secret:
+            problems.append(
+                (
+                    "inference.sslSecret",
+                    "set either sslSecret or sslCertPem and sslKeyPem, not both",
+                )
+            )
+        elif not inf.https_material and not inf.allow_insecure_connections:
+            problems.append(
+                (
+                    "inference",
+                    "HTTPS (the default) needs sslCname and either sslSecret or both sslCertPem and sslKeyPem; "
+                    "for an HTTP endpoint (dev/test only) set allowInsecureConnections: true",
+                )
+            )
+        if inf.https_material and not inf.ssl_cname:
+            problems.append(
+                (
+                    "inference.sslCname",
+                    "required when HTTPS is configured (sslSecret or sslCertPem and sslKeyPem)",
+                )
+            )
+
+        if inf.internal_load_balancer_provider is not None:
+            if self.cluster.kind != "aks":
+                problems.append(
+                    (
+                        "inference.internalLoadBalancerProvider",
+                        "only allowed on AKS clusters (cluster.kind: aks); remove it for kind arc",
+                    )
+                )
+            elif inf.router_service_type == "NodePort":
+                problems.append(
+                    (
+                        "inference.internalLoadBalancerProvider",
+                        "not allowed with routerServiceType NodePort; allowed with LoadBalancer or ClusterIP",
+                    )
+                )
+
+        if inf.router_ha and self.cluster.small:
+            problems.append(
+                (
+                    "inference.routerHA",
+                    f"true needs at least {MIN_HA_NODES} nodes (cluster.nodeCount is {self.cluster.node_count}); "
+                    "set routerHA: false or leave it unset",
+                )
+            )
+        return problems
