@@ -1,0 +1,1 @@
+"""Loopback fakes of the cloud APIs the dynamic providers call."""

@@ -1,0 +1,539 @@
+"""A loopback fake of the Vertex AI Model Development Cluster REST API (v1beta1).
+
+A real HTTP server on 127.0.0.1 in the test process. It implements create (with
+`modelDevelopmentClusterId`), get, patch (honouring `updateMask` with full replacement of repeated fields
+and maps, `updateMode` node image rules, and the whole-payload compare when the mask is missing), delete
+and operations, with a configurable operation duration on a shared (simulated) clock, and injected
+faults: HTTP errors (429, 503, 409, 404, ...), dropped connections and failing operations.
+
+It validates request bodies against the API's own JSON field names (lowerCamelCase) and answers unknown
+fields with 400 INVALID_ARGUMENT, like the real service.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import json
+import re
+import socket
+import threading
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+from components.providers.google_rest import Clock
+
+DEFAULT_IMAGE = "projects/vertex-ai-slurm/global/images/slurm-2026-01"
+CLUSTER_TYPE = "type.googleapis.com/google.cloud.aiplatform.v1beta1.ModelDevelopmentCluster"
+
+# The API's JSON shape (what the service accepts). "*" = free-form map or opaque message.
+_STR = "s"
+_POOL = {
+    "id": _STR,
+    "machineSpec": {
+        "machineType": _STR,
+        "acceleratorType": _STR,
+        "acceleratorCount": _STR,
+        "reservationAffinity": {"reservationAffinityType": _STR, "values": _STR},
+    },
+    "scalingSpec": {"minNodeCount": _STR, "maxNodeCount": _STR},
+    "zone": _STR,
+    "enablePublicIps": _STR,
+    "bootDisk": {"bootDiskType": _STR, "bootDiskSizeGb": _STR},
+    "nodeImage": _STR,
+    "provisioningModel": _STR,
+    "confidentialInstanceConfig": {"confidentialInstanceType": _STR},
+    "flexStartMaxDuration": _STR,
+    "filestores": _STR,
+    "lustres": _STR,
+    "startupScript": _STR,
+    "labels": "*",
+}
+_SLURM = {
+    "homeDirectoryStorage": _STR,
+    "partitions": [{"id": _STR, "nodePoolIds": _STR, "config": "*"}],
+    "loginNodePoolId": _STR,
+    "defaultPartitionId": _STR,
+    "config": "*",
+    "scheduling": "*",
+    "accounting": "*",
+    "nodeSets": [{"nodePoolId": _STR, "config": "*"}],
+    "prologBashScripts": _STR,
+    "epilogBashScripts": _STR,
+}
+SCHEMA = {
+    "name": _STR,
+    "displayName": _STR,
+    "labels": "*",
+    "network": {"network": _STR, "subnetwork": _STR},
+    "nodePools": [_POOL],
+    "orchestratorSpec": {"slurmSpec": _SLURM},
+    "runtimeSpec": {"serviceAccount": _STR},
+}
+UPDATABLE = {
+    "display_name": ("displayName",),
+    "labels": ("labels",),
+    "node_pools": ("nodePools",),
+    **{
+        f"orchestrator_spec.slurm_spec.{f}": ("orchestratorSpec", "slurmSpec", c)
+        for f, c in [
+            ("partitions", "partitions"),
+            ("default_partition_id", "defaultPartitionId"),
+            ("login_node_pool_id", "loginNodePoolId"),
+            ("prolog_bash_scripts", "prologBashScripts"),
+            ("epilog_bash_scripts", "epilogBashScripts"),
+            ("config", "config"),
+            ("scheduling", "scheduling"),
+            ("accounting", "accounting"),
+            ("node_sets", "nodeSets"),
+        ]
+    },
+}
+
+
+class SimulatedClock(Clock):
+    """Simulated time shared by the client (sleep advances it) and the fake (operations end on it)."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.sleeps: list[float] = []
+        self._lock = threading.Lock()
+
+    def monotonic(self) -> float:
+        with self._lock:
+            return self.now
+
+    def sleep(self, seconds: float) -> None:
+        with self._lock:
+            self.sleeps.append(seconds)
+            self.now += max(0.0, seconds)
+
+    def random(self) -> float:
+        return 0.5
+
+
+class ApiError(Exception):
+    def __init__(self, code: int, status: str, message: str, reason: str = ""):
+        self.code, self.status, self.message, self.reason = code, status, message, reason
+
+
+@dataclass
+class Recorded:
+    method: str
+    path: str
+    query: dict[str, str]
+    body: Any
+    headers: dict[str, str]
+
+
+@dataclass
+class Fault:
+    method: str
+    path_contains: str
+    status: int | None  # None: drop the connection
+    times: int
+    body_status: str = ""
+    message: str = ""
+
+
+@dataclass
+class Operation:
+    name: str
+    kind: str  # create | update | delete
+    cluster: str
+    done_at: float
+    error: dict[str, Any] | None = None
+    done: bool = False
+    response: dict[str, Any] = field(default_factory=dict)
+    polls: int = 0
+    noticed_at: float | None = None
+
+
+_STATUS_NAMES = {
+    400: "INVALID_ARGUMENT",
+    403: "PERMISSION_DENIED",
+    404: "NOT_FOUND",
+    409: "ALREADY_EXISTS",
+    429: "RESOURCE_EXHAUSTED",
+    500: "INTERNAL",
+    503: "UNAVAILABLE",
+}
+
+
+def _check_shape(value: Any, schema: Any, path: str) -> None:
+    if schema == "*" or schema == _STR:
+        return
+    if isinstance(schema, list):
+        if not isinstance(value, list):
+            raise ApiError(400, "INVALID_ARGUMENT", f'Invalid value at "{path}": expected a list')
+        for i, v in enumerate(value):
+            _check_shape(v, schema[0], f"{path}[{i}]")
+        return
+    if not isinstance(value, dict):
+        raise ApiError(400, "INVALID_ARGUMENT", f'Invalid value at "{path}": expected an object')
+    for k, v in value.items():
+        if k not in schema:
+            raise ApiError(
+                400,
+                "INVALID_ARGUMENT",
+                f"Invalid JSON payload received. Unknown name \"{k}\" at '{path}': Cannot find field.",
+            )
+        _check_shape(v, schema[k], f"{path}.{k}" if path else k)
+
+
+def _get_path(obj: dict[str, Any], parts: tuple[str, ...]) -> Any:
+    for p in parts:
+        if not isinstance(obj, dict) or p not in obj:
+            return None
+        obj = obj[p]
+    return obj
+
+
+def _set_path(obj: dict[str, Any], parts: tuple[str, ...], value: Any) -> None:
+    for p in parts[:-1]:
+        obj = obj.setdefault(p, {})
+    if value is None:
+        obj.pop(parts[-1], None)
+    else:
+        obj[parts[-1]] = copy.deepcopy(value)
+
+
+def _snake(path: str) -> str:
+    return re.sub(r"([A-Z])", lambda m: "_" + m.group(1).lower(), path)
+
+
+class FakeVertexApi:
+    """Start with `with FakeVertexApi() as api:`; `api.endpoint` is the base URL (no version)."""
+
+    def __init__(self, clock: SimulatedClock | None = None, operation_seconds: float = 30.0):
+        self.clock = clock or SimulatedClock()
+        self.operation_seconds = operation_seconds
+        self.requests: list[Recorded] = []
+        self.clusters: dict[str, dict[str, Any]] = {}
+        self.running_images: dict[tuple[str, str], str] = {}
+        self.default_images: dict[str, str] = {}
+        self.operations: dict[str, Operation] = {}
+        self.faults: list[Fault] = []
+        self.next_operation_error: dict[str, Any] | None = None
+        self._lock = threading.RLock()
+        self._op_seq = 0
+        self._server: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # -- lifecycle ----------------------------------------------------------------------------------------
+    def __enter__(self) -> FakeVertexApi:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def start(self) -> None:
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def _handle(self) -> None:
+                fake._serve(self)
+
+            do_GET = do_POST = do_PATCH = do_DELETE = _handle  # noqa: N815
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread.start()
+
+    def close(self) -> None:
+        if self._server:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+        if self._thread:
+            self._thread.join(timeout=5)
+
+    @property
+    def endpoint(self) -> str:
+        assert self._server is not None
+        return f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    # -- test controls ------------------------------------------------------------------------------------
+    def inject(
+        self,
+        method: str,
+        path_contains: str,
+        status: int | None,
+        *,
+        times: int = 1,
+        body_status: str = "",
+        message: str = "",
+    ) -> None:
+        """The next `times` matching requests fail with `status` (None: the connection is dropped)."""
+        self.faults.append(Fault(method, path_contains, status, times, body_status, message))
+
+    def fail_next_operation(self, code: int = 9, message: str = "injected failure") -> None:
+        self.next_operation_error = {"code": code, "message": message}
+
+    def api_requests(self) -> list[Recorded]:
+        """Requests other than operation polls."""
+        return [r for r in self.requests if "/operations/" not in r.path]
+
+    def put_cluster(self, name: str, cluster: dict[str, Any]) -> None:
+        with self._lock:
+            c = copy.deepcopy(cluster)
+            c["name"] = name
+            c.setdefault("clusterStatus", {"state": "RUNNING"})
+            self.clusters[name] = c
+
+    # -- HTTP ---------------------------------------------------------------------------------------------
+    def _serve(self, h: BaseHTTPRequestHandler) -> None:
+        url = urlsplit(h.path)
+        query = {k: v[-1] for k, v in parse_qs(url.query, keep_blank_values=True).items()}
+        length = int(h.headers.get("Content-Length") or 0)
+        raw = h.rfile.read(length) if length else b""
+        try:
+            body = json.loads(raw) if raw else None
+        except ValueError:
+            body = raw.decode(errors="replace")
+        with self._lock:
+            self.requests.append(
+                Recorded(h.command, url.path, query, body, {k.lower(): v for k, v in h.headers.items()})
+            )
+            fault = self._take_fault(h.command, url.path)
+        if fault is not None and fault.status is None:
+            h.close_connection = True
+            with contextlib.suppress(OSError):
+                h.connection.shutdown(socket.SHUT_RDWR)
+            return
+        try:
+            if fault is not None:
+                raise ApiError(
+                    fault.status,
+                    fault.body_status or _STATUS_NAMES.get(fault.status, "UNKNOWN"),
+                    fault.message or "injected fault",
+                )
+            with self._lock:
+                self._advance()
+                code, out = self._route(h.command, url.path, query, body)
+        except ApiError as e:
+            err: dict[str, Any] = {"code": e.code, "message": e.message, "status": e.status}
+            if e.reason:
+                err["details"] = [
+                    {
+                        "@type": "type.googleapis.com/google.rpc.ErrorInfo",
+                        "reason": e.reason,
+                        "domain": "aiplatform.googleapis.com",
+                    }
+                ]
+            code, out = e.code, {"error": err}
+        data = json.dumps(out).encode()
+        h.send_response(code)
+        h.send_header("Content-Type", "application/json")
+        h.send_header("Content-Length", str(len(data)))
+        h.end_headers()
+        h.wfile.write(data)
+
+    def _take_fault(self, method: str, path: str) -> Fault | None:
+        for f in self.faults:
+            if f.times > 0 and f.method == method and f.path_contains in path:
+                f.times -= 1
+                return f
+        return None
+
+    def _route(self, method: str, path: str, query: dict[str, str], body: Any) -> tuple[int, dict[str, Any]]:
+        m = re.fullmatch(r"/v1(?:beta1)?/(projects/[^/]+/locations/[^/]+)/modelDevelopmentClusters", path)
+        if m and method == "POST":
+            return 200, self._create(m[1], query, body)
+        m = re.fullmatch(
+            r"/v1(?:beta1)?/(projects/[^/]+/locations/[^/]+/modelDevelopmentClusters/[^/]+)", path
+        )
+        if m:
+            name = m[1]
+            if method == "GET":
+                return 200, self._cluster(name)
+            if method == "PATCH":
+                return 200, self._patch(name, query, body)
+            if method == "DELETE":
+                return 200, self._delete(name)
+        m = re.fullmatch(r"/v1(?:beta1)?/(projects/[^/]+/locations/[^/]+/operations/[^/]+)", path)
+        if m and method == "GET":
+            return 200, self._get_operation(m[1])
+        raise ApiError(404, "NOT_FOUND", f"no route for {method} {path}")
+
+    # -- behaviour ----------------------------------------------------------------------------------------
+    def _cluster(self, name: str) -> dict[str, Any]:
+        if name not in self.clusters:
+            raise ApiError(
+                404, "NOT_FOUND", f'ModelDevelopmentCluster "{name}" not found.', "RESOURCE_NOT_FOUND"
+            )
+        return copy.deepcopy(self.clusters[name])
+
+    def _default_image(self, machine_type: str) -> str:
+        return self.default_images.get(machine_type, DEFAULT_IMAGE)
+
+    def _start_operation(self, parent: str, kind: str, cluster: str) -> dict[str, Any]:
+        self._op_seq += 1
+        name = f"{parent}/operations/{1000 + self._op_seq}"
+        op = Operation(
+            name, kind, cluster, self.clock.monotonic() + self.operation_seconds, self.next_operation_error
+        )
+        self.next_operation_error = None
+        self.operations[name] = op
+        return {
+            "name": name,
+            "metadata": {
+                "@type": "type.googleapis.com/google.cloud.aiplatform.v1beta1.GenericOperationMetadata"
+            },
+        }
+
+    def _advance(self) -> None:
+        now = self.clock.monotonic()
+        for op in self.operations.values():
+            if op.done or now < op.done_at:
+                continue
+            op.done = True
+            c = self.clusters.get(op.cluster)
+            if op.error:
+                if c is not None:
+                    c["clusterStatus"] = {
+                        "state": "ERROR",
+                        "error": dict(op.error),
+                        "detail": op.error["message"],
+                    }
+                continue
+            if op.kind == "delete":
+                self.clusters.pop(op.cluster, None)
+                op.response = {"@type": "type.googleapis.com/google.protobuf.Empty"}
+            elif c is not None:
+                c["clusterStatus"] = {"state": "RUNNING"}
+                c["updateTime"] = f"t+{now:.0f}s"
+                op.response = {"@type": CLUSTER_TYPE, **copy.deepcopy(c)}
+
+    def _get_operation(self, name: str) -> dict[str, Any]:
+        op = self.operations.get(name)
+        if op is None:
+            raise ApiError(404, "NOT_FOUND", f"operation {name} not found")
+        op.polls += 1
+        out: dict[str, Any] = {"name": name}
+        if op.done:
+            if op.noticed_at is None:
+                op.noticed_at = self.clock.monotonic()
+            out["done"] = True
+            if op.error:
+                out["error"] = dict(op.error)
+            else:
+                out["response"] = copy.deepcopy(op.response)
+        return out
+
+    def _validate_cluster(self, c: dict[str, Any], old: dict[str, Any] | None = None) -> None:
+        slurm = _get_path(c, ("orchestratorSpec", "slurmSpec")) or {}
+        if slurm.get("config") and (slurm.get("scheduling") or slurm.get("accounting")):
+            raise ApiError(
+                400, "INVALID_ARGUMENT", "config cannot be set together with scheduling or accounting"
+            )
+        parts = [p.get("id") for p in slurm.get("partitions") or []]
+        default = slurm.get("defaultPartitionId")
+        if default and default not in parts:
+            raise ApiError(400, "INVALID_ARGUMENT", f"default_partition_id {default!r} is not a partition")
+        if old is not None:
+            old_default = _get_path(old, ("orchestratorSpec", "slurmSpec", "defaultPartitionId"))
+            if old_default and old_default not in parts:
+                raise ApiError(
+                    400,
+                    "FAILED_PRECONDITION",
+                    f"cannot delete or rename the default partition {old_default!r}",
+                )
+            old_pools = {p["id"]: p for p in old.get("nodePools") or []}
+            for p in c.get("nodePools") or []:
+                if p["id"] in old_pools and p.get("machineSpec") != old_pools[p["id"]].get("machineSpec"):
+                    raise ApiError(
+                        400, "INVALID_ARGUMENT", f"node_pools[{p['id']}].machine_spec is immutable"
+                    )
+
+    def _fill_defaults(self, name: str, c: dict[str, Any]) -> None:
+        project, region = name.split("/")[1], name.split("/")[3]
+        net = c.setdefault("network", {"network": f"projects/{project}/global/networks/default"})
+        net.setdefault("subnetwork", f"projects/{project}/regions/{region}/subnetworks/default")
+        c.setdefault("runtimeSpec", {"serviceAccount": f"{project}-compute@developer.gserviceaccount.com"})
+        for p in c.get("nodePools") or []:
+            disk = p.setdefault("bootDisk", {})
+            disk.setdefault("bootDiskType", "pd-ssd")
+            disk.setdefault("bootDiskSizeGb", 100)
+            p.setdefault("provisioningModel", "ON_DEMAND")
+
+    def _create(self, parent: str, query: dict[str, str], body: Any) -> dict[str, Any]:
+        cid = query.get("modelDevelopmentClusterId") or query.get("model_development_cluster_id")
+        if not cid:
+            raise ApiError(400, "INVALID_ARGUMENT", "modelDevelopmentClusterId is required")
+        if not isinstance(body, dict):
+            raise ApiError(400, "INVALID_ARGUMENT", "body must be a ModelDevelopmentCluster")
+        _check_shape(body, SCHEMA, "")
+        name = f"{parent}/modelDevelopmentClusters/{cid}"
+        if name in self.clusters:
+            raise ApiError(
+                409,
+                "ALREADY_EXISTS",
+                f'ModelDevelopmentCluster "{name}" already exists.',
+                "RESOURCE_ALREADY_EXISTS",
+            )
+        c = copy.deepcopy(body)
+        self._validate_cluster(c)
+        self._fill_defaults(name, c)
+        c["name"] = name
+        c["createTime"] = f"t+{self.clock.monotonic():.0f}s"
+        c["clusterStatus"] = {"state": "PROVISIONING"}
+        for p in c.get("nodePools") or []:
+            self.running_images[(name, p["id"])] = p.get("nodeImage") or self._default_image(
+                p["machineSpec"]["machineType"]
+            )
+        self.clusters[name] = c
+        return self._start_operation(parent, "create", name)
+
+    def _patch(self, name: str, query: dict[str, str], body: Any) -> dict[str, Any]:
+        old = self._cluster(name)
+        if not isinstance(body, dict):
+            raise ApiError(400, "INVALID_ARGUMENT", "body must be a ModelDevelopmentCluster")
+        _check_shape(body, SCHEMA, "")
+        mode = query.get("updateMode", "UPDATE_MODE_UNSPECIFIED")
+        if mode not in ("UPDATE_MODE_UNSPECIFIED", "USER_ONLY", "USER_AND_SERVICE"):
+            raise ApiError(400, "INVALID_ARGUMENT", f"invalid updateMode {mode!r}")
+        mask = [p for p in query.get("updateMask", "").split(",") if p]
+        if not mask:  # no mask: the whole payload is compared, what it omits is deleted
+            paths = list(UPDATABLE)
+        else:
+            paths = []
+            for p in mask:
+                sp = _snake(p)
+                if sp not in UPDATABLE:
+                    raise ApiError(400, "INVALID_ARGUMENT", f"update_mask path {p!r} is not updatable")
+                paths.append(sp)
+        new = copy.deepcopy(old)
+        for p in paths:
+            _set_path(new, UPDATABLE[p], _get_path(body, UPDATABLE[p]))
+        self._validate_cluster(new, old)
+        if "node_pools" in paths:
+            old_pools = {p["id"]: p for p in old.get("nodePools") or []}
+            for p in new.get("nodePools") or []:
+                key = (name, p["id"])
+                if p.get("nodeImage"):
+                    image = p["nodeImage"]
+                elif mode == "USER_ONLY" and key in self.running_images and p["id"] in old_pools:
+                    image = self.running_images[key]
+                else:
+                    image = self._default_image(p["machineSpec"]["machineType"])
+                self.running_images[key] = image
+                p["nodeImage"] = image
+            self._fill_defaults(name, new)
+        new["clusterStatus"] = {"state": "UPDATING"}
+        self.clusters[name] = new
+        return self._start_operation(name.split("/modelDevelopmentClusters/")[0], "update", name)
+
+    def _delete(self, name: str) -> dict[str, Any]:
+        c = self._cluster(name)
+        self.clusters[name]["clusterStatus"] = {**(c.get("clusterStatus") or {}), "state": "STOPPING"}
+        return self._start_operation(name.split("/modelDevelopmentClusters/")[0], "delete", name)
