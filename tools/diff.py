@@ -1,0 +1,84 @@
+"""Offline diff of several stacks against a git ref, as one report (the offline-plan PR comment).
+
+    python -m tools.diff [STACK ...] --base GITREF [--format table|json|markdown] [--output FILE]
+
+Without STACK, every `stacks/Pulumi.*.yaml` of the working tree. Markdown stays under GitHub's comment
+limit for all stacks together (each stack gets an equal share; a stack's details are truncated first).
+Exit codes: 2 if any plan or git step failed, else 1 if any working-tree plan has a mandatory policy
+violation, else 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from tools.plan_diff import (
+    EXIT_ERROR,
+    GITHUB_COMMENT_LIMIT,
+    ROOT,
+    DiffError,
+    diff_stacks,
+    exit_code,
+    render_markdown,
+    render_table,
+)
+
+COMMENT_MARKER = "<!-- ml-diagnostics:offline-plan -->"
+
+
+def all_stacks(project_dir: Path = ROOT) -> list[str]:
+    return sorted(
+        p.name[len("Pulumi.") : -len(".yaml")] for p in (project_dir / "stacks").glob("Pulumi.*.yaml")
+    )
+
+
+def render_all(
+    diffs: list[dict], fmt: str, base_ref: str, max_chars: int = GITHUB_COMMENT_LIMIT - 1536
+) -> str:
+    if fmt == "json":
+        return json.dumps(diffs, indent=2) + "\n"
+    if fmt == "table":
+        return "\n".join(render_table(d) for d in diffs)
+    header = (
+        f"{COMMENT_MARKER}\n## Offline plan: this pull request against `{base_ref}`\n\n"
+        "Computed without cloud credentials (`python -m tools.plan STACK --diff-base REF`): replacements are "
+        "shown only where the provider's rules make them certain; `pulumi preview` remains the authority.\n\n"
+    )
+    text = header
+    for i, d in enumerate(diffs):
+        share = (max_chars - len(text)) // (len(diffs) - i)
+        text += render_markdown(d, max_chars=share) + "\n"
+    return text
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m tools.diff", description=__doc__.split("\n\n")[0])
+    p.add_argument("stacks", nargs="*", help="stack names (default: every stacks/Pulumi.*.yaml)")
+    p.add_argument(
+        "--base", required=True, metavar="GITREF", help="git ref to compare against, e.g. origin/main"
+    )
+    p.add_argument("--format", choices=("table", "json", "markdown"), default="table")
+    p.add_argument("--output", type=Path, help="write the report here instead of stdout")
+    args = p.parse_args(argv)
+    stacks = args.stacks or all_stacks()
+    if not stacks:
+        print("error: no stacks given and none found under stacks/", file=sys.stderr)
+        return EXIT_ERROR
+    try:
+        diffs = diff_stacks(stacks, args.base)
+    except DiffError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_ERROR
+    text = render_all(diffs, args.format, args.base)
+    if args.output:
+        args.output.write_text(text)
+    else:
+        sys.stdout.write(text)
+    return max(exit_code(d) for d in diffs)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
