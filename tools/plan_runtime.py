@@ -131,7 +131,7 @@ class PlanMocks(mocks.Mocks):
         return str(rid), outputs
 
     def call(self, args: mocks.MockCallArgs) -> tuple[dict, list[tuple[str, str]] | None]:
-        return mock_answers.answer(args.token, dict(args.args)), None
+        return mock_answers.answer(args.token, dict(args.args)), []
 
 
 class RecordingMonitor(mocks.MockMonitor):
