@@ -165,7 +165,12 @@ def test_images_rule_through_the_analyzer_levels_per_environment(program):
 def _plan(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     return subprocess.run(
-        [sys.executable, "-m", "tools.plan", *args], cwd=cwd, capture_output=True, text=True, env=env, timeout=300
+        [sys.executable, "-m", "tools.plan", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
     )
 
 

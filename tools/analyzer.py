@@ -24,7 +24,12 @@ from pulumi.runtime.proto import analyzer_pb2, analyzer_pb2_grpc, plugin_pb2
 from tools.plan_runtime import ROOT, RecordedResource
 
 POLICY_DIR = ROOT / "policies"
-LEVELS = {"advisory": 1, "mandatory": 2, "remediate": 3, "disabled": 4}
+LEVELS = {
+    "advisory": analyzer_pb2.ADVISORY,
+    "mandatory": analyzer_pb2.MANDATORY,
+    "remediate": analyzer_pb2.REMEDIATE,
+    "disabled": analyzer_pb2.DISABLED,
+}
 LEVEL_NAMES = {v: k for k, v in LEVELS.items()}
 
 
@@ -288,6 +293,8 @@ def build_configure_request(
                 )
                 continue
             want = _JSON_TYPES.get(spec.get("type", ""))
+            if spec.get("type") == "integer" and isinstance(value, float) and value.is_integer():
+                value = props[key] = int(value)  # protobuf Struct numbers are doubles
             if want and (not isinstance(value, want) or (isinstance(value, bool) and bool not in want)):
                 problems.append(f"{p.name}.{key}: must be of type {spec['type']}")
             if "enum" in spec and value not in spec["enum"]:

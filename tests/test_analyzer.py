@@ -1,0 +1,87 @@
+"""The analyzer driver: the policy pack subprocess is always stopped, and Configure is built like the CLI's."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from pulumi.runtime.proto import analyzer_pb2
+
+from tools.analyzer import PolicyConfigError, PolicyPackProcess, build_configure_request
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # a zombie still answers kill(0); read its state
+    with open(f"/proc/{pid}/stat") as f:
+        return f.read().split()[2] != "Z"
+
+
+def test_pack_serves_and_is_stopped_after_use():
+    with PolicyPackProcess() as pack:
+        pid = pack.proc.pid
+        info = pack.info()
+        assert info.name == "ml-diagnostics"
+        assert "k8s-images-pinned" in {p.name for p in info.policies}
+    assert pack.proc is None
+    assert not _alive(pid)
+
+
+def test_pack_is_stopped_when_the_caller_fails():
+    pid = None
+    with pytest.raises(RuntimeError, match="boom"), PolicyPackProcess() as pack:
+        pid = pack.proc.pid
+        raise RuntimeError("boom")
+    assert pid is not None and not _alive(pid)
+
+
+def test_pack_that_dies_before_printing_a_port_is_reported(tmp_path):
+    (tmp_path / "__main__.py").write_text("import sys\nprint('no port here', file=sys.stderr)\nsys.exit(3)\n")
+    pack = PolicyPackProcess(policy_dir=tmp_path, start_timeout=20)
+    with pytest.raises(RuntimeError, match="exited before printing its port:\nno port here"):
+        pack.start()
+    assert pack.proc is None
+
+
+def test_pack_that_hangs_is_killed_after_the_timeout(tmp_path):
+    (tmp_path / "__main__.py").write_text("import time\ntime.sleep(60)\n")
+    pack = PolicyPackProcess(policy_dir=tmp_path, start_timeout=1)
+    with pytest.raises(RuntimeError, match="did not print its port within 1s"):
+        pack.start()
+    assert pack.proc is None
+
+
+def _info() -> analyzer_pb2.AnalyzerInfo:
+    info = analyzer_pb2.AnalyzerInfo(name="p")
+    pol = info.policies.add(name="a", enforcementLevel=analyzer_pb2.ADVISORY)
+    pol.configSchema.properties.update(
+        {"cap": {"type": "integer", "default": 256}, "mode": {"enum": ["x", "y"]}}
+    )
+    info.policies.add(name="b", enforcementLevel=analyzer_pb2.MANDATORY)
+    return info
+
+
+def test_configure_merges_all_level_policy_levels_and_schema_defaults():
+    req, levels = build_configure_request(
+        _info(), {"all": "advisory", "a": {"enforcementLevel": "mandatory"}}
+    )
+    assert levels == {"a": "mandatory", "b": "advisory"}
+    assert dict(req.policyConfig["a"].properties) == {"cap": 256}
+    assert req.policyConfig["a"].enforcementLevel == analyzer_pb2.MANDATORY
+    req, levels = build_configure_request(_info(), {})
+    assert levels == {"a": "advisory", "b": "mandatory"}
+
+
+def test_configure_rejects_bad_levels_types_and_unknown_names():
+    with pytest.raises(PolicyConfigError, match="unknown policies: c; known: a, b"):
+        build_configure_request(_info(), {"c": "advisory"})
+    with pytest.raises(PolicyConfigError) as e:
+        build_configure_request(_info(), {"a": {"cap": "big", "mode": "z", "extra": 1}, "b": "fatal"})
+    text = str(e.value)
+    assert "a.cap: must be of type integer" in text
+    assert "a.mode: must be one of ['x', 'y']" in text
+    assert "a.extra: unknown property; allowed: cap, mode" in text
+    assert "b: enforcement level 'fatal' must be one of advisory, mandatory, remediate, disabled" in text
