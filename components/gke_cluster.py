@@ -1,0 +1,227 @@
+"""A `gkeClusters` target: a GKE cluster created or adopted, its managed ML Diagnostics flag, and what
+runs inside it (`ClusterMlDiagnostics`).
+
+- created (`create: true`): `gcp.container.Cluster` with `managed_machine_learning_diagnostics_config`
+  ALWAYS set explicitly (the block is Computed upstream: leaving it out never turns the feature off), the
+  default node pool removed and each pool a separate `gcp.container.NodePool`, so that flipping the flag
+  is an in-place update of the cluster alone.
+- adopted: `gcp.container.get_cluster` for endpoint and CA; the flag through the `ManagedMlDiagnostics`
+  dynamic resource (GKE API update + operation; its delete restores the flag's earlier value).
+- both: a `kubernetes.Provider` whose kubeconfig uses the `gke-gcloud-auth-plugin` exec credential (no
+  token in state), handed to `ClusterMlDiagnostics`.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as kubernetes
+from pulumi_gcp import container
+
+from components.cluster_ml_diagnostics import ClusterMlDiagnostics
+from components.config import GoogleApiSettings
+from components.providers.gke_managed_diagnostics import ManagedMlDiagnostics
+from components.targets.gke import GkeClusterTarget, NodePool
+
+CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
+AUTH_PLUGIN = "gke-gcloud-auth-plugin"
+AUTH_PLUGIN_HINT = (
+    "Install gke-gcloud-auth-plugin (gcloud components install gke-gcloud-auth-plugin); see "
+    "https://cloud.google.com/kubernetes-engine/docs/how-to/cluster-access-for-kubectl#install_plugin"
+)
+
+
+def gke_kubeconfig(project: str, location: str, cluster: str, endpoint: str, ca_certificate: str) -> str:
+    """A kubeconfig (JSON) for one GKE cluster; credentials come from `gke-gcloud-auth-plugin` at use time."""
+    ref = f"gke_{project}_{location}_{cluster}"
+    return json.dumps(
+        {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [
+                {
+                    "name": ref,
+                    "cluster": {
+                        "server": f"https://{endpoint}",
+                        "certificate-authority-data": ca_certificate,
+                    },
+                }
+            ],
+            "contexts": [{"name": ref, "context": {"cluster": ref, "user": ref}}],
+            "current-context": ref,
+            "users": [
+                {
+                    "name": ref,
+                    "user": {
+                        "exec": {
+                            "apiVersion": "client.authentication.k8s.io/v1beta1",
+                            "command": AUTH_PLUGIN,
+                            "installHint": AUTH_PLUGIN_HINT,
+                            "provideClusterInfo": True,
+                        }
+                    },
+                }
+            ],
+        },
+        sort_keys=True,
+    )
+
+
+def _node_config(pool: NodePool, workload_identity: bool) -> dict[str, Any]:
+    cfg: dict[str, Any] = {
+        "machine_type": pool.machine_type,
+        "oauth_scopes": [CLOUD_PLATFORM_SCOPE],
+        "labels": dict(pool.labels),
+        "taints": [{"key": t.key, "value": t.value, "effect": t.effect} for t in pool.taints],
+        "spot": pool.spot,
+    }
+    if workload_identity:
+        cfg["workload_metadata_config"] = {"mode": "GKE_METADATA"}
+    if pool.disk_size_gb is not None:
+        cfg["disk_size_gb"] = pool.disk_size_gb
+    if pool.disk_type is not None:
+        cfg["disk_type"] = pool.disk_type
+    if pool.service_account is not None:
+        cfg["service_account"] = pool.service_account
+    if (acc := pool.guest_accelerator) is not None:
+        cfg["guest_accelerators"] = [
+            {
+                "type": acc.type,
+                "count": acc.count,
+                "gpu_driver_installation_config": {"gpu_driver_version": acc.gpu_driver_version},
+            }
+        ]
+    return cfg
+
+
+class GkeCluster(pulumi.ComponentResource):
+    """Outputs: clusterName, endpoint, mode (resolved), managedDiagnostics, workloadMonitoring."""
+
+    cluster: container.Cluster | None = None
+    node_pools: list[container.NodePool]
+    managed_flag: ManagedMlDiagnostics | None = None
+
+    def __init__(
+        self,
+        name: str,
+        target: GkeClusterTarget,
+        google_api: GoogleApiSettings | None = None,
+        opts: pulumi.ResourceOptions | None = None,
+    ):
+        super().__init__("mldiag:index:GkeCluster", name, None, opts)
+        google_api = google_api or GoogleApiSettings()
+        t = target
+        self.mode = t.resolved_mode
+        managed = self.mode == "managed"
+        self.node_pools = []
+        child = pulumi.ResourceOptions(parent=self)
+
+        if t.create:
+            self.cluster = container.Cluster(
+                f"{name}-cluster",
+                name=t.gke_name,
+                project=t.project,
+                location=t.location,
+                min_master_version=t.min_master_version,
+                release_channel={"channel": t.release_channel} if t.release_channel else None,
+                network=t.network,
+                subnetwork=t.subnetwork,
+                remove_default_node_pool=True,
+                initial_node_count=1,
+                deletion_protection=t.deletion_protection,
+                workload_identity_config=(
+                    {"workload_pool": f"{t.project}.svc.id.goog"} if t.workload_identity else None
+                ),
+                managed_machine_learning_diagnostics_config={"enabled": managed},
+                opts=child,
+            )
+            for pool in t.node_pools:
+                self.node_pools.append(
+                    container.NodePool(
+                        f"{name}-pool-{pool.name}",
+                        name=pool.name,
+                        cluster=self.cluster.name,
+                        project=t.project,
+                        location=t.location,
+                        node_count=None
+                        if pool.autoscaling
+                        else (pool.node_count if pool.node_count is not None else 1),
+                        autoscaling=(
+                            {
+                                "min_node_count": pool.autoscaling.min_node_count,
+                                "max_node_count": pool.autoscaling.max_node_count,
+                            }
+                            if pool.autoscaling
+                            else None
+                        ),
+                        node_locations=pool.node_locations or None,
+                        management={"auto_repair": True, "auto_upgrade": True},
+                        placement_policy=(
+                            {"type": "COMPACT", "tpu_topology": pool.tpu_topology}
+                            if pool.tpu_topology
+                            else None
+                        ),
+                        node_config=_node_config(pool, t.workload_identity),
+                        opts=child,
+                    )
+                )
+            endpoint = self.cluster.endpoint
+            ca = self.cluster.master_auth.apply(lambda a: a.cluster_ca_certificate if a else None)
+            cluster_name: pulumi.Output[str] = self.cluster.name
+            waits: list[pulumi.Resource] = list(self.node_pools)
+        else:
+            found = container.get_cluster_output(
+                name=t.gke_name,
+                location=t.location,
+                project=t.project,
+                opts=pulumi.InvokeOutputOptions(parent=self),
+            )
+            endpoint = found.endpoint
+            ca = found.master_auths.apply(lambda auths: auths[0].cluster_ca_certificate if auths else None)
+            cluster_name = found.name.apply(lambda n: n or t.gke_name)
+            self.managed_flag = ManagedMlDiagnostics(
+                f"{name}-managed-mldiagnostics",
+                project=t.project,
+                location=t.location,
+                cluster=t.gke_name,
+                enabled=managed,
+                cluster_version=t.current_version or "",
+                api_endpoint=google_api.endpoints.get("container"),
+                quota_project=google_api.quota_project,
+                opts=child,
+            )
+            # Flag first: turning managed off before the manual releases arrive (and the reverse) avoids two
+            # webhooks fighting over the same pods.
+            waits = [self.managed_flag]
+
+        self.endpoint = endpoint
+        self.kubeconfig = pulumi.Output.all(endpoint, ca).apply(
+            lambda ec: gke_kubeconfig(t.project, t.location, t.gke_name, ec[0], ec[1])
+        )
+        # Every in-cluster resource uses this provider, so they all wait for what it depends on: the node
+        # pools (created) or the managed flag (adopted). depends_on on a component would not reach its children.
+        self.provider = kubernetes.Provider(
+            f"{name}-k8s",
+            kubeconfig=self.kubeconfig,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=waits),
+        )
+        self.diagnostics = ClusterMlDiagnostics(
+            f"{name}-mldiag",
+            t,
+            self.mode,
+            self.provider,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=waits),
+            gke_version=t.version,
+        )
+        self.workload_monitoring = t.workload_monitoring
+        self.register_outputs(
+            {
+                "clusterName": cluster_name,
+                "endpoint": endpoint,
+                "mode": self.mode,
+                "managedDiagnostics": managed,
+                "workloadMonitoring": self.workload_monitoring,
+            }
+        )
