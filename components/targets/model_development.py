@@ -1,10 +1,121 @@
-"""Config of `modelDevelopmentClusters` targets (Vertex AI Model Development Cluster, Slurm)."""
+"""Config of `modelDevelopmentClusters` targets (Vertex AI Model Development Cluster, Slurm).
+
+Shaped like the Terraform beta resource `google_vertex_ai_model_development_cluster` (camelCase here,
+snake_case as dynamic resource inputs). Every rule of the provider's check runs here too, so a bad stack
+file fails before any resource is registered, with the key path.
+"""
 
 from __future__ import annotations
 
-from components.config import TargetBase
+from typing import Any, Literal
+
+from pydantic import Field, model_validator
+
+from components.config import Model, TargetBase, raise_issues
+from components.providers.model_development_cluster import DEFAULT_OPERATION_TIMEOUT_MINUTES, validate_spec
+
+
+class ReservationAffinity(Model):
+    reservation_affinity_type: Literal["NO_RESERVATION", "ANY_RESERVATION", "SPECIFIC_RESERVATION"]
+    values: list[str] = []
+
+
+class MachineSpec(Model):
+    machine_type: str
+    accelerator_type: str | None = None
+    accelerator_count: int | None = Field(default=None, ge=1)
+    reservation_affinity: ReservationAffinity | None = None
+
+
+class ScalingSpec(Model):
+    min_node_count: int = Field(ge=0)
+    max_node_count: int = Field(ge=0)
+
+
+class BootDisk(Model):
+    boot_disk_type: Literal["pd-ssd", "pd-standard", "hyperdisk-balanced"] | None = None
+    boot_disk_size_gb: int | None = Field(default=None, ge=10, le=65536)
+
+
+class ConfidentialInstanceConfig(Model):
+    confidential_instance_type: Literal["SEV", "SEV_SNP", "TDX"]
+
+
+class NodePool(Model):
+    id: str = Field(pattern=r"^[a-z][a-z0-9-]{0,62}$")
+    machine_spec: MachineSpec
+    scaling_spec: ScalingSpec
+    zone: str
+    enable_public_ips: bool | None = None
+    boot_disk: BootDisk | None = None
+    # Unset: the service picks the machine type's current default image (see updateMode).
+    node_image: str | None = None
+    provisioning_model: Literal["ON_DEMAND", "RESERVATION", "SPOT", "FLEX_START"] | None = None
+    confidential_instance_config: ConfidentialInstanceConfig | None = None
+    flex_start_max_duration: str | None = None
+    filestores: list[str] = []
+    lustres: list[str] = []
+    startup_script: str | None = None
+    labels: dict[str, str] = {}
+
+
+class Partition(Model):
+    id: str = Field(pattern=r"^[a-z][a-z0-9]{0,29}$")
+    node_pool_ids: list[str]
+    config: dict[str, str] = {}
+
+
+class NodeSet(Model):
+    node_pool_id: str
+    config: dict[str, str] = {}
+
+
+class SlurmSpec(Model):
+    home_directory_storage: str = Field(pattern=r"^projects/[^/]+/locations/[^/]+/instances/[^/]+$")
+    partitions: list[Partition]
+    login_node_pool_id: str
+    default_partition_id: str | None = None
+    # Cluster-wide slurm.conf settings (slurm.conf names). Replaces the legacy scheduling/accounting.
+    config: dict[str, str] = {}
+    scheduling: dict[str, Any] | None = None
+    accounting: dict[str, Any] | None = None
+    node_sets: list[NodeSet] = []
+    prolog_bash_scripts: list[str] = []
+    epilog_bash_scripts: list[str] = []
+
+
+class OrchestratorSpec(Model):
+    slurm_spec: SlurmSpec
+
+
+class Network(Model):
+    network: str = Field(pattern=r"^projects/[^/]+/global/networks/[^/]+$")
+    subnetwork: str | None = Field(default=None, pattern=r"^projects/[^/]+/regions/[^/]+/subnetworks/[^/]+$")
+
+
+class RuntimeSpec(Model):
+    service_account: str
 
 
 class ModelDevelopmentClusterTarget(TargetBase):
     project: str
     region: str
+    model_development_cluster_id: str
+    display_name: str | None = None
+    labels: dict[str, str] = {}
+    network: Network
+    node_pools: list[NodePool]
+    orchestrator_spec: OrchestratorSpec
+    runtime_spec: RuntimeSpec | None = None
+    update_mode: Literal["USER_AND_SERVICE", "USER_ONLY"] = "USER_AND_SERVICE"
+    deletion_policy: Literal["DELETE", "ABANDON", "PREVENT"] = "DELETE"
+    operation_timeout_minutes: int = Field(default=DEFAULT_OPERATION_TIMEOUT_MINUTES, ge=1, le=1440)
+
+    @model_validator(mode="after")
+    def _rules(self) -> ModelDevelopmentClusterTarget:
+        raise_issues(validate_spec(self.spec(), camel=True))
+        return self
+
+    def spec(self) -> dict[str, Any]:
+        """The dynamic resource's inputs (snake_case, unset fields left out)."""
+        return self.model_dump(exclude={"name"}, exclude_none=True)

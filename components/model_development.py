@@ -1,0 +1,48 @@
+"""A `modelDevelopmentClusters` target: one Vertex AI Model Development Cluster (Slurm).
+
+pulumi-gcp 10.2.0 has no resource for it, so the cluster is the dynamic resource
+`pulumi-python:dynamic/vertexai:ModelDevelopmentCluster` (components/providers/model_development_cluster.py),
+whose inputs follow the Terraform beta resource `google_vertex_ai_model_development_cluster`.
+"""
+
+from __future__ import annotations
+
+import pulumi
+
+from components.config import GoogleApiSettings
+from components.providers.model_development_cluster import ModelDevelopmentCluster as ClusterResource
+from components.targets.model_development import ModelDevelopmentClusterTarget
+
+
+class ModelDevelopmentCluster(pulumi.ComponentResource):
+    """Outputs: clusterName (full resource name), state, updateMode, deletionPolicy."""
+
+    def __init__(
+        self,
+        name: str,
+        target: ModelDevelopmentClusterTarget,
+        google_api: GoogleApiSettings | None = None,
+        opts: pulumi.ResourceOptions | None = None,
+    ):
+        super().__init__("mldiag:index:ModelDevelopmentCluster", name, None, opts)
+        google_api = google_api or GoogleApiSettings()
+        props = target.spec()
+        if google_api.endpoints.get("aiplatform"):
+            props["api_endpoint"] = google_api.endpoints["aiplatform"]
+        if google_api.quota_project:
+            props["quota_project"] = google_api.quota_project
+        # PREVENT also guards the cluster against `pulumi destroy` at the engine level.
+        protect = target.deletion_policy == "PREVENT"
+        self.cluster = ClusterResource(
+            f"{name}-cluster", props, pulumi.ResourceOptions(parent=self, protect=protect or None)
+        )
+        self.cluster_name = self.cluster.name
+        self.state = self.cluster.state
+        self.register_outputs(
+            {
+                "clusterName": self.cluster_name,
+                "state": self.state,
+                "updateMode": target.update_mode,
+                "deletionPolicy": target.deletion_policy,
+            }
+        )
