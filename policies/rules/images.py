@@ -1,63 +1,145 @@
-"""Container image rules for Kubernetes workloads (Deployments, DaemonSets, Pods, ...)."""
+"""Container image rules for Kubernetes workloads (Deployments, DaemonSets, Pods, ...).
+
+Source: seed 000 ships the Diagon image as `:latest` with `imagePullPolicy: Always` and updates it with
+`kubectl set image`; an unpinned image means every node may run a different build and no rollback exists.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Any
-
 from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy
 
-WORKLOAD_TYPES = {
-    "kubernetes:apps/v1:DaemonSet",
-    "kubernetes:apps/v1:Deployment",
-    "kubernetes:apps/v1:StatefulSet",
-    "kubernetes:batch/v1:Job",
-    "kubernetes:core/v1:Pod",
+from components import compat
+from rules.common import Unknowns, config, name_of, plain, schema
+from rules.kubernetes import WORKLOAD_TYPES, containers
+
+
+def image_registry_path(image: str) -> str:
+    """The full `registry/path` of an image name; Docker Hub short names become docker.io/library/..."""
+    first, _, rest = image.partition("/")
+    if rest and ("." in first or ":" in first or first == "localhost"):
+        return image
+    return f"docker.io/{image}" if rest else f"docker.io/library/{image}"
+
+
+def _where(args: ResourceValidationArgs, props: dict, container: dict) -> str:
+    kind = args.resource_type.rsplit(":", 1)[-1]
+    return f"{kind} '{name_of(props, args.name)}' container '{container.get('name')}'"
+
+
+# --- k8s-images-pinned ---------------------------------------------------------------------------
+
+PINNED_DEFAULTS = {
+    "requireDigest": (
+        {"type": "boolean", "description": "Require an @sha256 digest (a tag alone can be moved)."},
+        False,
+    ),
 }
-
-
-def pod_spec(resource_type: str, props: Any) -> dict | None:
-    spec = props.get("spec") or {}
-    if resource_type == "kubernetes:core/v1:Pod":
-        return spec
-    return (spec.get("template") or {}).get("spec")
-
-
-def containers(resource_type: str, props: Any) -> Iterator[dict]:
-    spec = pod_spec(resource_type, props) or {}
-    for key in ("initContainers", "containers"):
-        yield from spec.get(key) or []
-
-
-def image_tag(image: str) -> tuple[str | None, str | None]:
-    """Returns (tag, digest) of an image reference."""
-    digest = None
-    if "@" in image:
-        image, digest = image.split("@", 1)
-    last = image.rsplit("/", 1)[-1]
-    tag = last.split(":", 1)[1] if ":" in last else None
-    return tag, digest
 
 
 def _validate_pinned(args: ResourceValidationArgs, report: ReportViolation) -> None:
     if args.resource_type not in WORKLOAD_TYPES:
         return
-    for c in containers(args.resource_type, args.props):
-        image = c.get("image") or ""
-        tag, digest = image_tag(image)
+    cfg = config(args, PINNED_DEFAULTS)
+    props = plain(args.props)
+    unknowns = Unknowns()
+    for path, c in containers(args.resource_type, props, unknowns):
+        image = c.get("image")
+        if unknowns.hit(image, f"{path}.image"):
+            continue
+        where = _where(args, props, c)
+        try:
+            _, tag, digest = compat.parse_image(image or "")
+        except ValueError:
+            report(
+                f"{where} image {image!r} is not a valid image reference. Remediation: set "
+                "REGISTRY/PATH:TAG or REGISTRY/PATH@sha256:<digest> in the stack config (e.g. diagon.image)."
+            )
+            continue
         if digest:
             continue
         if tag is None or tag == "latest":
             report(
-                f"container '{c.get('name')}' uses image '{image}', which is not pinned: every node may pull "
-                "a different build and a rollback is impossible. Pin a version tag or a digest in the stack "
-                "config (e.g. diagon.image) and run `pulumi up`."
+                f"{where} uses image '{image}', which is not pinned ({'no tag' if tag is None else ':latest'}): "
+                "every node may pull a different build and a rollback is impossible. Remediation: pin a "
+                "version tag or a digest in the stack config (e.g. diagon.image) and run `pulumi up`; "
+                "never `kubectl set image`, which drifts from the stack."
             )
+        elif cfg["requireDigest"]:
+            report(
+                f"{where} uses image '{image}' pinned by tag only; this environment requires a digest "
+                "because a tag can be re-pointed. Remediation: use REGISTRY/PATH:TAG@sha256:<digest> "
+                "(e.g. from `gcloud artifacts docker images describe IMAGE:TAG`)."
+            )
+    unknowns.finish()
 
 
 images_pinned = ResourceValidationPolicy(
     name="k8s-images-pinned",
-    description="Container images are pinned to a tag other than 'latest' or to a digest.",
+    description=(
+        "Container images are pinned to a tag other than 'latest' or to a digest (a digest when "
+        "requireDigest is set), so every node runs the same build and rollbacks are possible (seed 000)."
+    ),
     enforcement_level=EnforcementLevel.MANDATORY,
+    config_schema=schema(PINNED_DEFAULTS),
     validate=_validate_pinned,
+    remediation_steps="Pin a version tag or digest in the stack config and run `pulumi up`.",
+)
+
+# --- k8s-images-allowed-registries ---------------------------------------------------------------
+
+REGISTRY_DEFAULTS = {
+    "allowedRegistries": (
+        {
+            "type": "array",
+            "items": {"type": "string"},
+            "description": "Registry/path prefixes images may come from (matched at a '/' boundary).",
+        },
+        [
+            # The Diagon daemon's two published paths (seed 000: deployment manifest and update command).
+            "us-central1-docker.pkg.dev/hypercomputediagon-release",
+            "us-docker.pkg.dev/hypercomputediagon-release",
+        ],
+    ),
+}
+
+
+def allowed(location: str, prefixes: list[str]) -> bool:
+    return any(location == p.rstrip("/") or location.startswith(p.rstrip("/") + "/") for p in prefixes)
+
+
+def _validate_registries(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    if args.resource_type not in WORKLOAD_TYPES:
+        return
+    cfg = config(args, REGISTRY_DEFAULTS)
+    props = plain(args.props)
+    unknowns = Unknowns()
+    for path, c in containers(args.resource_type, props, unknowns):
+        image = c.get("image")
+        if unknowns.hit(image, f"{path}.image") or not isinstance(image, str) or not image:
+            continue
+        try:
+            name, _, _ = compat.parse_image(image)
+        except ValueError:
+            name = image.split("@", 1)[0]
+        location = image_registry_path(name)
+        if not allowed(location, cfg["allowedRegistries"]):
+            report(
+                f"{_where(args, props, c)} image '{image}' does not come from an allowed registry "
+                f"(allowed: {', '.join(cfg['allowedRegistries']) or 'none configured'}). Remediation: mirror "
+                "the image into an allowed registry and reference it there, or add its registry path to "
+                "this policy's allowedRegistries in policies/config/<stack>.json after review."
+            )
+    unknowns.finish()
+
+
+images_allowed_registries = ResourceValidationPolicy(
+    name="k8s-images-allowed-registries",
+    description=(
+        "Container images come from allowed registries only; the defaults are the Artifact Registry paths "
+        "the Diagon daemon is published under (seed 000)."
+    ),
+    enforcement_level=EnforcementLevel.MANDATORY,
+    config_schema=schema(REGISTRY_DEFAULTS),
+    validate=_validate_registries,
+    remediation_steps="Reference images from an allowed registry or extend allowedRegistries after review.",
 )

@@ -1,0 +1,471 @@
+"""Azure Machine Learning extension (`Microsoft.AzureML.Kubernetes`) and AKS rules.
+
+Source: seed 003 (configuration settings table, limitations) and what `az k8s-extension create` enforces
+on the client (azure-cli-extensions, k8s-extension AzureMLKubernetes.py): training or inference must be
+enabled, HTTPS needs sslCname plus sslSecret or the cert/key pair, cluster scope only, release namespace
+azureml, Arc clusters talk to the cloud through an Azure Relay, no cross-subscription attach, AKS with a
+managed identity and local accounts enabled.
+
+Settings are `configurationSettings` / `configurationProtectedSettings` (maps of strings: "True"/"false").
+Messages name setting keys, never their values (a value may be a secret).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from pulumi_policy import (
+    EnforcementLevel,
+    ReportViolation,
+    ResourceValidationArgs,
+    ResourceValidationPolicy,
+    StackValidationArgs,
+    StackValidationPolicy,
+)
+
+from rules.common import Unknowns, as_bool, config, dig, is_unknown, plain, schema
+
+EXTENSION_TYPE_TOKEN = "azure-native:kubernetesconfiguration:Extension"
+AZUREML_EXTENSION = "microsoft.azureml.kubernetes"
+MANAGED_CLUSTER_TYPE = "azure-native:containerservice:ManagedCluster"
+RELEASE_NAMESPACE = "azureml"
+ROUTER_SERVICE_TYPES = ("loadBalancer", "nodePort", "clusterIP")
+
+
+def is_azureml(args: Any) -> bool:
+    if args.resource_type != EXTENSION_TYPE_TOKEN:
+        return False
+    ext = plain(args.props).get("extensionType")
+    return isinstance(ext, str) and not is_unknown(ext) and ext.lower() == AZUREML_EXTENSION
+
+
+class Settings:
+    """Both settings maps; `get` looks in plain settings first, like the CLI."""
+
+    def __init__(self, props: dict):
+        s = props.get("configurationSettings")
+        p = props.get("configurationProtectedSettings")
+        self.plain_unknown = is_unknown(s)
+        self.protected_unknown = is_unknown(p)
+        self.plain: dict = s if isinstance(s, dict) else {}
+        self.protected: dict = p if isinstance(p, dict) else {}
+
+    def get(self, key: str) -> Any:
+        if key in self.plain:
+            return self.plain[key]
+        return self.protected.get(key)
+
+    def has(self, key: str) -> bool:
+        """Present and non-empty (an unknown value counts as present: it will hold something)."""
+        v = self.get(key)
+        return v is not None and v != ""
+
+    def flag(self, key: str) -> bool:
+        return as_bool(self.get(key)) is True
+
+
+def _ext(args: Any, props: dict) -> str:
+    return f"Azure ML extension '{props.get('extensionName') or args.name}'"
+
+
+def _settings_or_unknown(props: dict, unknowns: Unknowns) -> Settings | None:
+    st = Settings(props)
+    if st.plain_unknown:
+        unknowns.note("configurationSettings")
+        return None
+    return st
+
+
+# --- azureml-workloads-enabled -------------------------------------------------------------------
+
+
+def _validate_workloads(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    if not is_azureml(args):
+        return
+    props = plain(args.props)
+    unknowns = Unknowns()
+    st = _settings_or_unknown(props, unknowns)
+    if st is not None:
+        training, inference = st.get("enableTraining"), st.get("enableInference")
+        if not unknowns.hit(training, "enableTraining") and not unknowns.hit(inference, "enableInference"):
+            if as_bool(training) is not True and as_bool(inference) is not True:
+                report(
+                    f"{_ext(args, props)} enables neither training nor inference; the extension then installs "
+                    "nothing useful and `az k8s-extension create` refuses it. Remediation: set "
+                    "enableTraining=True and/or enableInference=True (the target's training / inference.enabled)."
+                )
+            if as_bool(inference) is True:
+                rst = st.get("inferenceRouterServiceType")
+                if not unknowns.hit(rst, "inferenceRouterServiceType") and (
+                    not isinstance(rst, str) or rst.lower() not in [t.lower() for t in ROUTER_SERVICE_TYPES]
+                ):
+                    report(
+                        f"{_ext(args, props)} enables inference with inferenceRouterServiceType "
+                        f"{rst!r}; it is required when enableInference=True and must be one of "
+                        f"{', '.join(ROUTER_SERVICE_TYPES)}. Remediation: set inference.routerServiceType."
+                    )
+    unknowns.finish()
+
+
+workloads_enabled = ResourceValidationPolicy(
+    name="azureml-workloads-enabled",
+    description=(
+        "The Azure ML extension enables training or inference (or both), and inference has a valid "
+        "inferenceRouterServiceType: loadBalancer, nodePort or clusterIP (seed 003 settings table)."
+    ),
+    enforcement_level=EnforcementLevel.MANDATORY,
+    validate=_validate_workloads,
+    remediation_steps="Enable training and/or inference; give inference a router service type.",
+)
+
+# --- azureml-inference-https ---------------------------------------------------------------------
+
+HTTPS_DEFAULTS = {
+    "allowInsecureConnections": (
+        {
+            "type": "boolean",
+            "description": "Accept allowInsecureConnections=True (HTTP inference; seed 003: dev/test only).",
+        },
+        True,
+    ),
+}
+
+
+def _validate_https(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    if not is_azureml(args):
+        return
+    cfg = config(args, HTTPS_DEFAULTS)
+    props = plain(args.props)
+    unknowns = Unknowns()
+    st = _settings_or_unknown(props, unknowns)
+    if st is not None:
+        inference, insecure = st.get("enableInference"), st.get("allowInsecureConnections")
+        if not unknowns.hit(inference, "enableInference") and as_bool(inference) is True:
+            if not unknowns.hit(insecure, "allowInsecureConnections") and as_bool(insecure) is True:
+                if not cfg["allowInsecureConnections"]:
+                    report(
+                        f"{_ext(args, props)} sets allowInsecureConnections=True: inference endpoints would serve "
+                        "plain HTTP, which seed 003 allows for development and testing only and this environment "
+                        "refuses. Remediation: remove inference.allowInsecureConnections and set "
+                        "inference.sslCname with inference.sslSecret or inference.sslCertPem/sslKeyPem."
+                    )
+            else:
+                missing = []
+                if not st.has("sslCname"):
+                    missing.append("sslCname")
+                secret = st.has("sslSecret") or st.has("scoringFe.sslSecret")
+                pems = (st.has("scoringFe.sslCert") and st.has("scoringFe.sslKey")) or (
+                    st.has("sslCertPemFile") and st.has("sslKeyPemFile")
+                )
+                if st.protected_unknown and not secret:
+                    unknowns.note("configurationProtectedSettings")
+                elif not (secret or pems):
+                    missing.append("sslSecret, or the certificate and key in protected settings")
+                if missing:
+                    report(
+                        f"{_ext(args, props)} serves inference over HTTPS (allowInsecureConnections is not True) "
+                        f"but lacks {' and '.join(missing)}; the extension expects them and the endpoint cannot "
+                        "start. Remediation: set inference.sslCname and either inference.sslSecret (a secret "
+                        "with cert.pem/key.pem in the azureml namespace) or inference.sslCertPem and "
+                        "inference.sslKeyPem as secret config; or, for dev/test only, "
+                        "allowInsecureConnections: true."
+                    )
+    unknowns.finish()
+
+
+inference_https = ResourceValidationPolicy(
+    name="azureml-inference-https",
+    description=(
+        "Azure ML inference over HTTPS is complete (sslCname plus sslSecret or the protected certificate and "
+        "key) unless insecure connections are allowed, and insecure connections are refused where the "
+        "environment says so (seed 003: allowInsecureConnections is for development or testing)."
+    ),
+    enforcement_level=EnforcementLevel.MANDATORY,
+    config_schema=schema(HTTPS_DEFAULTS),
+    validate=_validate_https,
+    remediation_steps="Set sslCname and sslSecret or the PEM pair; do not allow insecure connections in prod.",
+)
+
+# --- azureml-secrets-protected -------------------------------------------------------------------
+
+# Keys the CLI sends in protected settings (certificates, keys, connection strings).
+SECRET_KEYS = frozenset(
+    k.lower()
+    for k in (
+        "sslCertPemFile",
+        "sslKeyPemFile",
+        "scoringFe.sslCert",
+        "scoringFe.sslKey",
+        "relayServerConnectionString",
+        "relayserver.relayConnectionString",
+        "RelayConnectionString",
+        "serviceBusConnectionString",
+        "servicebus.connectionString",
+        "azure_log_analytics.connection_string",
+    )
+)
+_SECRET_KEY_WORDS = re.compile(
+    r"connection_?string|password|passwd|private_?key|accountkey|sharedaccesskey|pem$", re.IGNORECASE
+)
+_SECRET_VALUE = re.compile(
+    r"-----BEGIN [A-Z ]*(PRIVATE KEY|CERTIFICATE)|LS0tLS1CRUdJT|SharedAccessKey=|AccountKey=|Endpoint=sb://",
+)
+
+
+def secret_looking(key: str, value: Any) -> str | None:
+    """Why a plain setting looks like secret material (never quoting the value), else None."""
+    if key.lower() in SECRET_KEYS or _SECRET_KEY_WORDS.search(key):
+        return "its key names a certificate, key or connection string"
+    if isinstance(value, str) and _SECRET_VALUE.search(value):
+        return "its value looks like a PEM, base64 PEM or connection string"
+    return None
+
+
+def _validate_secrets(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    if args.resource_type != EXTENSION_TYPE_TOKEN:
+        return
+    props = plain(args.props)
+    unknowns = Unknowns()
+    st = _settings_or_unknown(props, unknowns)
+    if st is not None:
+        for key, value in st.plain.items():
+            unknown = unknowns.hit(value, f"configurationSettings.{key}")
+            why = secret_looking(key, None if unknown else value)
+            if why:
+                report(
+                    f"{_ext(args, props)} puts setting '{key}' in plain configurationSettings, but {why}; plain "
+                    "settings are stored and shown in clear text by ARM and in the stack state. Remediation: move "
+                    "it to configurationProtectedSettings and feed it from a secret config value "
+                    "(`pulumi config set --secret`)."
+                )
+    unknowns.finish()
+
+
+secrets_protected = ResourceValidationPolicy(
+    name="azureml-secrets-protected",
+    description=(
+        "Certificates, keys and connection strings of a cluster extension go only into "
+        "configurationProtectedSettings, never plain configurationSettings (seed 003: sslCertPemFile and "
+        "sslKeyPemFile are protected settings; the CLI puts the relay connection string there too)."
+    ),
+    enforcement_level=EnforcementLevel.MANDATORY,
+    validate=_validate_secrets,
+    remediation_steps="Move secret material to configurationProtectedSettings, from secret config.",
+)
+
+# --- azureml-cluster-scope -----------------------------------------------------------------------
+
+
+def _validate_scope(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    if not is_azureml(args):
+        return
+    props = plain(args.props)
+    unknowns = Unknowns()
+    scope = props.get("scope")
+    if not unknowns.hit(scope, "scope"):
+        cluster_scope = dig(scope, "cluster")
+        ns = dig(scope, "cluster", "releaseNamespace")
+        if dig(scope, "namespace") is not None or cluster_scope is None:
+            report(
+                f"{_ext(args, props)} is not installed at cluster scope; the extension can be installed only at "
+                "'cluster' scope (the CLI refuses namespace scope). Remediation: set "
+                f"scope.cluster.releaseNamespace='{RELEASE_NAMESPACE}' and no scope.namespace."
+            )
+        elif not unknowns.hit(ns, "scope.cluster.releaseNamespace") and ns != RELEASE_NAMESPACE:
+            report(
+                f"{_ext(args, props)} installs into release namespace {ns!r}; the extension's components and "
+                f"the sslSecret are expected in '{RELEASE_NAMESPACE}' (seed 003: `kubectl get pods -n azureml`). "
+                f"Remediation: set scope.cluster.releaseNamespace='{RELEASE_NAMESPACE}'."
+            )
+    unknowns.finish()
+
+
+cluster_scope = ResourceValidationPolicy(
+    name="azureml-cluster-scope",
+    description=(
+        "The Azure ML extension is installed at cluster scope with release namespace 'azureml' "
+        "(seed 003; the CLI refuses namespace scope)."
+    ),
+    enforcement_level=EnforcementLevel.MANDATORY,
+    validate=_validate_scope,
+    remediation_steps="Use scope.cluster.releaseNamespace 'azureml'.",
+)
+
+# --- azureml-arc-relay ---------------------------------------------------------------------------
+
+RELAY_PLAIN_KEYS = ("relayserver.hybridConnectionResourceID", "relayserver.hybridConnectionName")
+RELAY_PROTECTED_KEYS = ("relayserver.relayConnectionString", "relayServerConnectionString")
+
+
+def is_arc(props: dict) -> bool:
+    rp, kind = props.get("clusterRp"), props.get("clusterResourceName")
+    return (isinstance(rp, str) and rp.lower() == "microsoft.kubernetes") or (
+        isinstance(kind, str) and kind.lower() == "connectedclusters"
+    )
+
+
+def _validate_relay(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    if not is_azureml(args):
+        return
+    props = plain(args.props)
+    unknowns = Unknowns()
+    if unknowns.hit(props.get("clusterRp"), "clusterRp") or unknowns.hit(
+        props.get("clusterResourceName"), "clusterResourceName"
+    ):
+        unknowns.finish()
+    if not is_arc(props):
+        return
+    st = _settings_or_unknown(props, unknowns)
+    if st is not None:
+        missing = []
+        enabled = st.plain.get("relayserver.enabled")
+        if not unknowns.hit(enabled, "relayserver.enabled") and as_bool(enabled) is not True:
+            missing.append("relayserver.enabled=true")
+        missing += [k for k in RELAY_PLAIN_KEYS if not st.plain.get(k)]
+        if st.protected_unknown:
+            unknowns.note("configurationProtectedSettings")
+        elif not any(st.protected.get(k) for k in RELAY_PROTECTED_KEYS):
+            missing.append("relayserver.relayConnectionString (protected)")
+        if missing:
+            report(
+                f"{_ext(args, props)} targets an Arc cluster but lacks the relay settings {', '.join(missing)}; "
+                "on Arc the relayserver reaches the Azure ML service through Azure Relay (seed 003), and without "
+                "them no job or deployment request arrives. Remediation: create the Azure Relay namespace, "
+                "hybrid connection and azureml_rw rule (the AzureMlExtension component does for kind arc) and "
+                "pass their id, name and connection string (protected)."
+            )
+    unknowns.finish()
+
+
+arc_relay = ResourceValidationPolicy(
+    name="azureml-arc-relay",
+    description=(
+        "Azure ML extensions on Arc clusters carry the Azure Relay settings (relayserver enabled, hybrid "
+        "connection id and name, protected connection string), as the CLI sets them (seed 003: relayserver)."
+    ),
+    enforcement_level=EnforcementLevel.MANDATORY,
+    validate=_validate_relay,
+    remediation_steps="Create the Azure Relay for the Arc cluster and pass its settings.",
+)
+
+# --- azureml-allowed-subscriptions (stack) -------------------------------------------------------
+
+SUBSCRIPTION_DEFAULTS = {
+    "allowedSubscriptions": (
+        {
+            "type": "array",
+            "items": {"type": "string"},
+            "description": "Subscription ids whose clusters may get the extension (the workspace's subscription).",
+        },
+        [],
+    ),
+}
+_ARM_SUB = re.compile(r"^/subscriptions/([^/]+)/", re.IGNORECASE)
+
+
+def extension_subscription(resource: Any, props: dict) -> tuple[str | None, str]:
+    """(subscription id, where it came from) for an extension: its cluster's ARM id, else its provider."""
+    st = Settings(props)
+    for key in ("clusterId", "cluster_name"):
+        v = st.plain.get(key)
+        if isinstance(v, str) and not is_unknown(v):
+            m = _ARM_SUB.match(v)
+            if m:
+                return m.group(1).lower(), f"configurationSettings.{key}"
+    if resource.provider is not None:
+        sub = plain(resource.provider.props).get("subscriptionId")
+        if isinstance(sub, str) and sub and not is_unknown(sub):
+            return sub.lower(), "the azure-native provider's subscriptionId"
+    return None, ""
+
+
+def _validate_subscriptions(args: StackValidationArgs, report: ReportViolation) -> None:
+    cfg = config(args, SUBSCRIPTION_DEFAULTS)
+    allowed_subs = [s.lower() for s in cfg["allowedSubscriptions"]]
+    for r in args.resources:
+        if not is_azureml(r):
+            continue
+        props = plain(r.props)
+        sub, source = extension_subscription(r, props)
+        name = f"Azure ML extension '{props.get('extensionName') or r.name}'"
+        if sub is None:
+            report(
+                f"{name}: the cluster's subscription cannot be determined (no ARM id in clusterId/cluster_name and "
+                "no subscriptionId on its provider). Remediation: set an explicit azure-native provider with "
+                "subscriptionId, or the cluster's ARM id in the settings (the component does).",
+                r.urn,
+            )
+        elif not allowed_subs:
+            report(
+                f"{name} attaches a cluster in subscription {sub}, but this environment lists no allowed "
+                "subscriptions. Remediation: set allowedSubscriptions for azureml-allowed-subscriptions in "
+                "policies/config/<stack>.json to the Azure ML workspace's subscription.",
+                r.urn,
+            )
+        elif sub not in allowed_subs:
+            report(
+                f"{name} attaches a cluster in subscription {sub} ({source}), which is not an allowed "
+                f"subscription ({', '.join(allowed_subs)}); Azure ML does not attach AKS clusters across "
+                "subscriptions (seed 003). Remediation: use a cluster in the workspace's subscription, or connect "
+                "the cluster to Azure Arc and register it in the workspace's subscription.",
+                r.urn,
+            )
+
+
+allowed_subscriptions = StackValidationPolicy(
+    name="azureml-allowed-subscriptions",
+    description=(
+        "Every Azure ML extension's cluster is in an allowed subscription (the workspace's): Azure ML does not "
+        "attach clusters across subscriptions (seed 003 limitations)."
+    ),
+    enforcement_level=EnforcementLevel.MANDATORY,
+    config_schema=schema(SUBSCRIPTION_DEFAULTS),
+    validate=_validate_subscriptions,
+    remediation_steps="Attach clusters from the workspace's subscription or via Azure Arc.",
+)
+
+# --- aks-managed-identity-local-accounts ---------------------------------------------------------
+
+
+def _validate_aks(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    if args.resource_type != MANAGED_CLUSTER_TYPE:
+        return
+    props = plain(args.props)
+    unknowns = Unknowns()
+    name = f"AKS cluster '{props.get('resourceName') or args.name}'"
+    id_type = dig(props, "identity", "type")
+    sp_client = dig(props, "servicePrincipalProfile", "clientId")
+    problems = []
+    if not unknowns.hit(id_type, "identity.type"):
+        kinds = {t.strip().lower() for t in id_type.split(",")} if isinstance(id_type, str) else set()
+        if not kinds & {"systemassigned", "userassigned"}:
+            problems.append(f"identity.type is {id_type!r}, not SystemAssigned or UserAssigned")
+    if not unknowns.hit(sp_client, "servicePrincipalProfile.clientId") and sp_client and sp_client != "msi":
+        problems.append("it uses a service principal (servicePrincipalProfile.clientId)")
+    if problems:
+        report(
+            f"{name}: {'; '.join(problems)}. Azure ML does not support AKS with a service principal; the cluster "
+            "must use a system- or user-assigned managed identity (seed 003 limitations). Remediation: set "
+            "identity.type SystemAssigned (or UserAssigned) and no servicePrincipalProfile; a cluster converted "
+            "from a service principal needs its node pools deleted and re-created before installing the extension."
+        )
+    disabled = props.get("disableLocalAccounts")
+    if not unknowns.hit(disabled, "disableLocalAccounts") and disabled is True:
+        report(
+            f"{name} sets disableLocalAccounts=true, which Azure ML does not support (seed 003 limitations). "
+            "Remediation: remove disableLocalAccounts (local accounts are enabled by default)."
+        )
+    unknowns.finish()
+
+
+aks_identity = ResourceValidationPolicy(
+    name="aks-managed-identity-local-accounts",
+    description=(
+        "AKS clusters use a managed identity (no service principal) and keep local accounts enabled, the two "
+        "AKS settings seed 003 lists as unsupported by Azure ML."
+    ),
+    enforcement_level=EnforcementLevel.MANDATORY,
+    validate=_validate_aks,
+    remediation_steps="Use a managed identity and leave local accounts enabled.",
+)

@@ -1,0 +1,209 @@
+"""GKE managed ML diagnostics rules.
+
+Source: seed 000, "연산자 및 웹훅 설정": `--enable-managed-mldiagnostics` / Terraform
+`managed_machine_learning_diagnostics_config { enabled = ... }` from GKE 1.35.0-gke.3065000 on; older
+clusters take the manual install. The managed feature deploys the injection-webhook and connection-operator
+itself. The threshold lives in components/compat.py.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from pulumi_policy import (
+    EnforcementLevel,
+    ReportViolation,
+    ResourceValidationArgs,
+    ResourceValidationPolicy,
+    StackValidationArgs,
+    StackValidationPolicy,
+)
+
+from components import compat
+from rules.common import Unknowns, dig, is_unknown, plain
+from rules.helm import RELEASE_TYPE, provider_key, release_info, release_kind
+
+CLUSTER_TYPE = "gcp:container/cluster:Cluster"
+ADOPTED_TYPE = "pulumi-python:dynamic/gke:ManagedMlDiagnostics"
+K8S_PROVIDER_TYPE = "pulumi:providers:kubernetes"
+MANAGED_BLOCK = "managedMachineLearningDiagnosticsConfig"
+
+_PARTIAL = re.compile(r"v?(\d+)\.(\d+)(?:\.(\d+))?")
+
+
+def version_problem(version: Any) -> str | None:
+    """Why `version` does not guarantee GKE >= the managed threshold; None when it does."""
+    if not version:
+        return "no version is declared"
+    try:
+        v = compat.GkeVersion.parse(version)
+    except ValueError:
+        m = _PARTIAL.fullmatch(str(version).strip())
+        # A prefix such as "1.36" means "latest 1.36.x": fine when every such version is past the threshold.
+        if (
+            m
+            and m.group(3) is None
+            and (int(m.group(1)), int(m.group(2)))
+            > (
+                compat.MANAGED_MIN_VERSION.major,
+                compat.MANAGED_MIN_VERSION.minor,
+            )
+        ):
+            return None
+        return f"version {version!r} does not pin a GKE version that can be compared with the threshold"
+    if compat.supports_managed(v):
+        return None
+    return f"the cluster runs {v}"
+
+
+def _remedy(field: str) -> str:
+    return (
+        f"Remediation: set {field} to {compat.MANAGED_MIN_VERSION} or later, or turn the managed flag off "
+        "(mode manual) and install cert-manager, injection-webhook and connection-operator instead."
+    )
+
+
+# --- gke-managed-diagnostics-min-version ---------------------------------------------------------
+
+
+def _validate_min_version(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    if args.resource_type not in (CLUSTER_TYPE, ADOPTED_TYPE):
+        return
+    props = plain(args.props)
+    unknowns = Unknowns()
+    if args.resource_type == CLUSTER_TYPE:
+        enabled, field = dig(props, MANAGED_BLOCK, "enabled"), "minMasterVersion"
+    else:
+        enabled, field = props.get("enabled"), "clusterVersion"
+    version = props.get(field)
+    if not unknowns.hit(enabled, "enabled") and enabled is True and not unknowns.hit(version, field):
+        problem = version_problem(version)
+        if problem:
+            report(
+                f"GKE cluster '{props.get('name') or props.get('cluster') or args.name}' enables managed ML "
+                f"diagnostics, which needs GKE {compat.MANAGED_MIN_VERSION} or later, but {problem} ({field}). "
+                + _remedy(field)
+            )
+    unknowns.finish()
+
+
+managed_min_version = ResourceValidationPolicy(
+    name="gke-managed-diagnostics-min-version",
+    description=(
+        f"Managed ML diagnostics is enabled only on GKE clusters whose version is at least "
+        f"{compat.MANAGED_MIN_VERSION} (seed 000); older clusters need the manual install."
+    ),
+    enforcement_level=EnforcementLevel.MANDATORY,
+    validate=_validate_min_version,
+    remediation_steps="Pin a GKE version at or above the threshold, or use the manual install.",
+)
+
+# --- gke-managed-diagnostics-explicit ------------------------------------------------------------
+
+
+def _validate_explicit(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    if args.resource_type not in (CLUSTER_TYPE, ADOPTED_TYPE):
+        return
+    props = plain(args.props)
+    unknowns = Unknowns()
+    if args.resource_type == CLUSTER_TYPE:
+        block = props.get(MANAGED_BLOCK)
+        enabled = dig(block, "enabled")
+        path = f"{MANAGED_BLOCK}.enabled"
+    else:
+        enabled, path = props.get("enabled"), "enabled"
+    if not unknowns.hit(enabled, path) and not isinstance(enabled, bool):
+        report(
+            f"GKE cluster '{props.get('name') or props.get('cluster') or args.name}' does not set {path} "
+            "explicitly. The block is computed by the API, so leaving it out never turns the feature off and "
+            "the cluster keeps whatever it had. Remediation: set managed_machine_learning_diagnostics_config="
+            '{"enabled": True} or {"enabled": False} (the components always do).'
+        )
+    unknowns.finish()
+
+
+managed_explicit = ResourceValidationPolicy(
+    name="gke-managed-diagnostics-explicit",
+    description=(
+        "The managed ML diagnostics block is set explicitly (enabled true or false) on every GKE cluster; "
+        "omitting it does not disable the feature (seed 000: disabling needs enabled = false)."
+    ),
+    enforcement_level=EnforcementLevel.MANDATORY,
+    validate=_validate_explicit,
+    remediation_steps="Set managedMachineLearningDiagnosticsConfig.enabled to true or false.",
+)
+
+# --- gke-no-manual-releases-when-managed (stack) -------------------------------------------------
+
+
+def _closure(resource: Any) -> list[Any]:
+    seen: dict[str, Any] = {}
+    stack = list(resource.dependencies)
+    for deps in resource.property_dependencies.values():
+        stack += list(deps)
+    while stack:
+        r = stack.pop()
+        if r.urn not in seen:
+            seen[r.urn] = r
+            stack += list(r.dependencies)
+    return list(seen.values())
+
+
+def _managed(r: Any, props: dict) -> bool | None:
+    enabled = (
+        dig(props, MANAGED_BLOCK, "enabled") if r.resource_type == CLUSTER_TYPE else props.get("enabled")
+    )
+    return None if is_unknown(enabled) else enabled is True
+
+
+def _validate_no_manual_when_managed(args: StackValidationArgs, report: ReportViolation) -> None:
+    unknowns = Unknowns()
+    clusters = {r.urn: r for r in args.resources if r.resource_type in (CLUSTER_TYPE, ADOPTED_TYPE)}
+    if not clusters:
+        return
+    # Which GKE cluster each Kubernetes provider talks to: a cluster resource it depends on, else the cluster
+    # declared by the same component (same parent).
+    cluster_of: dict[str, Any] = {}
+    for p in args.resources:
+        if p.resource_type != K8S_PROVIDER_TYPE:
+            continue
+        linked = [d for d in _closure(p) if d.urn in clusters]
+        if not linked and p.opts.parent:
+            linked = [c for c in clusters.values() if c.opts.parent == p.opts.parent]
+        if len(linked) == 1:
+            cluster_of[p.urn] = linked[0]
+    for r in args.resources:
+        if r.resource_type != RELEASE_TYPE:
+            continue
+        kind = release_kind(release_info(plain(r.props), r.name))
+        cluster = cluster_of.get(provider_key(r))
+        if kind not in ("webhook", "operator") or cluster is None:
+            continue
+        props = plain(cluster.props)
+        managed = _managed(cluster, props)
+        if managed is None:
+            unknowns.note(f"{cluster.urn}: managed flag")
+            continue
+        if managed:
+            report(
+                f"Helm release '{release_info(plain(r.props), r.name).release_name}' installs the {kind} by hand "
+                f"on GKE cluster '{props.get('name') or props.get('cluster') or cluster.name}', which has managed "
+                "ML diagnostics on; the managed feature deploys the injection-webhook and connection-operator "
+                "itself, and two copies conflict. Remediation: drop the manual install for this cluster (mode "
+                "managed or auto) or turn the managed flag off (mode manual).",
+                r.urn,
+            )
+    unknowns.finish()
+
+
+no_manual_when_managed = StackValidationPolicy(
+    name="gke-no-manual-releases-when-managed",
+    description=(
+        "No manual injection-webhook or connection-operator Helm release on a GKE cluster whose managed ML "
+        "diagnostics flag is on (seed 000: the managed feature installs both)."
+    ),
+    enforcement_level=EnforcementLevel.MANDATORY,
+    validate=_validate_no_manual_when_managed,
+    remediation_steps="Use either the managed flag or the manual releases on a cluster, not both.",
+)

@@ -1,0 +1,437 @@
+"""Helm release rules: pinned chart versions, allowed repositories, cert-manager CRD values, the
+connection-operator's JAX table, and the webhook/operator's dependency on cert-manager.
+
+Source: seed 000, "수동 설치" (manual install): cert-manager v1.13.0 from charts.jetstack.io with
+`installCRDs=true` as the injection-webhook's prerequisite; injection-webhook 0.25.0 and connection-operator
+0.24.0 from oci://us-docker.pkg.dev/ai-on-gke/...; the JAX table. The facts themselves live in
+components/compat.py; this module only applies them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from pulumi_policy import (
+    EnforcementLevel,
+    ReportViolation,
+    ResourceValidationArgs,
+    ResourceValidationPolicy,
+    StackValidationArgs,
+    StackValidationPolicy,
+)
+
+from components import compat
+from rules.common import Unknowns, as_bool, config, dig, is_unknown, plain, schema
+
+RELEASE_TYPE = "kubernetes:helm.sh/v3:Release"
+NAMESPACE_TYPE = "kubernetes:core/v1:Namespace"
+
+
+@dataclass
+class ReleaseInfo:
+    release_name: str  # Helm release name (or the Pulumi name when unset)
+    chart: str | None  # chart input as given
+    chart_name: str | None  # basename of the chart
+    location: str | None  # repository URL (https:// or oci://) the chart comes from; None if not a repository
+    source_problem: str | None  # why the source is not a repository
+    version: Any
+    namespace: Any
+    values: Any
+
+
+def release_info(props: dict, fallback_name: str) -> ReleaseInfo:
+    chart = props.get("chart")
+    repo = dig(props, "repositoryOpts", "repo")
+    name = props.get("name") if isinstance(props.get("name"), str) else fallback_name
+    chart_name = location = problem = None
+    if isinstance(chart, str) and not is_unknown(chart):
+        chart_name = chart.rstrip("/").rsplit("/", 1)[-1]
+        if chart.startswith("oci://"):
+            location = chart.rstrip("/").rsplit("/", 1)[0]
+        elif isinstance(repo, str) and repo and not is_unknown(repo):
+            location = repo.rstrip("/")
+        elif chart.startswith((".", "/")) or chart.endswith((".tgz", ".tar.gz")):
+            problem = f"chart '{chart}' is a local path or archive, not a chart repository"
+        elif "/" in chart:
+            problem = (
+                f"chart '{chart}' names a repository alias from the local Helm config, which differs per "
+                "machine; set repositoryOpts.repo to the repository URL instead"
+            )
+        else:
+            problem = f"chart '{chart}' has no repositoryOpts.repo"
+    return ReleaseInfo(
+        name,
+        chart,
+        chart_name,
+        location,
+        problem,
+        props.get("version"),
+        props.get("namespace"),
+        props.get("values"),
+    )
+
+
+def release_kind(info: ReleaseInfo) -> str | None:
+    """'cert-manager', 'webhook', 'operator' or None, by chart name (or release name if the chart is unknown)."""
+    for candidate in (info.chart_name, info.release_name):
+        if candidate == compat.CERT_MANAGER_CHART:
+            return "cert-manager"
+        if candidate == compat.INJECTION_WEBHOOK_CHART:
+            return "webhook"
+        if candidate == compat.CONNECTION_OPERATOR_CHART:
+            return "operator"
+    return None
+
+
+def _label(info: ReleaseInfo) -> str:
+    return f"Helm release '{info.release_name}' (chart {info.chart_name or info.chart!r})"
+
+
+# --- helm-chart-version-pinned -------------------------------------------------------------------
+
+
+def _validate_version_pinned(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    if args.resource_type != RELEASE_TYPE:
+        return
+    props = plain(args.props)
+    info = release_info(props, args.name)
+    unknowns = Unknowns()
+    if not unknowns.hit(info.version, "version"):
+        if not info.version:
+            report(
+                f"{_label(info)} sets no chart version, so each `pulumi up` may install whatever the repository "
+                "serves that day. Remediation: set the release's version to an exact chart version (the seed "
+                "installs cert-manager v1.13.0, injection-webhook 0.25.0, connection-operator 0.24.0)."
+            )
+        else:
+            try:
+                compat.parse_semver(info.version)
+            except ValueError:
+                report(
+                    f"{_label(info)} version {info.version!r} is not an exact chart version (ranges and "
+                    "'latest' float). Remediation: set an exact MAJOR.MINOR.PATCH version, e.g. 0.25.0."
+                )
+    unknowns.finish()
+
+
+chart_version_pinned = ResourceValidationPolicy(
+    name="helm-chart-version-pinned",
+    description=(
+        "Helm releases pin an exact chart version, as every install command in seed 000 does "
+        "(--version v1.13.0 / 0.25.0 / 0.24.0)."
+    ),
+    enforcement_level=EnforcementLevel.MANDATORY,
+    validate=_validate_version_pinned,
+    remediation_steps="Set the release version to an exact chart version.",
+)
+
+# --- helm-allowed-repositories -------------------------------------------------------------------
+
+REPOSITORY_DEFAULTS = {
+    "allowedRepositories": (
+        {
+            "type": "array",
+            "items": {"type": "string"},
+            "description": "Chart repositories (https:// or oci:// prefixes) releases may come from.",
+        },
+        [compat.CERT_MANAGER_REPOSITORY, compat.MLDIAGNOSTICS_REPOSITORY],
+    ),
+}
+
+
+def _repo_allowed(location: str, prefixes: list[str]) -> bool:
+    loc = location.rstrip("/")
+    return any(loc == p.rstrip("/") or loc.startswith(p.rstrip("/") + "/") for p in prefixes)
+
+
+def _validate_repositories(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    if args.resource_type != RELEASE_TYPE:
+        return
+    cfg = config(args, REPOSITORY_DEFAULTS)
+    props = plain(args.props)
+    unknowns = Unknowns()
+    if not unknowns.hit(props.get("chart"), "chart") and not unknowns.hit(
+        dig(props, "repositoryOpts"), "repositoryOpts"
+    ):
+        info = release_info(props, args.name)
+        if unknowns.hit(dig(props, "repositoryOpts", "repo"), "repositoryOpts.repo"):
+            pass
+        elif info.location is None:
+            report(
+                f"{_label(info)}: {info.source_problem or 'no chart given'}. Allowed repositories: "
+                f"{', '.join(cfg['allowedRepositories'])}. Remediation: install the chart from an allowed "
+                "repository URL (repositoryOpts.repo, or a full oci:// chart URL)."
+            )
+        elif not _repo_allowed(info.location, cfg["allowedRepositories"]):
+            report(
+                f"{_label(info)} comes from '{info.location}', which is not an allowed repository (allowed: "
+                f"{', '.join(cfg['allowedRepositories'])}). Remediation: use the vendor repository from the "
+                "docs (charts.jetstack.io, the ai-on-gke OCI path) or a reviewed mirror added to this "
+                "policy's allowedRepositories."
+            )
+    unknowns.finish()
+
+
+allowed_repositories = ResourceValidationPolicy(
+    name="helm-allowed-repositories",
+    description=(
+        "Helm charts come from allowed repositories only: by default jetstack (cert-manager) and the "
+        "ai-on-gke OCI path (injection-webhook, connection-operator), as in seed 000."
+    ),
+    enforcement_level=EnforcementLevel.MANDATORY,
+    config_schema=schema(REPOSITORY_DEFAULTS),
+    validate=_validate_repositories,
+    remediation_steps="Install charts from an allowed repository URL.",
+)
+
+# --- helm-cert-manager-crds ----------------------------------------------------------------------
+
+
+def _leaves(d: dict, prefix: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...], Any]]:
+    out = []
+    for k, v in d.items():
+        if isinstance(v, dict):
+            out += _leaves(v, (*prefix, k))
+        else:
+            out.append(((*prefix, k), v))
+    return out
+
+
+def _validate_cert_manager_crds(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    if args.resource_type != RELEASE_TYPE:
+        return
+    props = plain(args.props)
+    info = release_info(props, args.name)
+    if release_kind(info) != "cert-manager":
+        return
+    unknowns = Unknowns()
+    values = info.values if info.values is not None else {}
+    if unknowns.hit(info.version, "version") or unknowns.hit(values, "values"):
+        unknowns.finish()
+    try:
+        compat.parse_semver(info.version or "")
+    except ValueError:
+        report(
+            f"{_label(info)} has no exact chart version ({info.version!r}), so the CRD values cannot match it: "
+            "before v1.15.0 the chart takes installCRDs, from v1.15.0 crds.enabled. Remediation: pin the "
+            f"version (default {compat.CERT_MANAGER_DEFAULT_VERSION}) and set the CRD values for it."
+        )
+        return
+    version = info.version
+    style_new = dig(values, "crds")
+    style_old = dig(values, "installCRDs")
+    if style_new is not None and style_old is not None:
+        report(
+            f"{_label(info)} {version} sets both installCRDs and crds.*; the chart refuses that combination. "
+            f"Remediation: keep only the style version {version} takes: {compat.cert_manager_crd_values(version)}."
+        )
+        unknowns.finish()
+        return
+    problem = compat.cert_manager_values_problem(version, values if isinstance(values, dict) else {})
+    if problem:
+        report(
+            f"{_label(info)}: {problem}. Remediation: set {compat.cert_manager_crd_values(version)} instead."
+        )
+        unknowns.finish()
+        return
+    missing = []
+    for path, want in _leaves(compat.cert_manager_crd_values(version)):
+        got = dig(values, *path)
+        if unknowns.hit(got, "values." + ".".join(path)):
+            continue
+        if as_bool(got) != want:
+            missing.append(f"{'.'.join(path)}: {str(want).lower()}")
+    if missing:
+        report(
+            f"{_label(info)} {version} does not install its CRDs ({', '.join(missing)} missing); the "
+            "injection-webhook needs cert-manager's Certificate and Issuer CRDs. Remediation: set "
+            f"{', '.join(missing)} in the release values (seed 000: --set installCRDs=true for v1.13.0)."
+        )
+    unknowns.finish()
+
+
+cert_manager_crds = ResourceValidationPolicy(
+    name="helm-cert-manager-crds",
+    description=(
+        "cert-manager releases install CRDs the way their chart version wants: installCRDs before v1.15.0, "
+        "crds.enabled (and crds.keep) from v1.15.0, never both (seed 000 installs v1.13.0 with installCRDs=true)."
+    ),
+    enforcement_level=EnforcementLevel.MANDATORY,
+    validate=_validate_cert_manager_crds,
+    remediation_steps="Set the CRD values that match the chart version; never both styles.",
+)
+
+# --- helm-connection-operator-jax ----------------------------------------------------------------
+
+JAX_DEFAULTS = {
+    "allowCustomArgs": (
+        {
+            "type": "boolean",
+            "description": "Accept controller args that match no row of the JAX table (reviewed overrides).",
+        },
+        False,
+    ),
+}
+
+
+def _jax_of(rule: compat.ConnectionOperatorRule) -> str:
+    return f"{rule.jax_min[0]}.{rule.jax_min[1]}"
+
+
+def _validate_connection_operator(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    if args.resource_type != RELEASE_TYPE:
+        return
+    props = plain(args.props)
+    info = release_info(props, args.name)
+    if release_kind(info) != "operator":
+        return
+    cfg = config(args, JAX_DEFAULTS)
+    unknowns = Unknowns()
+    values = info.values if info.values is not None else {}
+    cmd_args = dig(values, *compat.CONNECTION_OPERATOR_ARGS_PATH)
+    args_path = "values." + ".".join(compat.CONNECTION_OPERATOR_ARGS_PATH)
+    if (
+        unknowns.hit(values, "values")
+        or unknowns.hit(cmd_args, args_path)
+        or unknowns.hit(info.version, "version")
+    ):
+        unknowns.finish()
+    table = "; ".join(
+        f"JAX {r.jax}: chart {r.chart_version}{'' if r.chart_exact else ' or later'}, "
+        + (f"args {list(r.args)}" if r.args else "no args override")
+        for r in compat.CONNECTION_OPERATOR_BY_JAX
+    )
+    given = list(cmd_args) if isinstance(cmd_args, list) else cmd_args
+    rows = [
+        r
+        for r in compat.CONNECTION_OPERATOR_BY_JAX
+        if (r.args is None and given is None) or (r.args is not None and given == list(r.args))
+    ]
+    if not rows:
+        if not cfg["allowCustomArgs"]:
+            report(
+                f"{_label(info)} overrides {'.'.join(compat.CONNECTION_OPERATOR_ARGS_PATH)} with args that match "
+                f"no row of the JAX table; setting the list replaces all of the chart's default args. The table: "
+                f"{table}. Remediation: use the table's args for the cluster's JAX version (the target's "
+                "jaxVersion), or set allowCustomArgs for this policy after review."
+            )
+        unknowns.finish()
+        return
+    try:
+        compat.parse_semver(info.version or "")
+    except ValueError:
+        report(
+            f"{_label(info)} has no exact chart version ({info.version!r}); the JAX table needs one. The table: "
+            f"{table}. Remediation: pin the chart version from the table."
+        )
+        unknowns.finish()
+        return
+    problems = [compat.connection_operator_chart_problem(_jax_of(r), info.version) for r in rows]
+    if all(problems):
+        report(
+            f"{_label(info)} {info.version} with "
+            f"{'the JAX 0.8.x args' if given is not None else 'no args override'}: {problems[0]}. The table: "
+            f"{table}. Remediation: set the chart version and args for the cluster's JAX version together."
+        )
+    unknowns.finish()
+
+
+connection_operator_jax = ResourceValidationPolicy(
+    name="helm-connection-operator-jax",
+    description=(
+        "The connection-operator release's chart version and controller args agree with seed 000's JAX table "
+        "(JAX 0.8.x: chart 0.24.0 with the four controller args; JAX 0.9.x+: chart 0.24.0 or later, default args)."
+    ),
+    enforcement_level=EnforcementLevel.MANDATORY,
+    config_schema=schema(JAX_DEFAULTS),
+    validate=_validate_connection_operator,
+    remediation_steps="Set chart version and controller args from the JAX table for the cluster's JAX version.",
+)
+
+# --- helm-mldiagnostics-requires-cert-manager (stack) --------------------------------------------
+
+
+def provider_key(resource: Any) -> str:
+    """Which cluster a resource goes to: its Kubernetes provider's URN ('' for the ambient default)."""
+    return resource.provider.urn if resource.provider is not None else ""
+
+
+def _depends_on(resource: Any, target_urn: str) -> bool:
+    seen: set[str] = set()
+    stack = list(resource.dependencies)
+    while stack:
+        r = stack.pop()
+        if r.urn == target_urn:
+            return True
+        if r.urn not in seen:
+            seen.add(r.urn)
+            stack += list(r.dependencies)
+    return False
+
+
+def _validate_requires_cert_manager(args: StackValidationArgs, report: ReportViolation) -> None:
+    unknowns = Unknowns()
+    releases: dict[str, list[tuple[Any, ReleaseInfo, str]]] = {}
+    preinstalled: dict[tuple[str, str], str] = {}
+    for r in args.resources:
+        props = plain(r.props)
+        if r.resource_type == RELEASE_TYPE:
+            info = release_info(props, r.name)
+            if unknowns.hit(info.chart, f"{r.urn}: chart"):
+                continue
+            kind = release_kind(info)
+            if kind:
+                releases.setdefault(provider_key(r), []).append((r, info, kind))
+        elif r.resource_type == NAMESPACE_TYPE:
+            name = dig(props, "metadata", "name")
+            mark = dig(props, "metadata", "annotations", compat.CERT_MANAGER_ANNOTATION)
+            if (
+                isinstance(name, str)
+                and not is_unknown(name)
+                and isinstance(mark, str)
+                and not is_unknown(mark)
+            ):
+                preinstalled[(provider_key(r), name)] = mark
+    for cluster, items in releases.items():
+        cert_managers = [r for r, _, kind in items if kind == "cert-manager"]
+        for r, info, kind in items:
+            if kind == "cert-manager":
+                continue
+            ns = (
+                info.namespace if isinstance(info.namespace, str) and not is_unknown(info.namespace) else None
+            )
+            mark = preinstalled.get((cluster, ns or compat.MLDIAGNOSTICS_NAMESPACE))
+            if mark == "preinstalled":
+                continue
+            where = f"provider {cluster}" if cluster else "the default provider"
+            if not cert_managers:
+                report(
+                    f"{_label(info)} needs cert-manager, but no cert-manager release goes to the same cluster "
+                    f"({where}) and its namespace does not declare cert-manager pre-installed "
+                    f"(annotation {compat.CERT_MANAGER_ANNOTATION}: preinstalled). Remediation: enable the "
+                    "target's cert-manager install, or, if the cluster already runs cert-manager, declare it "
+                    "pre-installed in the target's config.",
+                    r.urn,
+                )
+            elif not any(_depends_on(r, cm.urn) for cm in cert_managers):
+                report(
+                    f"{_label(info)} does not depend on the cert-manager release in the same cluster, so Helm may "
+                    "install it before cert-manager's CRDs and webhook are ready. Remediation: add depends_on "
+                    "on the cert-manager release (the components do this).",
+                    r.urn,
+                )
+    unknowns.finish()
+
+
+requires_cert_manager = StackValidationPolicy(
+    name="helm-mldiagnostics-requires-cert-manager",
+    description=(
+        "injection-webhook and connection-operator releases depend on a cert-manager release in the same "
+        "cluster (same Kubernetes provider), unless the target declares cert-manager pre-installed "
+        "(seed 000: cert-manager is the injection-webhook's prerequisite)."
+    ),
+    enforcement_level=EnforcementLevel.MANDATORY,
+    validate=_validate_requires_cert_manager,
+    remediation_steps="Install cert-manager in the same cluster and depend on it, or declare it pre-installed.",
+)

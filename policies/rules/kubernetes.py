@@ -1,0 +1,234 @@
+"""Kubernetes workload rules: privileged access only for the Diagon DaemonSet, DaemonSet memory limits.
+
+Source: seed 000 (Diagon DaemonSet manifest: privileged, hostNetwork, requests 10m/32Mi, limit 256Mi memory,
+no CPU limit; it runs on every GPU/TPU node, so a DaemonSet without a memory limit can starve training pods).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import Any
+
+from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy
+
+from components import compat
+from rules.common import Unknowns, config, dig, name_of, plain, schema
+
+WORKLOAD_TYPES = frozenset(
+    f"kubernetes:{group}:{kind}{suffix}"
+    for group, kind in (
+        ("apps/v1", "DaemonSet"),
+        ("apps/v1", "Deployment"),
+        ("apps/v1", "StatefulSet"),
+        ("apps/v1", "ReplicaSet"),
+        ("batch/v1", "Job"),
+        ("batch/v1", "CronJob"),
+        ("core/v1", "Pod"),
+    )
+    for suffix in ("", "Patch")
+)
+DAEMONSET_TYPES = frozenset({"kubernetes:apps/v1:DaemonSet", "kubernetes:apps/v1:DaemonSetPatch"})
+
+DIAGON_DAEMON_NAME = "diagon-daemon"
+
+
+def pod_spec_path(resource_type: str) -> tuple[str, ...]:
+    kind = resource_type.rsplit(":", 1)[-1].removesuffix("Patch")
+    if kind == "Pod":
+        return ("spec",)
+    if kind == "CronJob":
+        return ("spec", "jobTemplate", "spec", "template", "spec")
+    return ("spec", "template", "spec")
+
+
+def containers(resource_type: str, props: dict, unknowns: Unknowns) -> Iterator[tuple[str, dict]]:
+    """(path, container) for every init and regular container; unknown parts are noted in `unknowns`."""
+    path = pod_spec_path(resource_type)
+    spec = dig(props, *path)
+    if unknowns.hit(spec, ".".join(path)):
+        return
+    for key in ("initContainers", "containers"):
+        items = dig(spec, key)
+        where = ".".join((*path, key))
+        if unknowns.hit(items, where) or not isinstance(items, list):
+            continue
+        for i, c in enumerate(items):
+            if not unknowns.hit(c, f"{where}[{i}]") and isinstance(c, dict):
+                yield f"{where}[{i}]", c
+
+
+def is_diagon(props: dict, diagon_namespaces: list[str]) -> bool:
+    """The Diagon DaemonSet: in a Diagon namespace, named diagon-daemon or labelled part-of diagon."""
+    meta = props.get("metadata") or {}
+    if not isinstance(meta, dict) or meta.get("namespace") not in diagon_namespaces:
+        return False
+    labels = meta.get("labels") or {}
+    labels = labels if isinstance(labels, dict) else {}
+    return (
+        meta.get("name") == DIAGON_DAEMON_NAME
+        or labels.get("app.kubernetes.io/name") == DIAGON_DAEMON_NAME
+        or labels.get("app.kubernetes.io/part-of") == "diagon"
+    )
+
+
+_DIAGON_NAMESPACES = (
+    {
+        "type": "array",
+        "items": {"type": "string"},
+        "description": "Namespaces the Diagon DaemonSet may run in (the stack's diagon.namespace).",
+    },
+    [compat.DIAGON_DEFAULT_NAMESPACE],
+)
+
+# --- k8s-privileged-only-diagon ------------------------------------------------------------------
+
+PRIVILEGED_DEFAULTS = {"diagonNamespaces": _DIAGON_NAMESPACES}
+
+
+def _validate_privileged(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    if args.resource_type not in WORKLOAD_TYPES:
+        return
+    cfg = config(args, PRIVILEGED_DEFAULTS)
+    props = plain(args.props)
+    unknowns = Unknowns()
+    if args.resource_type in DAEMONSET_TYPES and is_diagon(props, cfg["diagonNamespaces"]):
+        return
+    kind = args.resource_type.rsplit(":", 1)[-1]
+    where = f"{kind} '{name_of(props, args.name)}'"
+    spec_path = pod_spec_path(args.resource_type)
+    spec = dig(props, *spec_path)
+    found: list[str] = []
+    if not unknowns.hit(spec, ".".join(spec_path)) and isinstance(spec, dict):
+        for field in ("hostNetwork", "hostPID", "hostIPC"):
+            v = spec.get(field)
+            if not unknowns.hit(v, f"{'.'.join(spec_path)}.{field}") and v is True:
+                found.append(f"{field}: true")
+    for path, c in containers(args.resource_type, props, unknowns):
+        sc = c.get("securityContext") or {}
+        if unknowns.hit(sc, f"{path}.securityContext") or not isinstance(sc, dict):
+            continue
+        priv = sc.get("privileged")
+        if not unknowns.hit(priv, f"{path}.securityContext.privileged") and priv is True:
+            found.append(f"container '{c.get('name')}' privileged: true")
+    if found:
+        report(
+            f"{where} requests host access ({'; '.join(found)}). Only the Diagon DaemonSet (named "
+            f"'{DIAGON_DAEMON_NAME}' or labelled app.kubernetes.io/part-of=diagon, in namespace "
+            f"{' or '.join(cfg['diagonNamespaces'])}) may run privileged or on the host network. "
+            "Remediation: remove these fields from the workload; if this is the Diagon daemon, deploy it "
+            "through the stack's diagon settings, or add its namespace to this policy's diagonNamespaces."
+        )
+    unknowns.finish()
+
+
+privileged_only_diagon = ResourceValidationPolicy(
+    name="k8s-privileged-only-diagon",
+    description=(
+        "Privileged containers, hostNetwork, hostPID and hostIPC are allowed only for the Diagon DaemonSet in "
+        "its namespace (seed 000: Diagon needs privileged mode to read host GPU/TPU devices; nothing else does)."
+    ),
+    enforcement_level=EnforcementLevel.MANDATORY,
+    config_schema=schema(PRIVILEGED_DEFAULTS),
+    validate=_validate_privileged,
+    remediation_steps="Remove privileged/hostNetwork/hostPID/hostIPC from the workload.",
+)
+
+# --- k8s-daemonset-memory-limit ------------------------------------------------------------------
+
+_QUANTITY = re.compile(r"([+]?[0-9.]+(?:[eE][+-]?[0-9]+)?)(Ki|Mi|Gi|Ti|Pi|Ei|m|k|K|M|G|T|P|E)?")
+_FACTORS = {
+    None: 1,
+    "m": 1e-3,
+    "k": 1e3,
+    "K": 1e3,
+    "M": 1e6,
+    "G": 1e9,
+    "T": 1e12,
+    "P": 1e15,
+    "E": 1e18,
+    "Ki": 2**10,
+    "Mi": 2**20,
+    "Gi": 2**30,
+    "Ti": 2**40,
+    "Pi": 2**50,
+    "Ei": 2**60,
+}
+
+
+def parse_quantity(text: Any) -> float:
+    """Bytes of a Kubernetes quantity ('256Mi', '1G', '134217728'); ValueError if it is not one."""
+    if isinstance(text, (int, float)) and not isinstance(text, bool):
+        return float(text)
+    m = _QUANTITY.fullmatch(str(text).strip())
+    if not m:
+        raise ValueError(f"{text!r} is not a Kubernetes quantity")
+    return float(m.group(1)) * _FACTORS[m.group(2)]
+
+
+MEMORY_DEFAULTS = {
+    "diagonNamespaces": _DIAGON_NAMESPACES,
+    "diagonMaxMemory": (
+        {"type": "string", "description": "Largest memory limit for the Diagon daemon (seed: 256Mi)."},
+        "256Mi",
+    ),
+    "maxMemory": (
+        {
+            "type": "string",
+            "description": "Largest memory limit for any other DaemonSet container; '' = no cap.",
+        },
+        "",
+    ),
+}
+
+
+def _validate_memory(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    if args.resource_type not in DAEMONSET_TYPES:
+        return
+    cfg = config(args, MEMORY_DEFAULTS)
+    props = plain(args.props)
+    unknowns = Unknowns()
+    diagon = is_diagon(props, cfg["diagonNamespaces"])
+    cap_text = cfg["diagonMaxMemory"] if diagon else cfg["maxMemory"]
+    cap = parse_quantity(cap_text) if cap_text else None
+    ds = f"DaemonSet '{name_of(props, args.name)}'"
+    for path, c in containers(args.resource_type, props, unknowns):
+        limit = dig(c, "resources", "limits", "memory")
+        if unknowns.hit(limit, f"{path}.resources.limits.memory"):
+            continue
+        cname = c.get("name")
+        if limit is None:
+            report(
+                f"{ds} container '{cname}' declares no memory limit: a DaemonSet runs on every selected node, "
+                "and an unbounded one can starve the training pods there. Remediation: set "
+                f"resources.limits.memory (the seed sets 256Mi for Diagon){f', at most {cap_text}' if cap else ''}."
+            )
+            continue
+        try:
+            value = parse_quantity(limit)
+        except ValueError:
+            report(
+                f"{ds} container '{cname}' memory limit {limit!r} is not a Kubernetes quantity (e.g. 256Mi)."
+            )
+            continue
+        if cap is not None and value > cap:
+            who = "the Diagon daemon" if diagon else "a DaemonSet container"
+            report(
+                f"{ds} container '{cname}' memory limit {limit} exceeds {cap_text}, the cap for {who}. "
+                f"Remediation: lower resources.limits.memory to {cap_text} or less (the seed's manifest uses "
+                "256Mi), or raise this policy's cap in policies/config/<stack>.json after review."
+            )
+    unknowns.finish()
+
+
+daemonset_memory_limit = ResourceValidationPolicy(
+    name="k8s-daemonset-memory-limit",
+    description=(
+        "Every DaemonSet container declares a memory limit; the Diagon daemon's is at most 256Mi by default "
+        "(seed 000 manifest: limits.memory 256Mi, no CPU limit)."
+    ),
+    enforcement_level=EnforcementLevel.MANDATORY,
+    config_schema=schema(MEMORY_DEFAULTS),
+    validate=_validate_memory,
+    remediation_steps="Set resources.limits.memory on every DaemonSet container, within the configured cap.",
+)
