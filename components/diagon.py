@@ -51,18 +51,24 @@ def node_placement(settings: DiagonSettings) -> dict[str, Any]:
 
 
 class Diagon(pulumi.ComponentResource):
-    namespace: core.Namespace
+    namespace: core.Namespace | None
     service_account: core.ServiceAccount
     daemon_set: apps.DaemonSet
 
     def __init__(self, name: str, settings: DiagonSettings, opts: pulumi.ResourceOptions | None = None):
         super().__init__("mldiag:index:Diagon", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
-        self.namespace = core.Namespace(
-            f"{name}-namespace",
-            metadata=ObjectMetaArgs(name=settings.namespace, labels={"app.kubernetes.io/part-of": "diagon"}),
-            opts=child,
-        )
+        self.namespace = None
+        namespace: pulumi.Input[str] = settings.namespace
+        if settings.create_namespace:
+            self.namespace = core.Namespace(
+                f"{name}-namespace",
+                metadata=ObjectMetaArgs(
+                    name=settings.namespace, labels={"app.kubernetes.io/part-of": "diagon"}
+                ),
+                opts=child,
+            )
+            namespace = self.namespace.metadata.name
         annotations = (
             {WORKLOAD_IDENTITY_ANNOTATION: settings.gcp_service_account}
             if settings.gcp_service_account
@@ -72,7 +78,7 @@ class Diagon(pulumi.ComponentResource):
             f"{name}-service-account",
             metadata=ObjectMetaArgs(
                 name=settings.service_account,
-                namespace=self.namespace.metadata.name,
+                namespace=namespace,
                 annotations=annotations,
                 labels={"app.kubernetes.io/part-of": "diagon"},
             ),
@@ -83,7 +89,7 @@ class Diagon(pulumi.ComponentResource):
             f"{name}-daemonset",
             metadata=ObjectMetaArgs(
                 name=DAEMON_NAME,
-                namespace=self.namespace.metadata.name,
+                namespace=namespace,
                 labels={"app.kubernetes.io/name": DAEMON_NAME, "app.kubernetes.io/part-of": "diagon"},
             ),
             spec=apps.DaemonSetSpecArgs(
@@ -123,5 +129,5 @@ class Diagon(pulumi.ComponentResource):
             opts=child,
         )
         self.register_outputs(
-            {"namespace": self.namespace.metadata.name, "image": settings.image, "daemonSet": DAEMON_NAME}
+            {"namespace": settings.namespace, "image": settings.image, "daemonSet": DAEMON_NAME}
         )

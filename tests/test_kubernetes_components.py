@@ -338,6 +338,15 @@ def test_changing_the_image_only_changes_the_image():
     assert a == b
 
 
+def test_diagon_in_an_existing_namespace():
+    result = run(cluster(diagon={"enabled": True, "namespace": "kube-system", "createNamespace": False}))
+    assert "k8s-lab-mldiag-diagon-namespace" not in [r.name for r in result.resources]
+    sa = by_name(result, "k8s-lab-mldiag-diagon-service-account")
+    ds = by_name(result, "k8s-lab-mldiag-diagon-daemonset")
+    assert sa.inputs["metadata"]["namespace"] == ds.inputs["metadata"]["namespace"] == "kube-system"
+    assert (sa.dependencies, ds.dependencies) == ([], [sa.urn])
+
+
 def test_diagon_disabled_creates_nothing_of_it():
     result = run(cluster(diagon={"enabled": False}))
     assert not result.by_type(DAEMONSET)
@@ -495,9 +504,9 @@ def test_managed_path_creates_no_releases(tmp_path: Path):
     result = run_config({}, program=program)
     assert not result.by_type(RELEASE)
     assert not result.by_type("mldiag:index:MlDiagnosticsManual")
-    assert [r.name for r in result.by_type(NAMESPACE)] == [
-        "gke-mldiag-opt-in-ai",
+    assert sorted(r.name for r in result.by_type(NAMESPACE)) == [
         "gke-mldiag-diagon-namespace",
+        "gke-mldiag-opt-in-ai",
     ]
     assert len(result.by_type(DAEMONSET)) == 1
     assert result.outputs == {"mode": "managed", "workloadMonitoring": True}

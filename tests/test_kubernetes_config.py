@@ -203,14 +203,20 @@ def test_in_cluster_settings_are_inherited_flat():
             ],
         ),
         (
+            {"diagon": {"namespace": "kube-system"}},
+            [
+                f"{P}.diagon.namespace: 'kube-system' always exists; set createNamespace: false to deploy into it"
+            ],
+        ),
+        (
             {"diagon": {"maxUnavailable": 0}},
             [f"{P}.diagon.maxUnavailable: must be a positive integer or a percentage like 10%"],
         ),
         (
             {"diagon": {"imagee": "x"}},
             [
-                f"{P}.diagon.imagee: unknown key; allowed keys: acceleratorNodeLabels, enabled, gcpServiceAccount, "
-                "image, maxUnavailable, namespace, nodeSelector, serviceAccount"
+                f"{P}.diagon.imagee: unknown key; allowed keys: acceleratorNodeLabels, createNamespace, enabled, "
+                "gcpServiceAccount, image, maxUnavailable, namespace, nodeSelector, serviceAccount"
             ],
         ),
     ],

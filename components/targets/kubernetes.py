@@ -37,6 +37,9 @@ _DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?")
 _GSA = re.compile(r"[a-z][a-z0-9-]{4,28}[a-z0-9]@[a-z][a-z0-9-]{4,28}[a-z0-9]\.iam\.gserviceaccount\.com")
 
 
+SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+
+
 def _namespace_name(v: str) -> str:
     if not _DNS_LABEL.fullmatch(v):
         raise ValueError(
@@ -174,6 +177,8 @@ class DiagonSettings(Model):
 
     enabled: bool = False
     namespace: str = compat.DIAGON_DEFAULT_NAMESPACE
+    # False: the namespace exists already (e.g. kube-system) and is not created or owned by the program.
+    create_namespace: bool = True
     image: str = compat.DIAGON_DEFAULT_IMAGE
     service_account: str = "diagon-daemon"
     # GKE Workload Identity: the Google service account the daemon's Kubernetes SA acts as.
@@ -212,6 +217,13 @@ class DiagonSettings(Model):
     @model_validator(mode="after")
     def _check(self) -> DiagonSettings:
         problems = []
+        if self.create_namespace and self.namespace in SYSTEM_NAMESPACES:
+            problems.append(
+                (
+                    "namespace",
+                    f"{self.namespace!r} always exists; set createNamespace: false to deploy into it",
+                )
+            )
         for i, k in enumerate(self.accelerator_node_labels):
             if p := _label_key_problem(k):
                 problems.append((f"acceleratorNodeLabels[{i}]", p))
@@ -259,7 +271,7 @@ class InClusterSettings(Model):
             compat.MLDIAGNOSTICS_NAMESPACE: "the manual install",
             compat.CERT_MANAGER_NAMESPACE: "cert-manager",
         }
-        if self.diagon.enabled:
+        if self.diagon.enabled and self.diagon.create_namespace:
             reserved[self.diagon.namespace] = "diagon.namespace"
         for i, ns in enumerate(self.workload_namespaces):
             if ns.create and ns.name in reserved:
