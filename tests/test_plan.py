@@ -215,3 +215,14 @@ def test_plan_bad_policy_config_exits_2(tmp_path):
     proc = _plan("dev", "--policy-config", str(cfg), "-q")
     assert proc.returncode == 2
     assert "policy config names unknown policies: no-such-policy" in proc.stderr
+
+
+def test_plan_bad_stack_exits_1_and_names_the_rule():
+    bad = ROOT / "tests" / "stacks" / "Pulumi.bad-latest-image.yaml"
+    proc = _plan("staging", "--config-file", str(bad), "--format", "json", "-q")
+    assert proc.returncode == 1, proc.stderr
+    report = json.loads(proc.stdout)
+    mandatory = [v for v in report["policyViolations"] if v["enforcementLevel"] == "mandatory"]
+    assert [v["policy"] for v in mandatory] == ["k8s-images-pinned"]
+    assert mandatory[0]["urn"].endswith("kubernetes:apps/v1:DaemonSet::k8s-lab-mldiag-diagon-daemonset")
+    assert "mldiagnostics-daemon:latest" in mandatory[0]["message"]
