@@ -279,3 +279,34 @@ def test_provider_pickles_small_and_without_sessions() -> None:
     p = gmd.ManagedMlDiagnosticsProvider()
     assert vars(p) == {"anonymous": False}
     assert pickle.loads(pickle.dumps(p)).anonymous is False
+
+
+def test_provider_as_pickled_into_state_works_in_a_fresh_process(fake: FakeGkeApi) -> None:
+    """The engine unpickles the provider in another process: it must import by module path and run."""
+    import base64
+    import json
+    import subprocess
+    import sys
+
+    from pulumi.dynamic.dynamic import serialize_provider
+
+    blob = serialize_provider(gmd.ManagedMlDiagnosticsProvider(anonymous=True))
+    script = (
+        "import base64, json, sys, dill\n"
+        "p = dill.loads(base64.b64decode(sys.argv[1]))\n"
+        "print(json.dumps([type(p).__module__, type(p).__name__, p.create(json.loads(sys.argv[2])).outs]))\n"
+    )
+    fake.operation_polls = 0
+    out = subprocess.run(
+        [sys.executable, "-c", script, blob, json.dumps(props(fake))],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+        cwd=str(__import__("pathlib").Path(__file__).resolve().parents[1]),
+    )
+    module, cls, outs = json.loads(out.stdout)
+    assert (module, cls) == ("components.providers.gke_managed_diagnostics", "ManagedMlDiagnosticsProvider")
+    assert outs["previousEnabled"] is False and outs["lastOperation"] == "operation-0001"
+    assert len(base64.b64decode(blob)) < 300  # by reference: no code or session inside
+    assert fake.managed(P, L, C) is True
