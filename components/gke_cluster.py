@@ -192,8 +192,8 @@ class GkeCluster(pulumi.ComponentResource):
                 quota_project=google_api.quota_project,
                 opts=child,
             )
-            # Flag first: turning managed off before the manual releases arrive (and the reverse) avoids two
-            # webhooks fighting over the same pods.
+            # The in-cluster resources wait for the flag: turning managed off happens before manual releases
+            # are installed, so the two webhooks never run side by side on the way to manual.
             waits = [self.managed_flag]
 
         self.endpoint = endpoint
