@@ -30,6 +30,7 @@ COMMENT_MARKER = "<!-- ml-diagnostics:offline-plan -->"
 
 
 def all_stacks(project_dir: Path = ROOT) -> list[str]:
+    """Stack names of `stacks/Pulumi.*.yaml`."""
     return sorted(
         p.name[len("Pulumi.") : -len(".yaml")] for p in (project_dir / "stacks").glob("Pulumi.*.yaml")
     )
@@ -62,13 +63,14 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--format", choices=("table", "json", "markdown"), default="table")
     p.add_argument("--output", type=Path, help="write the report here instead of stdout")
+    p.add_argument("--project-dir", type=Path, default=ROOT, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
-    stacks = args.stacks or all_stacks()
+    stacks = args.stacks or all_stacks(args.project_dir)
     if not stacks:
         print("error: no stacks given and none found under stacks/", file=sys.stderr)
         return EXIT_ERROR
     try:
-        diffs = diff_stacks(stacks, args.base)
+        diffs = diff_stacks(stacks, args.base, project_dir=args.project_dir)
     except DiffError as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_ERROR

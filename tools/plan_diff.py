@@ -18,8 +18,11 @@ Exit codes: 1 if the working tree's plan has a mandatory policy violation, else 
 
 from __future__ import annotations
 
+import contextlib
+import copy
 import html
 import importlib
+import io
 import json
 import os
 import pkgutil
@@ -129,11 +132,41 @@ def k8s_force_new(type_token: str) -> tuple[str, ...] | None:
     return _K8S_METADATA + _K8S_FORCE_NEW.get(f"{gv}:{kind}", ())
 
 
-def discover_dynamic_rules(package: str = "components.providers") -> dict[str, tuple[str, ...]]:
-    """Force-new paths the dynamic provider modules declare, keyed by their resources' type tokens."""
+class ProviderDiffRule:
+    """Asks a dynamic provider's own `diff(id, olds, news)` which inputs it replaces on.
+
+    The offline plan has inputs only (no live state) and masked secrets, so this is the provider's view of
+    the input change; warnings the provider logs while diffing become notes.
+    """
+
+    def __init__(self, provider_cls: type, declared: tuple[str, ...] = ()) -> None:
+        self.provider_cls = provider_cls
+        self.declared = declared
+
+    def __call__(self, old: dict[str, Any], new: dict[str, Any]) -> tuple[list[str], list[str]]:
+        err = io.StringIO()
+        try:
+            with contextlib.redirect_stderr(err):
+                result = self.provider_cls().diff("offline-plan", copy.deepcopy(old), copy.deepcopy(new))
+        except Exception as e:  # the provider refuses the change: the real preview fails the same way
+            return [], [f"the provider's diff refuses this change: {e}"]
+        notes = [line.removeprefix("warning: ") for line in err.getvalue().splitlines() if line.strip()]
+        return [str(r) for r in (getattr(result, "replaces", None) or [])], notes
+
+
+Rule = tuple[str, ...] | ProviderDiffRule
+
+
+def discover_dynamic_rules(package: str = "components.providers") -> dict[str, Rule]:
+    """Replacement rules of our dynamic resources, keyed by type token `pulumi-python:dynamic/<module>:<Name>`.
+
+    A module with one ResourceProvider subclass that overrides `diff` (and needs no constructor
+    arguments) is asked directly; otherwise a module-level tuple of force-new input paths is used
+    (any of DYNAMIC_RULE_NAMES).
+    """
     import pulumi.dynamic
 
-    rules: dict[str, tuple[str, ...]] = {}
+    rules: dict[str, Rule] = {}
     try:
         pkg = importlib.import_module(package)
     except Exception:
@@ -143,31 +176,46 @@ def discover_dynamic_rules(package: str = "components.providers") -> dict[str, t
             mod = importlib.import_module(f"{package}.{info.name}")
         except Exception:
             continue
-        paths = next((getattr(mod, n) for n in DYNAMIC_RULE_NAMES if hasattr(mod, n)), None)
-        if not paths or isinstance(paths, str | bytes):
-            continue
-        for obj in vars(mod).values():
-            if (
-                isinstance(obj, type)
-                and issubclass(obj, pulumi.dynamic.Resource)
-                and obj is not pulumi.dynamic.Resource
-                and obj.__module__ == mod.__name__
-            ):
-                rules[f"pulumi-python:{obj._resource_type_name}"] = tuple(str(p) for p in paths)
+        declared = next((getattr(mod, n) for n in DYNAMIC_RULE_NAMES if hasattr(mod, n)), ())
+        declared = () if isinstance(declared, str | bytes) else tuple(str(p) for p in declared)
+        own = [o for o in vars(mod).values() if isinstance(o, type) and o.__module__ == mod.__name__]
+        resources = [o for o in own if issubclass(o, pulumi.dynamic.Resource)]
+        providers = [
+            o
+            for o in own
+            if issubclass(o, pulumi.dynamic.ResourceProvider)
+            and o.diff is not pulumi.dynamic.ResourceProvider.diff
+        ]
+        rule: Rule | None = None
+        if len(providers) == 1 and _constructible(providers[0]):
+            rule = ProviderDiffRule(providers[0], declared)
+        elif declared:
+            rule = declared
+        for res in resources if rule is not None else ():
+            rules[f"pulumi-python:{res._resource_type_name}"] = rule
     return rules
 
 
-def default_rules() -> dict[str, tuple[str, ...]]:
-    rules = dict(FORCE_NEW_BY_TYPE)
+def _constructible(cls: type) -> bool:
+    try:
+        cls()
+    except Exception:
+        return False
+    return True
+
+
+def default_rules() -> dict[str, Rule]:
+    rules: dict[str, Rule] = dict(FORCE_NEW_BY_TYPE)
     rules.update(discover_dynamic_rules())
     return rules
 
 
-def force_new_paths(type_token: str, rules: dict[str, tuple[str, ...]]) -> tuple[str, ...]:
+def force_new_paths(type_token: str, rules: dict[str, Rule]) -> tuple[str, ...]:
     k8s = k8s_force_new(type_token)
     if k8s is not None:
         return k8s
-    return rules.get(type_token, ())
+    rule = rules.get(type_token, ())
+    return rule.declared if isinstance(rule, ProviderDiffRule) else rule
 
 
 # --- comparing inputs ---------------------------------------------------------------------------------
@@ -227,6 +275,20 @@ def diff_inputs(old: dict[str, Any], new: dict[str, Any]) -> list[dict[str, Any]
     return out
 
 
+def _flatten(value: Any, path: str = "", out: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Leaf values by path, in the offline plan's path syntax (`a.b[0].c`; a secret is a leaf)."""
+    out = {} if out is None else out
+    if isinstance(value, dict) and value:
+        for k, v in value.items():
+            _flatten(v, _join(path, str(k)), out)
+    elif isinstance(value, list) and value:
+        for i, v in enumerate(value):
+            _flatten(v, f"{path}[{i}]", out)
+    else:
+        out[path or "$"] = value
+    return out
+
+
 def _values_at(obj: Any, parts: Sequence[str]) -> dict[str, Any]:
     """Values at a rule path ("a.b[*].c" split into ["a", "b", "[*]", "c"]), keyed by concrete path."""
     found: dict[str, Any] = {}
@@ -280,15 +342,22 @@ def replace_reasons(
     old_inputs: dict[str, Any],
     new_inputs: dict[str, Any],
     changed_paths: Iterable[str],
-    rules: dict[str, tuple[str, ...]],
+    rules: dict[str, Rule],
+    notes: list[str] | None = None,
 ) -> list[str]:
-    """Force-new paths whose value changed (a secret counts as changed when its digest changed)."""
+    """Input paths whose change forces a replacement (a secret counts as changed when its digest did)."""
     changed = list(changed_paths)
+    rule = rules.get(type_token)
+    if isinstance(rule, ProviderDiffRule) and changed:
+        replaces, provider_notes = rule(old_inputs, new_inputs)
+        if notes is not None:
+            notes.extend(provider_notes)
+        return replaces
     old_n = _normalize_k8s_namespace(type_token, old_inputs)
     new_n = _normalize_k8s_namespace(type_token, new_inputs)
     reasons: list[str] = []
-    for rule in force_new_paths(type_token, rules):
-        parts = _split_rule(rule)
+    for path in force_new_paths(type_token, rules):
+        parts = _split_rule(path)
         olds, news = _values_at(old_n, parts), _values_at(new_n, parts)
         hit = sorted(p for p in set(olds) | set(news) if olds.get(p, MISSING) != news.get(p, MISSING))
         if not hit:
@@ -358,7 +427,7 @@ def compare_violations(
 def diff_plans(
     base: dict[str, Any] | None,
     head: dict[str, Any],
-    rules: dict[str, tuple[str, ...]] | None = None,
+    rules: dict[str, Rule] | None = None,
 ) -> dict[str, Any]:
     """Compares two offline plan reports (the JSON of `python -m tools.plan STACK --format json`).
 
@@ -415,16 +484,17 @@ def diff_plans(
                 res_notes.append("secret values not compared (no secretDigests in the plan)")
         else:
             by_path = {c["path"]: c for c in changes}
+            flat_old, flat_new = _flatten(old_in), _flatten(new_in)
             for p in sorted(set(od) | set(nd)):
                 if od.get(p) == nd.get(p):
                     continue
                 c = by_path.get(p)
                 if c is None:
                     c = {"path": p}
-                    if p in od:
-                        c["old"] = SECRET
-                    if p in nd:
-                        c["new"] = SECRET
+                    if p in flat_old:
+                        c["old"] = flat_old[p]
+                    if p in flat_new:
+                        c["new"] = flat_new[p]
                     changes.append(c)
                 c["secret"] = True
             changes.sort(key=lambda c: c["path"])
@@ -435,11 +505,14 @@ def diff_plans(
                 res_notes.append(f"default provider changed: {op} -> {np_}")
             else:
                 reasons.append(f"provider changed from {op} to {np_}")
-        forced = replace_reasons(new["type"], old_in, new_in, (c["path"] for c in changes), rules)
+        forced = replace_reasons(new["type"], old_in, new_in, [c["path"] for c in changes], rules, res_notes)
         for c in changes:
             if any(_under(c["path"], f) or _under(f, c["path"]) for f in forced):
                 c["forcesReplace"] = True
-        reasons += [f"{f} changed" for f in forced]
+        if isinstance(rules.get(new["type"]), ProviderDiffRule):
+            reasons += [f"{f} cannot change in place (the provider's own diff)" for f in forced]
+        else:
+            reasons += [f"{f} changed" for f in forced]
         if reasons:
             changed.append(entry(new, "replace", replaceReasons=reasons, changes=changes, notes=res_notes))
         elif changes:
@@ -807,6 +880,7 @@ def diff_stacks(
     diffs = []
     for s in stacks:
         d = diff_plans(results.get((s, "base")), results[(s, "head")])
+        d["stack"] = s
         d["baseRef"] = base_ref
         d["baseCommit"] = sha
         d["baseMissing"] = s not in base_stacks
