@@ -21,7 +21,7 @@ ENCRYPTED_LEGACY = (
     "MIIEpAIBAAKCAQEA\n-----END RSA PRIVATE KEY-----\n"
 )
 
-ALLOWED_TYPES = "LoadBalancer, NodePort, ClusterIP"
+ALLOWED_TYPES = "'LoadBalancer', 'NodePort' or 'ClusterIP'"
 
 
 def aks(**over: Any) -> dict[str, Any]:
@@ -265,6 +265,14 @@ def test_cert_must_look_like_a_pem():
 
 def test_key_must_look_like_a_pem():
     assert problems(aks(inference=https(sslKeyPem=CERT))) == [
+        f"{P}.inference.sslKeyPem: must be PEM text with a '-----BEGIN PRIVATE KEY-----' (or RSA/EC PRIVATE "
+        "KEY) block (the key itself, not a path)"
+    ]
+
+
+def test_openssh_key_is_not_a_tls_key():
+    ssh = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n-----END OPENSSH PRIVATE KEY-----\n"
+    assert problems(aks(inference=https(sslKeyPem=ssh))) == [
         f"{P}.inference.sslKeyPem: must be PEM text with a '-----BEGIN PRIVATE KEY-----' (or RSA/EC PRIVATE "
         "KEY) block (the key itself, not a path)"
     ]

@@ -3,6 +3,34 @@
 The rules here are the ones `az k8s-extension create --extension-type Microsoft.AzureML.Kubernetes`
 enforces on the client (partner_extensions/AzureMLKubernetes.py and custom.py of the k8s-extension CLI)
 plus the seed's limits, checked before any resource is registered.
+
+    - name: aks-prod                      # target name (resource names)
+      extensionName: azureml              # ARM extension name = Helm release name; default: name
+      cluster:                            # the cluster's ARM id and facts come from here, never looked up
+        kind: aks                         # aks (managedClusters) | arc (connectedClusters)
+        subscriptionId: <guid>
+        resourceGroup: rg-ml              # Arc: the Azure Relay goes here too
+        name: aks-ml
+        location: koreacentral
+        nodeCount: 5                      # < 3: clusterPurpose=DevTest, inferenceRouterHA=false (as the CLI)
+        openshift: false                  # arc only
+      training: true                      # enableTraining
+      inference:
+        enabled: true                     # enableInference
+        routerServiceType: LoadBalancer   # LoadBalancer | NodePort | ClusterIP (any case)
+        internalLoadBalancerProvider: azure   # aks only, not with NodePort
+        allowInsecureConnections: false   # true: HTTP endpoint (dev/test)
+        sslCname: ml.example.com          # required with sslSecret or the PEMs
+        sslSecret: azureml-tls            # k8s secret in `azureml`, or else both PEMs (secret config, PEM text)
+        sslCertPem: {secure: ...}
+        sslKeyPem: {secure: ...}          # not passphrase-protected
+        routerHA: true                    # true needs nodeCount >= 3; unset: derived
+      nodeSelector: {pool: gpu}           # nodeSelector.<key>
+      installNvidiaDevicePlugin / installPromOp / installVolcano / installDcgmExporter: bool
+      version: 1.1.62                     # needs autoUpgradeMinorVersion: false
+      autoUpgradeMinorVersion: false
+      releaseTrain: stable                # default stable
+      scope: cluster                      # the only scope allowed
 """
 
 from __future__ import annotations
@@ -16,6 +44,8 @@ from components.config import Model, TargetBase, is_placeholder, raise_issues
 
 ROUTER_SERVICE_TYPES = ("LoadBalancer", "NodePort", "ClusterIP")
 _ROUTER_BY_LOWER = {t.lower(): t for t in ROUTER_SERVICE_TYPES}
+_ROUTER_ALLOWED = "'LoadBalancer', 'NodePort' or 'ClusterIP'"
+_KEY_LABELS = ("PRIVATE KEY", "RSA PRIVATE KEY", "EC PRIVATE KEY")
 # The CLI derives a small-cluster setup (clusterPurpose=DevTest, one inference router) below this many nodes.
 MIN_HA_NODES = 3
 
@@ -57,7 +87,7 @@ def _pem_problem(value: SecretStr | None, want: str) -> str | None:
         return (
             "must be PEM text with a '-----BEGIN CERTIFICATE-----' block (the certificate itself, not a path)"
         )
-    if want == "private key" and not any(label.endswith("PRIVATE KEY") for label in labels):
+    if want == "private key" and not any(label in _KEY_LABELS for label in labels):
         return (
             "must be PEM text with a '-----BEGIN PRIVATE KEY-----' (or RSA/EC PRIVATE KEY) block "
             "(the key itself, not a path)"
@@ -153,7 +183,7 @@ class InferenceSettings(Model):
             return None
         canonical = _ROUTER_BY_LOWER.get(v.lower())
         if canonical is None:
-            raise ValueError(f"must be one of {', '.join(ROUTER_SERVICE_TYPES)} (any case)")
+            raise ValueError(f"must be one of {_ROUTER_ALLOWED} (any case)")
         return canonical
 
     @field_validator("ssl_cname")
@@ -329,12 +359,11 @@ class AzureMlTarget(TargetBase):
     def _inference_rules(self) -> list[tuple[str, str]]:
         inf = self.inference
         problems: list[tuple[str, str]] = []
-        allowed = ", ".join(ROUTER_SERVICE_TYPES)
         if inf.router_service_type is None:
             problems.append(
                 (
                     "inference.routerServiceType",
-                    f"required when inference.enabled is true; allowed: {allowed}",
+                    f"required when inference.enabled is true; allowed: {_ROUTER_ALLOWED}",
                 )
             )
 
