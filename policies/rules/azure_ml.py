@@ -229,7 +229,7 @@ def _validate_secrets(args: ResourceValidationArgs, report: ReportViolation) -> 
     unknowns = Unknowns()
     st = _settings_or_unknown(props, unknowns)
     if st is not None:
-        for key, value in st.plain.items():
+        for key, value in sorted(st.plain.items()):
             unknown = unknowns.hit(value, f"configurationSettings.{key}")
             why = secret_looking(key, None if unknown else value)
             if why:
