@@ -690,13 +690,16 @@ class ModelDevelopmentClusterProvider(ResourceProvider):
             cluster = client.request("GET", path, resource=path)
         status = cluster.get("clusterStatus") or {}
         if status.get("state") == "ERROR":
-            raise ModelDevelopmentClusterError(self._error_state_message(path, cluster, "creating it failed"))
+            raise ModelDevelopmentClusterError(
+                self._error_state_message(path, cluster, f"creating cluster {path} failed")
+            )
         return self._outs(spec, cluster)
 
     def _adopt(self, client: GoogleRestClient, spec: Mapping[str, Any], path: str) -> dict[str, Any]:
         cluster = client.request("GET", path, resource=path)
         existing = from_rest(cluster)
-        plan = plan_update({**spec, **existing}, spec)
+        local = {k: v for k, v in spec.items() if k not in API_SCHEMA}
+        plan = plan_update({**local, **existing}, spec)
         state = (cluster.get("clusterStatus") or {}).get("state", "")
         if plan.changes:
             raise ModelDevelopmentClusterError(
@@ -707,7 +710,9 @@ class ModelDevelopmentClusterProvider(ResourceProvider):
         if state == "ERROR":
             raise ModelDevelopmentClusterError(
                 self._error_state_message(
-                    path, cluster, "it already exists (ALREADY_EXISTS) and matches the inputs"
+                    path,
+                    cluster,
+                    f"cluster {path} already exists (ALREADY_EXISTS) and matches the inputs, but cannot be adopted",
                 )
             )
         return self._wait_for_cluster(client, spec, path, cluster, self._deadline(spec))
@@ -716,21 +721,22 @@ class ModelDevelopmentClusterProvider(ResourceProvider):
     def _error_state_message(path: str, cluster: Mapping[str, Any], what: str) -> str:
         status = cluster.get("clusterStatus") or {}
         err = status.get("error") or {}
-        detail = err.get("message") or status.get("detail") or "no detail given"
+        detail = (err.get("message") or status.get("detail") or "no detail given").rstrip(".")
         return (
-            f"cluster {path}: {what}, but it is in state {status.get('state')} ({detail}). It is not in the "
-            f"Pulumi state: delete it (DELETE https://REGION-aiplatform.googleapis.com/{API_VERSION}/{path} or the "
+            f"{what}; cluster {path} is in state {status.get('state')} ({detail}) and is not in the Pulumi "
+            f"state: delete it (DELETE https://REGION-aiplatform.googleapis.com/{API_VERSION}/{path} or the "
             "console), fix the cause, then run `pulumi up` again"
         )
 
     def _failed_create_message(self, client: GoogleRestClient, path: str, err: OperationFailed) -> str:
+        what = f"creating cluster {path} failed: {err.message.rstrip('.')}"
         try:
             cluster = self._get(client, path)
         except GoogleApiError as e:
-            return f"{err}. Could not check whether cluster {path} was left behind ({e}); look for it before retrying"
+            return f"{what}. Could not check whether the cluster was left behind ({e}); look for it before retrying"
         if cluster is None:
-            return f"{err}. No cluster was left behind; fix the cause and run `pulumi up` again"
-        return f"{err}. " + self._error_state_message(path, cluster, "the create operation failed")
+            return f"{what}. No cluster was left behind; fix the cause and run `pulumi up` again"
+        return self._error_state_message(path, cluster, what)
 
     # -- read ---------------------------------------------------------------------------------------------
     def read(self, id_: str, props: dict[str, Any]) -> ReadResult:

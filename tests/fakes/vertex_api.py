@@ -136,6 +136,7 @@ class Fault:
     times: int
     body_status: str = ""
     message: str = ""
+    after: bool = False  # drop the connection after the request took effect
 
 
 @dataclass
@@ -272,9 +273,11 @@ class FakeVertexApi:
         times: int = 1,
         body_status: str = "",
         message: str = "",
+        after: bool = False,
     ) -> None:
-        """The next `times` matching requests fail with `status` (None: the connection is dropped)."""
-        self.faults.append(Fault(method, path_contains, status, times, body_status, message))
+        """The next `times` matching requests fail with `status` (None: the connection is dropped;
+        with `after=True` it is dropped after the request took effect, so the answer is lost)."""
+        self.faults.append(Fault(method, path_contains, status, times, body_status, message, after))
 
     def fail_next_operation(self, code: int = 9, message: str = "injected failure") -> None:
         self.next_operation_error = {"code": code, "message": message}
@@ -305,6 +308,10 @@ class FakeVertexApi:
                 Recorded(h.command, url.path, query, body, {k.lower(): v for k, v in h.headers.items()})
             )
             fault = self._take_fault(h.command, url.path)
+        if fault is not None and fault.after:
+            with self._lock, contextlib.suppress(ApiError):
+                self._advance()
+                self._route(h.command, url.path, query, body)
         if fault is not None and fault.status is None:
             h.close_connection = True
             with contextlib.suppress(OSError):
