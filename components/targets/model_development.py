@@ -7,12 +7,46 @@ file fails before any resource is registered, with the key path.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+import re
+from typing import Annotated, Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import AfterValidator, Field, model_validator
 
 from components.config import Model, TargetBase, raise_issues
 from components.providers.model_development_cluster import DEFAULT_OPERATION_TIMEOUT_MINUTES, validate_spec
+
+
+def _shaped(pattern: str, shape: str) -> AfterValidator:
+    def check(v: str) -> str:
+        if not re.fullmatch(pattern, v):
+            raise ValueError(f"must look like {shape}")
+        return v
+
+    return AfterValidator(check)
+
+
+NetworkName = Annotated[
+    str, _shaped(r"projects/[^/]+/global/networks/[^/]+", "projects/PROJECT/global/networks/NETWORK")
+]
+SubnetworkName = Annotated[
+    str,
+    _shaped(
+        r"projects/[^/]+/regions/[^/]+/subnetworks/[^/]+",
+        "projects/PROJECT/regions/REGION/subnetworks/SUBNET",
+    ),
+]
+FilestoreName = Annotated[
+    str,
+    _shaped(
+        r"projects/[^/]+/locations/[^/]+/instances/[^/]+", "projects/PROJECT/locations/ZONE/instances/NAME"
+    ),
+]
+PoolId = Annotated[
+    str, _shaped(r"[a-z][a-z0-9-]{0,62}", "1-63 lowercase letters, digits or '-', starting with a letter")
+]
+PartitionId = Annotated[
+    str, _shaped(r"[a-z][a-z0-9]{0,29}", "1-30 lowercase letters or digits, starting with a letter")
+]
 
 
 class ReservationAffinity(Model):
@@ -42,7 +76,7 @@ class ConfidentialInstanceConfig(Model):
 
 
 class NodePool(Model):
-    id: str = Field(pattern=r"^[a-z][a-z0-9-]{0,62}$")
+    id: PoolId
     machine_spec: MachineSpec
     scaling_spec: ScalingSpec
     zone: str
@@ -60,7 +94,7 @@ class NodePool(Model):
 
 
 class Partition(Model):
-    id: str = Field(pattern=r"^[a-z][a-z0-9]{0,29}$")
+    id: PartitionId
     node_pool_ids: list[str]
     config: dict[str, str] = {}
 
@@ -71,7 +105,7 @@ class NodeSet(Model):
 
 
 class SlurmSpec(Model):
-    home_directory_storage: str = Field(pattern=r"^projects/[^/]+/locations/[^/]+/instances/[^/]+$")
+    home_directory_storage: FilestoreName
     partitions: list[Partition]
     login_node_pool_id: str
     default_partition_id: str | None = None
@@ -89,8 +123,8 @@ class OrchestratorSpec(Model):
 
 
 class Network(Model):
-    network: str = Field(pattern=r"^projects/[^/]+/global/networks/[^/]+$")
-    subnetwork: str | None = Field(default=None, pattern=r"^projects/[^/]+/regions/[^/]+/subnetworks/[^/]+$")
+    network: NetworkName
+    subnetwork: SubnetworkName | None = None
 
 
 class RuntimeSpec(Model):
@@ -118,4 +152,13 @@ class ModelDevelopmentClusterTarget(TargetBase):
 
     def spec(self) -> dict[str, Any]:
         """The dynamic resource's inputs (snake_case, unset fields left out)."""
-        return self.model_dump(exclude={"name"}, exclude_none=True)
+        return _strip_empty(self.model_dump(exclude={"name"}, exclude_none=True))
+
+
+def _strip_empty(v: Any) -> Any:
+    """Drops empty lists and maps (unset = empty for the API) so the plan shows only what is set."""
+    if isinstance(v, dict):
+        return {k: _strip_empty(x) for k, x in v.items() if x != [] and x != {}}
+    if isinstance(v, list):
+        return [_strip_empty(x) for x in v]
+    return v
