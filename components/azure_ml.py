@@ -196,7 +196,12 @@ class AzureMlExtension(pulumi.ComponentResource):
             else None,
             configuration_settings=settings,
             configuration_protected_settings=protected,
-            opts=pulumi.ResourceOptions(parent=self, depends_on=depends_on),
+            # The SDK does not mark it secret; keep whatever ARM echoes back out of plain state.
+            opts=pulumi.ResourceOptions(
+                parent=self,
+                depends_on=depends_on,
+                additional_secret_outputs=["configurationProtectedSettings"],
+            ),
         )
         self.extension = ext
         self.extension_id = ext.id
