@@ -1,0 +1,233 @@
+"""The GitHub Actions workflows: triggers, permissions, stack coverage and commands, checked as data.
+
+`workflow_problems(stacks)` lists every mismatch between the workflows and a set of stack names; the
+repository's own stacks must give none, and a stack added to stacks/ without its entries gives one
+problem per workflow that misses it.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+WORKFLOWS = ROOT / ".github" / "workflows"
+PULUMI_ACTION = "pulumi/actions@"
+DEPLOY_STACK = "./.github/workflows/deploy-stack.yml"
+
+
+def load(name: str) -> dict[str, Any]:
+    return yaml.safe_load((WORKFLOWS / name).read_text())
+
+
+def triggers(wf: dict[str, Any]) -> dict[str, Any]:
+    on = wf.get("on", wf.get(True))  # YAML 1.1 reads a bare `on` key as True
+    return on if isinstance(on, dict) else {t: None for t in ([on] if isinstance(on, str) else on)}
+
+
+def repo_stacks() -> list[str]:
+    return sorted(
+        p.name.removeprefix("Pulumi.").removesuffix(".yaml") for p in (ROOT / "stacks").glob("Pulumi.*.yaml")
+    )
+
+
+def steps(job: dict[str, Any]) -> list[dict[str, Any]]:
+    return job.get("steps", [])
+
+
+def step_using(job: dict[str, Any], action: str) -> dict[str, Any]:
+    found = [s for s in steps(job) if s.get("uses", "").startswith(action)]
+    assert len(found) == 1, f"expected one step using {action}, found {len(found)}"
+    return found[0]
+
+
+def stacks_env(job: dict[str, Any]) -> list[str]:
+    return shlex.split(job["env"]["STACKS"])
+
+
+def deploy_chain(wf: dict[str, Any]) -> list[str]:
+    """The stacks deploy.yml rolls out, following `needs` from the first deploy job."""
+    jobs = {k: j for k, j in wf["jobs"].items() if j.get("uses") == DEPLOY_STACK}
+    by_need = {}
+    for name, job in jobs.items():
+        needs = job.get("needs")
+        needs = [needs] if isinstance(needs, str) else needs or []
+        assert len(needs) == 1, f"deploy job {name} must need exactly the previous step, has {needs}"
+        by_need[needs[0]] = name
+    chain, cur = [], "test"
+    while cur in by_need:
+        cur = by_need[cur]
+        chain.append(jobs[cur]["with"]["stack"])
+    assert len(chain) == len(jobs), f"deploy jobs do not form one chain after `test`: {sorted(jobs)}"
+    return chain
+
+
+def workflow_problems(stacks: list[str]) -> list[str]:
+    problems = []
+    preview = load("preview.yml")["jobs"]["preview"]
+    if sorted(preview["strategy"]["matrix"]["stack"]) != sorted(stacks):
+        problems.append(f"preview.yml matrix {preview['strategy']['matrix']['stack']} != stacks {stacks}")
+    offline = load("offline-plan.yml")["jobs"]["offline-plan"]
+    if sorted(stacks_env(offline)) != sorted(stacks):
+        problems.append(f"offline-plan.yml STACKS {stacks_env(offline)} != stacks {stacks}")
+    deploy = load("deploy.yml")
+    if sorted(stacks_env(deploy["jobs"]["test"])) != sorted(stacks):
+        problems.append(f"deploy.yml test STACKS {stacks_env(deploy['jobs']['test'])} != stacks {stacks}")
+    chain = deploy_chain(deploy)
+    if sorted(chain) != sorted(stacks):
+        problems.append(f"deploy.yml rolls out {chain} != stacks {stacks}")
+    for stack in stacks:
+        if not (ROOT / "policies" / "config" / f"{stack}.json").exists():
+            problems.append(
+                f"policies/config/{stack}.json is missing (--policy-pack-config of stack {stack})"
+            )
+    return problems
+
+
+def test_every_stack_is_previewed_planned_and_deployed() -> None:
+    assert repo_stacks(), "no stacks under stacks/"
+    assert workflow_problems(repo_stacks()) == []
+
+
+def test_a_stack_without_workflow_entries_is_caught() -> None:
+    problems = workflow_problems([*repo_stacks(), "qa"])
+    assert [p.split(" ", 1)[0] for p in problems] == [
+        "preview.yml",
+        "offline-plan.yml",
+        "deploy.yml",
+        "deploy.yml",
+        "policies/config/qa.json",
+    ]
+
+
+def test_preview_on_pull_requests_with_policy_pack_and_pr_comment() -> None:
+    wf = load("preview.yml")
+    assert set(triggers(wf)) == {"pull_request"}
+    assert wf["permissions"] == {"contents": "read"}
+    job = wf["jobs"]["preview"]
+    assert job["permissions"] == {"contents": "read", "id-token": "write", "pull-requests": "write"}
+    # Fork PRs have no OIDC token and no write token: they get the offline plan instead.
+    assert job["if"] == "github.event.pull_request.head.repo.full_name == github.repository"
+    pulumi = step_using(job, PULUMI_ACTION)["with"]
+    assert pulumi["command"] == "preview"
+    assert pulumi["diff"] is True
+    assert pulumi["comment-on-pr"] is True and pulumi["edit-pr-comment"] is True
+    assert pulumi["policyPacks"] == "policies"
+    assert pulumi["policyPackConfigs"] == "policies/config/${{ matrix.stack }}.json"
+    assert pulumi["stack-name"].endswith("/ml-diagnostics/${{ matrix.stack }}")
+    assert job["strategy"]["fail-fast"] is False
+
+
+@pytest.mark.parametrize(("name", "job"), [("preview.yml", "preview"), ("deploy-stack.yml", "up")])
+def test_cloud_credentials_are_oidc_only(name: str, job: str) -> None:
+    j = load(name)["jobs"][job]
+    assert j["permissions"]["id-token"] == "write"
+    gcp = step_using(j, "google-github-actions/auth@")["with"]
+    assert set(gcp) == {"workload_identity_provider", "service_account"}  # no credentials_json key file
+    pulumi_auth = step_using(j, "pulumi/auth-actions@")["with"]
+    assert pulumi_auth["requested-token-type"] == "urn:pulumi:token-type:access_token:organization"
+    env = step_using(j, PULUMI_ACTION)["env"]
+    assert env["ARM_USE_OIDC"] == "true"
+    assert not any(
+        k in env for k in ("ARM_CLIENT_SECRET", "ARM_CLIENT_CERTIFICATE_PATH", "PULUMI_ACCESS_TOKEN")
+    )
+    step_using(j, "google-github-actions/setup-gcloud@")  # gke-gcloud-auth-plugin for the k8s providers
+
+
+def test_no_workflow_uses_stored_secrets_or_pull_request_target() -> None:
+    for path in WORKFLOWS.glob("*.yml"):
+        text = path.read_text()
+        secrets = set(re.findall(r"secrets\.([A-Za-z_]+)", text))
+        assert secrets <= {"GITHUB_TOKEN"}, f"{path.name} uses stored secrets {secrets}"
+        assert "pull_request_target" not in triggers(yaml.safe_load(text)), path.name
+
+
+def test_no_untrusted_expression_is_interpolated_into_a_shell() -> None:
+    for path in WORKFLOWS.glob("*.yml"):
+        for job in yaml.safe_load(path.read_text())["jobs"].values():
+            for step in steps(job):
+                run = step.get("run", "")
+                assert "${{ github.event" not in run and "github.head_ref" not in run, (path.name, run)
+
+
+def test_offline_plan_runs_fork_code_read_only_and_diffs_every_stack() -> None:
+    wf = load("offline-plan.yml")
+    assert set(triggers(wf)) == {"pull_request"}
+    assert triggers(wf)["pull_request"] is None  # every PR: any branch, forks included
+    job = wf["jobs"]["offline-plan"]
+    assert wf["permissions"] == {"contents": "read"} and job["permissions"] == {"contents": "read"}
+    checkout = step_using(job, "actions/checkout@")["with"]
+    assert checkout["fetch-depth"] == 0 and checkout["persist-credentials"] is False
+    runs = [s.get("run", "") for s in steps(job)]
+    assert "make test" in runs
+    diff = next(s for s in steps(job) if s.get("id") == "diff")
+    assert diff["env"]["BASE_SHA"] == "${{ github.event.pull_request.base.sha }}"
+    assert (
+        '.venv/bin/python -m tools.diff $STACKS --base "$BASE_SHA" --format markdown '
+        "--output offline-plan/comment.md" in diff["run"]
+    )
+    upload = step_using(job, "actions/upload-artifact@")["with"]
+    assert upload["name"] == "offline-plan" and upload["path"] == "offline-plan/"
+
+
+def test_offline_plan_comment_runs_no_pr_code() -> None:
+    wf = load("offline-plan-comment.yml")
+    trig = triggers(wf)
+    assert set(trig) == {"workflow_run"}
+    assert trig["workflow_run"] == {"workflows": [load("offline-plan.yml")["name"]], "types": ["completed"]}
+    job = wf["jobs"]["comment"]
+    assert job["permissions"] == {"actions": "read", "pull-requests": "write"}
+    assert all("run" not in s for s in steps(job))
+    assert not any(s.get("uses", "").startswith("actions/checkout@") for s in steps(job))
+    script = step_using(job, "actions/github-script@")["with"]["script"]
+    assert "<!-- ml-diagnostics:offline-plan -->" in script
+    assert "pull.head.sha !== context.payload.workflow_run.head_sha" in script
+    assert "updateComment" in script and "createComment" in script
+
+
+def test_offline_plan_comment_marker_matches_the_diff_tool() -> None:
+    from tools.diff import COMMENT_MARKER
+
+    job = load("offline-plan-comment.yml")["jobs"]["comment"]
+    assert COMMENT_MARKER in step_using(job, "actions/github-script@")["with"]["script"]
+
+
+def test_deploy_on_push_to_main_in_order_with_environments() -> None:
+    wf = load("deploy.yml")
+    trig = triggers(wf)
+    assert trig["push"] == {"branches": ["main"]}
+    assert set(trig) <= {"push", "workflow_dispatch"}
+    assert wf["jobs"]["test"]["if"] == "github.ref == 'refs/heads/main'"
+    assert "make test" in [s.get("run") for s in steps(wf["jobs"]["test"])]
+    chain = deploy_chain(wf)
+    assert chain[0] == "dev" and chain[-1] == "prod"
+    assert chain == ["dev", "staging", "prod"]
+    for name in chain:
+        assert wf["jobs"][name]["permissions"] == {"contents": "read", "id-token": "write"}
+
+
+def test_deploy_stack_runs_pulumi_up_with_the_policy_pack() -> None:
+    wf = load("deploy-stack.yml")
+    assert triggers(wf)["workflow_call"]["inputs"]["stack"]["required"] is True
+    job = wf["jobs"]["up"]
+    assert job["environment"] == "${{ inputs.stack }}"  # prod's environment carries required reviewers
+    assert job["concurrency"] == {"group": "pulumi-up-${{ inputs.stack }}", "cancel-in-progress": False}
+    pulumi = step_using(job, PULUMI_ACTION)["with"]
+    assert pulumi["command"] == "up"
+    assert pulumi["policyPacks"] == "policies"
+    assert pulumi["policyPackConfigs"] == "policies/config/${{ inputs.stack }}.json"
+    assert pulumi["stack-name"].endswith("/ml-diagnostics/${{ inputs.stack }}")
+
+
+def test_actions_are_pinned_to_a_version() -> None:
+    for path in WORKFLOWS.glob("*.yml"):
+        for job in yaml.safe_load(path.read_text())["jobs"].values():
+            for step in steps(job):
+                uses = step.get("uses")
+                if uses and not uses.startswith("./"):
+                    assert re.fullmatch(r"[\w.-]+/[\w.-]+@v\d+", uses), (path.name, uses)
