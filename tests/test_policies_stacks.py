@@ -1,0 +1,69 @@
+"""Stacks against the pack, through the offline plan (`python -m tools.plan`, run in-process via its main()).
+
+- every stack in stacks/ passes its own environment's policy config (no mandatory finding);
+- every file in tests/bad_stacks/ (named after its rule) exits 1 with mandatory findings of that rule only.
+Rules a stack file cannot express (the config loader or the components already refuse the input, or no
+component declares the resource) are listed with the reason, so the corpus covers every rule.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.test_policies_support import EXPECTED
+from tools import plan
+from tools.plan_runtime import ROOT
+
+BAD = ROOT / "tests" / "bad_stacks"
+NOT_EXPRESSIBLE = {
+    "k8s-daemonset-memory-limit": "the Diagon component fixes the seed's 256Mi limit; no config changes it",
+    "helm-chart-version-pinned": "the config loader refuses chart versions that are not exact semver",
+    "helm-mldiagnostics-requires-cert-manager": "the components always depend on cert-manager or mark it "
+    "pre-installed",
+    "gke-managed-diagnostics-explicit": "GkeCluster always sets the managed block",
+    "gke-no-manual-releases-when-managed": "ClusterMlDiagnostics creates no manual release on the managed path",
+    "azureml-workloads-enabled": "the config loader refuses a target with neither training nor inference",
+    "azureml-secrets-protected": "AzureMlExtension sends PEMs and connection strings only as protected secrets",
+    "azureml-cluster-scope": "AzureMlExtension always uses cluster scope and namespace azureml",
+    "azureml-arc-relay": "AzureMlExtension always creates the relay for kind arc",
+    "aks-managed-identity-local-accounts": "no component declares AKS clusters (they are attached, not created)",
+    "mdc-node-pool-references": "the config loader refuses undefined node pool and partition ids",
+    "mdc-slurm-config-exclusive": "the config loader refuses config together with scheduling/accounting",
+}
+
+
+def run_plan(capsys, stack: str, config_file: Path | None = None) -> tuple[int, dict]:
+    argv = [stack, "--format", "json", "-q"]
+    if config_file is not None:
+        argv += ["--config-file", str(config_file)]
+    code = plan.main(argv)
+    out = capsys.readouterr().out
+    return code, json.loads(out)
+
+
+def test_corpus_covers_every_rule():
+    corpus = {p.stem for p in BAD.glob("*.yaml")}
+    assert not corpus & set(NOT_EXPRESSIBLE)
+    assert corpus | set(NOT_EXPRESSIBLE) == set(EXPECTED)
+
+
+@pytest.mark.parametrize("stack", ["dev", "staging", "prod"])
+def test_every_stack_passes_its_own_environment(capsys, stack):
+    code, report = run_plan(capsys, stack)
+    mandatory = [v for v in report["policyViolations"] if v["enforcementLevel"] == "mandatory"]
+    assert mandatory == []
+    assert code == 0
+
+
+@pytest.mark.parametrize("path", sorted(BAD.glob("*.yaml")), ids=lambda p: p.stem)
+def test_bad_stack_exits_1_and_names_its_rule(capsys, path):
+    env = "prod"
+    assert f"ml-diagnostics:environment: {env}" in path.read_text()
+    code, report = run_plan(capsys, env, path)
+    assert code == 1
+    mandatory = {v["policy"] for v in report["policyViolations"] if v["enforcementLevel"] == "mandatory"}
+    assert mandatory == {path.stem}
+    assert all("Remediation:" in v["message"] for v in report["policyViolations"] if v["policy"] == path.stem)
