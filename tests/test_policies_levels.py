@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 
 from tests.test_policies_support import ENVS, EXPECTED, A, M, env_config, pack  # noqa: F401
 from tools.plan_runtime import ROOT
@@ -40,3 +42,13 @@ def test_readme_table_lists_every_rule_with_its_levels():
             cells = [c.strip() for c in m.group(2).split("|")]
             rows[m.group(1)] = tuple(cells[-3:])
     assert rows == {name: lv for name, lv in EXPECTED.items()}
+
+
+def test_pack_imports_no_cloud_sdk():
+    code = (
+        "import sys; sys.path[:0] = [sys.argv[1] + '/policies', sys.argv[1]]; import rules; "
+        "print(sorted(m for m in sys.modules if m.startswith(('pulumi_gcp', 'pulumi_azure', 'pulumi_kubernetes', "
+        "'google.cloud', 'azure'))))"
+    )
+    out = subprocess.run([sys.executable, "-c", code, str(ROOT)], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

@@ -176,7 +176,10 @@ def _validate_no_manual_when_managed(args: StackValidationArgs, report: ReportVi
     for r in args.resources:
         if r.resource_type != RELEASE_TYPE:
             continue
-        kind = release_kind(release_info(plain(r.props), r.name))
+        info = release_info(plain(r.props), r.name)
+        if unknowns.hit(info.chart, f"{r.urn}: chart"):
+            continue
+        kind = release_kind(info)
         cluster = cluster_of.get(provider_key(r))
         if kind not in ("webhook", "operator") or cluster is None:
             continue
@@ -187,7 +190,7 @@ def _validate_no_manual_when_managed(args: StackValidationArgs, report: ReportVi
             continue
         if managed:
             report(
-                f"Helm release '{release_info(plain(r.props), r.name).release_name}' installs the {kind} by hand "
+                f"Helm release '{info.release_name}' installs the {kind} by hand "
                 f"on GKE cluster '{props.get('name') or props.get('cluster') or cluster.name}', which has managed "
                 "ML diagnostics on; the managed feature deploys the injection-webhook and connection-operator "
                 "itself, and two copies conflict. Remediation: drop the manual install for this cluster (mode "
