@@ -370,6 +370,69 @@ def test_dynamic_providers_are_asked_through_their_own_diff() -> None:
     assert e["replaceReasons"] == ["cluster cannot change in place (the provider's own diff)"]
 
 
+MDC = "pulumi-python:dynamic/vertexai:ModelDevelopmentCluster"
+
+
+def mdc(**changes: Any) -> dict[str, Any]:
+    pool = {
+        "id": "cpu",
+        "zone": "us-central1-a",
+        "machine_spec": {"machine_type": "n2-standard-8"},
+        "scaling_spec": {"min_node_count": 0, "max_node_count": 2},
+        "boot_disk": {"boot_disk_type": "pd-standard", "boot_disk_size_gb": 120},
+    }
+    inputs = {
+        "__provider": "[secret]",
+        "project": "mldiag-dev",
+        "region": "us-central1",
+        "model_development_cluster_id": "devcpu",
+        "display_name": "dev CPU cluster",
+        "labels": {"env": "dev"},
+        "network": {"network": "projects/mldiag-dev/global/networks/mldiag"},
+        "node_pools": [pool],
+        "orchestrator_spec": {
+            "slurm_spec": {
+                "home_directory_storage": "projects/mldiag-dev/locations/us-central1-a/instances/home",
+                "partitions": [{"id": "cpu", "node_pool_ids": ["cpu"]}],
+                "default_partition_id": "cpu",
+                "login_node_pool_id": "cpu",
+            }
+        },
+        "update_mode": "USER_AND_SERVICE",
+        "deletion_policy": "DELETE",
+    }
+    for key, value in changes.items():
+        inputs[key] = value
+    return res(
+        MDC, "mdc-cpu-cluster", inputs, parent_type="mldiag:index:ModelDevelopmentCluster", provider=None
+    )
+
+
+def test_model_development_cluster_replacement_comes_from_its_provider() -> None:
+    rules = plan_diff.discover_dynamic_rules()
+    assert MDC in rules
+    e = only(diff_plans(plan(mdc()), plan(mdc(labels={"env": "dev", "team": "a"})), rules))
+    assert (e["action"], e["changes"]) == ("update", [{"path": "labels.team", "new": "a"}])
+    moved = mdc(network={"network": "projects/mldiag-dev/global/networks/other"})
+    e = only(diff_plans(plan(mdc()), plan(moved), rules))
+    assert e["action"] == "replace"
+    assert e["replaceReasons"] == ["network cannot change in place (the provider's own diff)"]
+    assert e["changes"][0]["forcesReplace"] is True
+
+
+def test_a_change_the_provider_refuses_is_reported_in_the_summary() -> None:
+    rules = plan_diff.discover_dynamic_rules()
+    base = mdc(deletion_policy="PREVENT")
+    head = mdc(deletion_policy="PREVENT", network={"network": "projects/mldiag-dev/global/networks/other"})
+    d = diff_plans(plan(base), plan(head), rules)
+    e = only(d)
+    assert len(d["notes"]) == 1
+    assert d["notes"][0].startswith("mdc-cpu-cluster: the provider's diff refuses this change: ")
+    assert "PREVENT" in d["notes"][0]
+    assert e["notes"] == [d["notes"][0].removeprefix("mdc-cpu-cluster: ")]
+    assert "refuses this change" in render_markdown(d).split("**Changed resources**")[0]
+
+
 def test_declared_force_new_paths_with_wildcards() -> None:
     token = "pulumi-python:dynamic/example:Thing"
     rules = {token: ("pools[*].machine",)}
@@ -612,7 +675,7 @@ def test_diff_cli_covers_every_stack_in_one_report(fake_repo: Path) -> None:
 
 
 def test_run_diff_on_this_project_end_to_end(tmp_path: Path) -> None:
-    """The real offline plan, at a commit of a copy of this project and in its working tree."""
+    """The real offline plan on a copy of this project: a changed `secure:` value is a masked secret change."""
     repo = tmp_path / "project"
     repo.mkdir()
     archive = subprocess.run(["git", "archive", "HEAD"], cwd=ROOT, check=True, capture_output=True).stdout
@@ -620,11 +683,21 @@ def test_run_diff_on_this_project_end_to_end(tmp_path: Path) -> None:
     git(repo, "init", "-q", "-b", "main")
     git(repo, "add", ".")
     git(repo, "commit", "-q", "-m", "base")
-    text, code = run_diff("dev", "main", "json", project_dir=repo)
-    assert code in (0, 1), text
-    d = json.loads(text)
-    assert d["resources"] == [] and d["newPolicyViolations"] == []
-    assert d["summary"]["unchanged"] > 0 and d["baseMissing"] is False
+    stack_file = repo / "stacks" / "Pulumi.dev.yaml"
+    text = stack_file.read_text()
+    assert "secure: v1:" in text, "the dev stack should carry a secret"
+    stack_file.write_text(text.replace("secure: v1:", "secure: v1:rotated", 1))
+    out, code = run_diff("dev", "main", "json", project_dir=repo)
+    assert code in (0, 1), out
+    d = json.loads(out)
+    assert d["baseMissing"] is False and d["summary"]["unchanged"] > 0
+    assert d["resources"], "rotating a secret must show as a change"
+    for e in d["resources"]:
+        assert e["action"] == "update", e
+        assert e["changes"] and all(
+            c["secret"] and c["old"] == c["new"] == "[secret]" for c in e["changes"]
+        ), e
+    assert "placeholder" not in out
     worktrees = [
         ln for ln in git(repo, "worktree", "list", "--porcelain").splitlines() if ln.startswith("worktree ")
     ]

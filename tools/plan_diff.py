@@ -132,6 +132,9 @@ def k8s_force_new(type_token: str) -> tuple[str, ...] | None:
     return _K8S_METADATA + _K8S_FORCE_NEW.get(f"{gv}:{kind}", ())
 
 
+REFUSED = "the provider's diff refuses this change:"
+
+
 class ProviderDiffRule:
     """Asks a dynamic provider's own `diff(id, olds, news)` which inputs it replaces on.
 
@@ -149,8 +152,12 @@ class ProviderDiffRule:
             with contextlib.redirect_stderr(err):
                 result = self.provider_cls().diff("offline-plan", copy.deepcopy(old), copy.deepcopy(new))
         except Exception as e:  # the provider refuses the change: the real preview fails the same way
-            return [], [f"the provider's diff refuses this change: {e}"]
+            return [], [f"{REFUSED} {e}"]
         notes = [line.removeprefix("warning: ") for line in err.getvalue().splitlines() if line.strip()]
+        if getattr(result, "changes", None) is False:
+            notes.append(
+                "the provider's own diff reports no change for these inputs (it may ignore some of them)"
+            )
         return [str(r) for r in (getattr(result, "replaces", None) or [])], notes
 
 
@@ -513,6 +520,8 @@ def diff_plans(
             reasons += [f"{f} cannot change in place (the provider's own diff)" for f in forced]
         else:
             reasons += [f"{f} changed" for f in forced]
+        # A refusal fails the real preview: repeat it where the summary shows it.
+        notes.extend(f"{new['name']}: {n}" for n in res_notes if n.startswith(REFUSED))
         if reasons:
             changed.append(entry(new, "replace", replaceReasons=reasons, changes=changes, notes=res_notes))
         elif changes:
