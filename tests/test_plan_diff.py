@@ -294,7 +294,10 @@ def test_provider_change_replaces_but_default_provider_upgrade_does_not() -> Non
     a["provider"], b["provider"] = old_default, new_default
     d = diff_plans(plan(a), plan(b))
     assert d["resources"] == [] and d["summary"]["unchanged"] == 1
-    assert d["notes"] == [f"{a['urn']}: default provider changed: {old_default} -> {new_default}"]
+    assert d["notes"] == [
+        f"1 resource(s) move from default provider {old_default} to {new_default}: not a replacement by itself "
+        "(the engine compares default providers by their configuration)"
+    ]
 
 
 def test_type_change_without_alias_is_a_replacement() -> None:

@@ -248,23 +248,19 @@ def _walk(old: Any, new: Any, path: str, out: list[dict[str, Any]]) -> None:
     if old is MISSING and new is MISSING:
         return
     # One side absent: list the other side's leaves (an empty map or list stays one entry).
-    for present, absent_old in ((new, True), (old, False)):
-        if (
-            (old is MISSING if absent_old else new is MISSING)
-            and isinstance(present, dict | list)
-            and present
-        ):
-            items = (
-                sorted(present.items(), key=lambda kv: str(kv[0]))
-                if isinstance(present, dict)
-                else enumerate(present)
-            )
-            for k, v in items:
-                if isinstance(present, dict) and not path and k in IGNORED_INPUTS:
-                    continue
-                sub = _join(path, str(k)) if isinstance(present, dict) else f"{path}[{k}]"
-                _walk(MISSING, v, sub, out) if absent_old else _walk(v, MISSING, sub, out)
-            return
+    present = new if old is MISSING else old if new is MISSING else None
+    if isinstance(present, dict | list) and present:
+        if isinstance(present, dict):
+            items = [(_join(path, str(k)), v) for k, v in sorted(present.items(), key=lambda kv: str(kv[0]))]
+            items = [(p, v) for p, v in items if path or p not in IGNORED_INPUTS]
+        else:
+            items = [(f"{path}[{i}]", v) for i, v in enumerate(present)]
+        for sub, v in items:
+            if old is MISSING:
+                _walk(MISSING, v, sub, out)
+            else:
+                _walk(v, MISSING, sub, out)
+        return
     if old is not MISSING and new is not MISSING and type(old) is type(new) and old == new:
         return
     change: dict[str, Any] = {"path": path or "$"}
@@ -450,6 +446,7 @@ def diff_plans(
     changed: list[dict[str, Any]] = []
     unchanged = 0
     digests_missing = False
+    default_moves: Counter[tuple[str, str]] = Counter()
 
     removed = [u for u in old_by if u not in new_by]
     added = [u for u in new_by if u not in old_by]
@@ -509,7 +506,7 @@ def diff_plans(
         if (old.get("provider") or None) != (new.get("provider") or None):
             op, np_ = old.get("provider"), new.get("provider")
             if _is_default_provider(op) and _is_default_provider(np_):
-                res_notes.append(f"default provider changed: {op} -> {np_}")
+                default_moves[(op, np_)] += 1
             else:
                 reasons.append(f"provider changed from {op} to {np_}")
         forced = replace_reasons(new["type"], old_in, new_in, [c["path"] for c in changes], rules, res_notes)
@@ -528,8 +525,6 @@ def diff_plans(
             changed.append(entry(new, "update", changes=changes, notes=res_notes))
         else:
             unchanged += 1
-            if res_notes and any(n.startswith("default provider") for n in res_notes):
-                notes.extend(f"{urn}: {n}" for n in res_notes)
     retyped_old = set(retyped.values())
     for urn in removed:
         if urn not in retyped_old:
@@ -539,6 +534,11 @@ def diff_plans(
 
     order = {a: i for i, a in enumerate(ACTIONS)}
     changed.sort(key=lambda e: (order[e["action"]], e["type"], e["urn"]))
+    for (op, np_), n in sorted(default_moves.items()):
+        notes.append(
+            f"{n} resource(s) move from default provider {op} to {np_}: not a replacement by itself "
+            "(the engine compares default providers by their configuration)"
+        )
     if digests_missing:
         notes.append(
             "the plans carry no secretDigests: secret values could not be compared and are treated as unchanged"
