@@ -677,6 +677,28 @@ def test_diff_cli_covers_every_stack_in_one_report(fake_repo: Path) -> None:
     assert_clean(fake_repo)
 
 
+def test_diff_cli_reports_a_failing_stack_without_hiding_the_others(
+    fake_repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write_plan(fake_repo, "prod", plan(release()))
+    git(fake_repo, "add", ".")
+    git(fake_repo, "commit", "-q", "-m", "prod")
+    (fake_repo / "plans" / "prod.json").unlink()  # the working tree's prod plan now fails
+    write_plan(fake_repo, "dev", plan(daemonset(image=f"{DIAGON_IMAGE}:v2.2.0"), release()))
+    out = fake_repo.parent / "comment.md"
+    code = diff_cli.main(
+        ["--base", "main", "--format", "markdown", "--output", str(out), "--project-dir", str(fake_repo)]
+    )
+    assert code == 2
+    text = out.read_text()
+    dev, prod = text.split("### Offline plan diff: stack `prod`")
+    assert "| resources | 0 | 1 | 0 | 0 | 1 | 0 | 0 |" in dev
+    assert "❌ The offline plan failed (base `main`):" in prod
+    assert "<pre>the working tree plan of stack prod failed:\nerror: no plan for prod</pre>" in prod
+    assert "error: stack prod: the working tree plan of stack prod failed" in capsys.readouterr().err
+    assert_clean(fake_repo)
+
+
 def test_run_diff_on_this_project_end_to_end(tmp_path: Path) -> None:
     """The real offline plan on a copy of this project: a changed `secure:` value is a masked secret change."""
     repo = tmp_path / "project"

@@ -74,6 +74,9 @@ def main(argv: list[str] | None = None) -> int:
     except DiffError as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_ERROR
+    for d in diffs:
+        if "error" in d:
+            print(f"error: stack {d['stack']}: {d['error']}", file=sys.stderr)
     text = render_all(diffs, args.format, args.base)
     if args.output:
         args.output.write_text(text)

@@ -573,6 +573,8 @@ def diff_plans(
 
 
 def exit_code(diff: dict[str, Any]) -> int:
+    if "error" in diff:
+        return EXIT_ERROR
     return EXIT_MANDATORY if diff["summary"]["mandatoryViolations"] else EXIT_OK
 
 
@@ -603,6 +605,8 @@ def _base_label(diff: dict[str, Any]) -> str:
 
 
 def render_table(diff: dict[str, Any]) -> str:
+    if "error" in diff:
+        return f"Offline diff of stack {diff.get('stack')}: failed\nerror: {diff['error']}\n"
     s = diff["summary"]
     lines = [
         f"Offline diff of stack {diff.get('stack')}: {_base_label(diff)} -> working tree",
@@ -696,6 +700,15 @@ def render_markdown(
 
     Stays under max_chars: details are dropped (with a note) before the summary is touched.
     """
+    if "error" in diff:
+        # The message comes from the plan (e.g. config errors with key paths): shown verbatim, escaped.
+        msg = (
+            diff["error"] if len(diff["error"]) <= max_chars // 2 else diff["error"][: max_chars // 2] + "\n…"
+        )
+        return (
+            f"{heading} Offline plan diff: stack `{diff.get('stack')}`\n\n❌ The offline plan failed "
+            f"(base `{_md(_base_label(diff))}`):\n\n<pre>{html.escape(msg, quote=False)}</pre>\n"
+        )
     s = diff["summary"]
     m = s["mandatoryViolations"]
     status = f"❌ {m} mandatory policy violation(s)" if m else "✅ no mandatory policy violation"
@@ -878,7 +891,13 @@ def diff_stacks(
                 )
                 for s, side in jobs
             }
-            results = {k: f.result() for k, f in futures.items()}
+            results: dict[tuple[str, str], dict[str, Any]] = {}
+            errors: dict[str, list[str]] = {}
+            for (s, side), f in futures.items():
+                try:
+                    results[(s, side)] = f.result()
+                except DiffError as e:  # one stack's failure must not hide the other stacks' diffs
+                    errors.setdefault(s, []).append(str(e))
     finally:
         if added_worktree:
             removed = git.run("worktree", "remove", "--force", str(tree), check=False)
@@ -888,12 +907,15 @@ def diff_stacks(
         shutil.rmtree(tmp, ignore_errors=True)
     diffs = []
     for s in stacks:
-        d = diff_plans(results.get((s, "base")), results[(s, "head")])
-        d["stack"] = s
+        if s in errors:
+            d = {"stack": s, "error": "\n".join(errors[s])}
+        else:
+            d = diff_plans(results.get((s, "base")), results[(s, "head")])
+            d["stack"] = s
         d["baseRef"] = base_ref
         d["baseCommit"] = sha
         d["baseMissing"] = s not in base_stacks
-        if d["baseMissing"]:
+        if d["baseMissing"] and "error" not in d:
             d["notes"].insert(0, f"stack {s} does not exist at {base_ref}: every resource is new")
         diffs.append(d)
     return diffs
@@ -915,6 +937,8 @@ def run_diff(
         (diff,) = diff_stacks([stack], base_ref, config_file, policy_config, project_dir)
     except DiffError as e:
         return f"error: {e}", EXIT_ERROR
+    if "error" in diff:
+        return f"error: {diff['error']}", EXIT_ERROR
     return render(diff, fmt), exit_code(diff)
 
 
