@@ -3,7 +3,7 @@ PY := .venv/bin/python
 STACK ?= dev
 FORMAT ?= table
 
-.PHONY: plan test lint bench venv clean
+.PHONY: plan test lint bench venv clean diff
 
 venv: .venv/.installed
 
@@ -28,3 +28,7 @@ bench: venv
 
 clean:
 	rm -rf .venv .pytest_cache .ruff_cache plan-out
+
+BASE ?= origin/main
+diff: venv
+	$(PY) -m tools.plan $(STACK) --diff-base $(BASE) --format $(FORMAT)

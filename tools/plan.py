@@ -213,7 +213,8 @@ def main(argv: list[str] | None = None) -> int:
         from tools.plan_diff import run_diff
 
         text, code = run_diff(args.stack, args.diff_base, args.format, args.config_file, args.policy_config)
-        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+        stream = sys.stderr if code == EXIT_ERROR else sys.stdout
+        stream.write(text if text.endswith("\n") else text + "\n")
         return code
     try:
         report = plan_stack(args.stack, args.config_file, args.policy_config, args.skip_policies, progress)
