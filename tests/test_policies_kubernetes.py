@@ -253,6 +253,15 @@ def test_memory_limit_missing_or_over_cap(pack):  # noqa: F811
     # 268435456 bytes == 256Mi: at the cap is fine, one byte more is not
     assert pack.findings("k8s-daemonset-memory-limit", [res(DS, "d", diagon(memory="268435456"))]) == []
     assert len(pack.findings("k8s-daemonset-memory-limit", [res(DS, "d", diagon(memory="268435457"))])) == 1
+    odd = res(DS, "d", diagon(memory="lots"))
+    assert body(one(pack, "k8s-daemonset-memory-limit", [odd])) == (
+        "DaemonSet 'diagon-daemon' container 'diagon-daemon' memory limit 'lots' is not a Kubernetes quantity. "
+        "Remediation: write it as bytes with a suffix, e.g. 256Mi or 1Gi."
+    )
+    bad_cfg = {"all": "mandatory", "k8s-daemonset-memory-limit": {"diagonMaxMemory": "a bit"}}
+    assert "this policy's diagonMaxMemory option 'a bit' is not a Kubernetes quantity" in body(
+        one(pack, "k8s-daemonset-memory-limit", [res(DS, "d", diagon())], bad_cfg)
+    )
     cfg = {"all": "mandatory", "k8s-daemonset-memory-limit": {"maxMemory": "100Mi"}}
     assert "exceeds 100Mi, the cap for a DaemonSet container" in body(
         one(pack, "k8s-daemonset-memory-limit", [res(DS, "agent", plain_ds())], cfg)

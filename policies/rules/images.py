@@ -48,7 +48,7 @@ def _validate_pinned(args: ResourceValidationArgs, report: ReportViolation) -> N
             continue
         where = _where(args, props, c)
         try:
-            _, tag, digest = compat.parse_image(image or "")
+            _, tag, digest = compat.parse_image(image if isinstance(image, str) else "")
         except ValueError:
             report(
                 f"{where} image {image!r} is not a valid image reference. Remediation: set "

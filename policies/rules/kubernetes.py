@@ -190,7 +190,15 @@ def _validate_memory(args: ResourceValidationArgs, report: ReportViolation) -> N
     unknowns = Unknowns()
     diagon = is_diagon(props, cfg["diagonNamespaces"])
     cap_text = cfg["diagonMaxMemory"] if diagon else cfg["maxMemory"]
-    cap = parse_quantity(cap_text) if cap_text else None
+    try:
+        cap = parse_quantity(cap_text) if cap_text else None
+    except ValueError:
+        key = "diagonMaxMemory" if diagon else "maxMemory"
+        report(
+            f"this policy's {key} option {cap_text!r} is not a Kubernetes quantity, so the limit cannot be "
+            f"checked. Remediation: set {key} to a quantity such as 256Mi in policies/config/<stack>.json."
+        )
+        return
     ds = f"DaemonSet '{name_of(props, args.name)}'"
     for path, c in containers(args.resource_type, props, unknowns):
         limit = dig(c, "resources", "limits", "memory")
@@ -208,7 +216,8 @@ def _validate_memory(args: ResourceValidationArgs, report: ReportViolation) -> N
             value = parse_quantity(limit)
         except ValueError:
             report(
-                f"{ds} container '{cname}' memory limit {limit!r} is not a Kubernetes quantity (e.g. 256Mi)."
+                f"{ds} container '{cname}' memory limit {limit!r} is not a Kubernetes quantity. Remediation: "
+                "write it as bytes with a suffix, e.g. 256Mi or 1Gi."
             )
             continue
         if cap is not None and value > cap:
