@@ -13,9 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_policies_support import EXPECTED
+from tests.test_policies_kubernetes import webhook
+from tests.test_policies_support import EXPECTED, pack, res  # noqa: F401
 from tools import plan
-from tools.plan_runtime import ROOT
+from tools.plan_runtime import ROOT, run_config
 
 BAD = ROOT / "tests" / "bad_stacks"
 NOT_EXPRESSIBLE = {
@@ -67,3 +68,34 @@ def test_bad_stack_exits_1_and_names_its_rule(capsys, path):
     mandatory = {v["policy"] for v in report["policyViolations"] if v["enforcementLevel"] == "mandatory"}
     assert mandatory == {path.stem}
     assert all("Remediation:" in v["message"] for v in report["policyViolations"] if v["policy"] == path.stem)
+
+
+def recorded(stack: str):
+    config, secret_keys = plan.read_stack_file(ROOT / "stacks" / f"Pulumi.{stack}.yaml")
+    return run_config(config, secret_keys, stack=stack).resources
+
+
+@pytest.mark.parametrize("stack", ["dev", "staging", "prod"])
+def test_manual_release_on_a_real_managed_gke_cluster_is_caught(pack, stack):  # noqa: F811
+    """The provider-to-cluster link works on what the GKE component really registers (created and adopted)."""
+    resources = recorded(stack)
+    providers = [r for r in resources if r.type == "pulumi:providers:kubernetes" and "GkeCluster$" in r.urn]
+    assert providers
+    rogue = [
+        res("kubernetes:helm.sh/v3:Release", f"rogue-{i}", webhook(), provider=p.urn)
+        for i, p in enumerate(providers)
+    ]
+    found = pack.findings("gke-no-manual-releases-when-managed", resources + rogue, stack)
+    assert sorted(v.urn for v in found) == sorted(r.urn for r in rogue)
+
+
+def test_real_webhook_without_its_cert_manager_dependency_is_caught(pack):  # noqa: F811
+    resources = recorded("dev")
+    releases = [r for r in resources if r.type == "kubernetes:helm.sh/v3:Release"]
+    cert_manager = next(r for r in releases if r.inputs.get("chart") == "cert-manager")
+    webhook_release = next(r for r in releases if r.inputs.get("name") == "mldiagnostics-injection-webhook")
+    assert cert_manager.urn in webhook_release.dependencies
+    assert pack.findings("helm-mldiagnostics-requires-cert-manager", resources, "dev") == []
+    webhook_release.dependencies.remove(cert_manager.urn)
+    (v,) = pack.findings("helm-mldiagnostics-requires-cert-manager", resources, "dev")
+    assert v.urn == webhook_release.urn and v.enforcement_level == "mandatory"
