@@ -714,3 +714,42 @@ def test_provider_pickles_with_no_secret_and_round_trips(api, spec, monkeypatch)
     assert b"components.providers.model_development_cluster" in raw  # pickled by reference
     back = dill.loads(raw)
     assert type(back) is ModelDevelopmentClusterProvider and vars(back) == vars(prov)
+
+
+# -- the mask is never empty when an API field changed ------------------------------------------------------
+
+MUTATIONS = {
+    "display_name": lambda s: s.update(display_name="other"),
+    "labels": lambda s: s.update(labels={"a": "b"}),
+    "pool_count": lambda s: s["node_pools"][0]["scaling_spec"].update(max_node_count=7),
+    "pool_added": lambda s: s["node_pools"].append(pool("extra")),
+    "pool_removed": lambda s: s["node_pools"].pop(0),
+    "pool_image": lambda s: s["node_pools"][1].update(node_image="projects/x/global/images/i"),
+    "partitions": lambda s: s["orchestrator_spec"]["slurm_spec"]["partitions"].append(
+        {"id": "p2", "node_pool_ids": ["login"]}
+    ),
+    "default": lambda s: s["orchestrator_spec"]["slurm_spec"].update(default_partition_id="cpu"),
+    "login": lambda s: s["orchestrator_spec"]["slurm_spec"].update(login_node_pool_id="cpu"),
+    "prolog": lambda s: s["orchestrator_spec"]["slurm_spec"].update(prolog_bash_scripts=["echo hi"]),
+    "epilog": lambda s: s["orchestrator_spec"]["slurm_spec"].update(epilog_bash_scripts=["echo bye"]),
+    "config": lambda s: s["orchestrator_spec"]["slurm_spec"].update(config={"PriorityWeightAge": "5"}),
+    "node_sets": lambda s: s["orchestrator_spec"]["slurm_spec"].update(
+        node_sets=[{"node_pool_id": "cpu", "config": {"Weight": "1"}}]
+    ),
+}
+ALLOWED_MASK = {"display_name", "labels", "node_pools", *(SLURM + f for f in mdc.SLURM_MASK_FIELDS)}
+
+
+@pytest.mark.parametrize("n", range(1, 4))
+def test_any_api_change_yields_a_non_empty_mask_of_allowed_paths(spec, n):
+    import itertools
+
+    for combo in itertools.combinations(sorted(MUTATIONS), n):
+        new = copy.deepcopy(spec)
+        for name in combo:
+            MUTATIONS[name](new)
+        plan = plan_update(normalize(spec), normalize(new))
+        assert plan.replaces == [], combo
+        assert plan.mask, combo
+        assert set(plan.mask) <= ALLOWED_MASK, combo
+        assert len(plan.mask) == len(set(plan.mask)), combo
