@@ -463,8 +463,17 @@ def test_clearing_the_config_map_names_it_in_the_mask(provider, api, spec):
     outs = create(provider, api, with_slurm(spec, config={"PriorityWeightAge": "1000"}))
     _, patch = update(provider, api, outs, with_slurm(spec, config=None))
     assert patch.query["updateMask"] == SLURM + "config"
-    assert patch.body == {}
+    assert patch.body == {
+        "orchestratorSpec": {"slurmSpec": {"config": {}}}
+    }  # a map is cleared by sending it empty
     assert "config" not in api.clusters[NAME]["orchestratorSpec"]["slurmSpec"]
+
+
+def test_clearing_labels_sends_an_empty_map(provider, api, spec):
+    outs = create(provider, api, {**spec, "labels": {"team": "ml"}})
+    _, patch = update(provider, api, outs, copy.deepcopy(spec))
+    assert (patch.query["updateMask"], patch.body) == ("labels", {"labels": {}})
+    assert "labels" not in api.clusters[NAME]
 
 
 def test_migration_from_scheduling_accounting_to_config(provider, api, spec):

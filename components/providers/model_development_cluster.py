@@ -117,6 +117,7 @@ SLURM_MASK_FIELDS = (
     "node_sets",
 )
 SLURM_PREFIX = "orchestrator_spec.slurm_spec."
+CLEAR_AS_EMPTY_MAP = ("labels", SLURM_PREFIX + "config")
 # Node pool fields the service fills in: an unset input never diffs against them.
 NODE_POOL_SERVER_FILLED = ("boot_disk", "node_image", "provisioning_model", "flex_start_max_duration")
 NODE_POOL_IMMUTABLE = ("machine_spec", "provisioning_model", "confidential_instance_config")
@@ -523,7 +524,11 @@ def _update_warnings(old: Mapping[str, Any], new: Mapping[str, Any], mask: list[
 
 
 def _mask_body(spec: Mapping[str, Any], mask: list[str]) -> dict[str, Any]:
-    """The REST body holding exactly the masked fields (absent when cleared: the mask deletes them)."""
+    """The REST body holding exactly the masked fields.
+
+    A cleared field is left out (named in the mask, absent from the body: the service deletes it), except
+    maps, which the docs say to clear by sending them empty.
+    """
     full = to_rest(spec)
     body: dict[str, Any] = {}
     for path in mask:
@@ -532,7 +537,9 @@ def _mask_body(spec: Mapping[str, Any], mask: list[str]) -> dict[str, Any]:
         for part in parts:
             src = src.get(part) if isinstance(src, Mapping) else None
         if src is None:
-            continue
+            if path not in CLEAR_AS_EMPTY_MAP:
+                continue
+            src = {}
         dst = body
         for part in parts[:-1]:
             dst = dst.setdefault(part, {})

@@ -195,7 +195,7 @@ def _get_path(obj: dict[str, Any], parts: tuple[str, ...]) -> Any:
 def _set_path(obj: dict[str, Any], parts: tuple[str, ...], value: Any) -> None:
     for p in parts[:-1]:
         obj = obj.setdefault(p, {})
-    if value is None:
+    if value is None or value == {} or value == []:  # proto3: empty is absent
         obj.pop(parts[-1], None)
     else:
         obj[parts[-1]] = copy.deepcopy(value)
