@@ -264,3 +264,13 @@ def test_aks_managed_identity_and_local_accounts(pack):  # noqa: F811
         "AKS cluster 'aks-prod' sets disableLocalAccounts=true, which Azure ML does not support (seed 003 "
         "limitations). Remediation: remove disableLocalAccounts (local accounts are enabled by default)."
     )
+
+
+def test_subscription_unknown_during_preview_is_not_a_violation(pack):  # noqa: F811
+    props = extension(TRAINING)
+    props["configurationSettings"]["clusterId"] = UNKNOWN_STRING
+    other = res(EXT, "other", extension(TRAINING, sub=OTHER_SUB))
+    found = pack.findings("azureml-allowed-subscriptions", [res(EXT, "x", props), other])
+    assert sorted(v.enforcement_level for v in found) == ["advisory", "mandatory"]
+    advisory = next(v for v in found if v.enforcement_level == "advisory")
+    assert "configurationSettings.clusterId are unknown until apply" in advisory.message

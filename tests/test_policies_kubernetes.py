@@ -469,3 +469,17 @@ def test_unknown_values_do_not_hide_known_violations(pack):  # noqa: F811
     assert sorted(v.enforcement_level for v in found) == ["advisory", "mandatory"]
     assert any("container 'diagon-daemon' uses image 'busybox'" in v.message for v in found)
     assert any("containers[1].image are unknown until apply" in v.message for v in found)
+
+
+def test_diagon_namespace_unknown_during_preview_is_not_a_violation(pack):  # noqa: F811
+    """The DaemonSet's namespace is the Namespace resource's output: unknown in a preview that creates it."""
+    r = res(DS, "diagon", diagon(namespace=UNKNOWN_STRING, memory="1Gi"))
+    for policy in ("k8s-privileged-only-diagon", "k8s-daemonset-memory-limit"):
+        (v,) = pack.findings(policy, [r])
+        assert v.enforcement_level == "advisory"
+        assert "not checked because the value(s) at metadata.namespace are unknown until apply" in v.message
+    # a missing limit is a violation whatever the namespace turns out to be
+    found = pack.findings(
+        "k8s-daemonset-memory-limit", [res(DS, "d", diagon(namespace=UNKNOWN_STRING, memory=None))]
+    )
+    assert sorted(v.enforcement_level for v in found) == ["advisory", "mandatory"]

@@ -364,18 +364,25 @@ SUBSCRIPTION_DEFAULTS = {
 _ARM_SUB = re.compile(r"^/subscriptions/([^/]+)/", re.IGNORECASE)
 
 
-def extension_subscription(resource: Any, props: dict) -> tuple[str | None, str]:
-    """(subscription id, where it came from) for an extension: its cluster's ARM id, else its provider."""
+def extension_subscription(resource: Any, props: dict, unknowns: Unknowns) -> tuple[str | None, str]:
+    """(subscription id, where it came from) for an extension: its cluster's ARM id, else its provider.
+    Unknown values met on the way are noted; (None, "") when nothing known names the subscription."""
     st = Settings(props)
+    if unknowns.hit(props.get("configurationSettings"), f"{resource.urn}: configurationSettings"):
+        return None, ""
     for key in ("clusterId", "cluster_name"):
         v = st.plain.get(key)
-        if isinstance(v, str) and not is_unknown(v):
+        if unknowns.hit(v, f"{resource.urn}: configurationSettings.{key}"):
+            return None, ""
+        if isinstance(v, str):
             m = _ARM_SUB.match(v)
             if m:
                 return m.group(1).lower(), f"configurationSettings.{key}"
     if resource.provider is not None:
         sub = plain(resource.provider.props).get("subscriptionId")
-        if isinstance(sub, str) and sub and not is_unknown(sub):
+        if unknowns.hit(sub, f"{resource.provider.urn}: subscriptionId"):
+            return None, ""
+        if isinstance(sub, str) and sub:
             return sub.lower(), "the azure-native provider's subscriptionId"
     return None, ""
 
@@ -383,12 +390,16 @@ def extension_subscription(resource: Any, props: dict) -> tuple[str | None, str]
 def _validate_subscriptions(args: StackValidationArgs, report: ReportViolation) -> None:
     cfg = config(args, SUBSCRIPTION_DEFAULTS)
     allowed_subs = [s.lower() for s in cfg["allowedSubscriptions"]]
+    unknowns = Unknowns()
     for r in args.resources:
         if not is_azureml(r):
             continue
         props = plain(r.props)
-        sub, source = extension_subscription(r, props)
+        before = len(unknowns.paths)
+        sub, source = extension_subscription(r, props, unknowns)
         name = f"Azure ML extension '{props.get('extensionName') or r.name}'"
+        if len(unknowns.paths) > before:
+            continue
         if sub is None:
             report(
                 f"{name}: the cluster's subscription cannot be determined (no ARM id in clusterId/cluster_name and "
@@ -411,6 +422,7 @@ def _validate_subscriptions(args: StackValidationArgs, report: ReportViolation) 
                 "the cluster to Azure Arc and register it in the workspace's subscription.",
                 r.urn,
             )
+    unknowns.finish()
 
 
 allowed_subscriptions = StackValidationPolicy(

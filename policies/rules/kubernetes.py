@@ -13,7 +13,7 @@ from typing import Any
 from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy
 
 from components import compat
-from rules.common import Unknowns, config, dig, name_of, plain, schema
+from rules.common import Unknowns, config, dig, is_unknown, name_of, plain, schema
 
 WORKLOAD_TYPES = frozenset(
     f"kubernetes:{group}:{kind}{suffix}"
@@ -58,18 +58,26 @@ def containers(resource_type: str, props: dict, unknowns: Unknowns) -> Iterator[
                 yield f"{where}[{i}]", c
 
 
-def is_diagon(props: dict, diagon_namespaces: list[str]) -> bool:
-    """The Diagon DaemonSet: in a Diagon namespace, named diagon-daemon or labelled part-of diagon."""
+def is_diagon(props: dict, diagon_namespaces: list[str]) -> bool | None:
+    """The Diagon DaemonSet: in a Diagon namespace, named diagon-daemon or labelled part-of diagon.
+
+    None when it looks like Diagon but its namespace is unknown until apply (an output of the Namespace).
+    """
     meta = props.get("metadata") or {}
-    if not isinstance(meta, dict) or meta.get("namespace") not in diagon_namespaces:
+    if not isinstance(meta, dict):
         return False
     labels = meta.get("labels") or {}
     labels = labels if isinstance(labels, dict) else {}
-    return (
+    looks_like = (
         meta.get("name") == DIAGON_DAEMON_NAME
         or labels.get("app.kubernetes.io/name") == DIAGON_DAEMON_NAME
         or labels.get("app.kubernetes.io/part-of") == "diagon"
     )
+    if not looks_like:
+        return False
+    if is_unknown(meta.get("namespace")):
+        return None
+    return meta.get("namespace") in diagon_namespaces
 
 
 _DIAGON_NAMESPACES = (
@@ -92,8 +100,13 @@ def _validate_privileged(args: ResourceValidationArgs, report: ReportViolation) 
     cfg = config(args, PRIVILEGED_DEFAULTS)
     props = plain(args.props)
     unknowns = Unknowns()
-    if args.resource_type in DAEMONSET_TYPES and is_diagon(props, cfg["diagonNamespaces"]):
-        return
+    if args.resource_type in DAEMONSET_TYPES:
+        diagon = is_diagon(props, cfg["diagonNamespaces"])
+        if diagon:
+            return
+        if diagon is None:
+            unknowns.note("metadata.namespace")
+            unknowns.finish()
     kind = args.resource_type.rsplit(":", 1)[-1]
     where = f"{kind} '{name_of(props, args.name)}'"
     spec_path = pod_spec_path(args.resource_type)
@@ -189,7 +202,10 @@ def _validate_memory(args: ResourceValidationArgs, report: ReportViolation) -> N
     props = plain(args.props)
     unknowns = Unknowns()
     diagon = is_diagon(props, cfg["diagonNamespaces"])
-    cap_text = cfg["diagonMaxMemory"] if diagon else cfg["maxMemory"]
+    if diagon is None:
+        # Which cap applies depends on the namespace; a missing limit is reported either way.
+        unknowns.note("metadata.namespace")
+    cap_text = cfg["diagonMaxMemory"] if diagon else ("" if diagon is None else cfg["maxMemory"])
     try:
         cap = parse_quantity(cap_text) if cap_text else None
     except ValueError:
