@@ -609,11 +609,13 @@ class ModelDevelopmentClusterProvider(ResourceProvider):
 
     def diff(self, _id: str, _olds: dict[str, Any], _news: dict[str, Any]) -> DiffResult:
         old, new = normalize(_olds), normalize(_news)
-        if _unknown(_news):
-            # Some inputs are not known yet (preview): compare what is known, report the rest as changing.
-            plan = plan_update(old, new)
-            return DiffResult(changes=True, replaces=plan.replaces or None, delete_before_replace=True)
         plan = plan_update(old, new)
+        same_id = old.get("model_development_cluster_id") == new.get("model_development_cluster_id")
+        if _unknown(_news):
+            # Some inputs are not known yet (preview): unknown values count as changed (a replace if immutable).
+            return DiffResult(
+                changes=True, replaces=plan.replaces, delete_before_replace=bool(plan.replaces) and same_id
+            )
         if plan.replaces and (new.get("deletion_policy") or old.get("deletion_policy")) == "PREVENT":
             raise ModelDevelopmentClusterError(
                 f"cluster {cluster_path(old)} would be replaced ({', '.join(plan.replace_reasons)} cannot change "
@@ -627,8 +629,7 @@ class ModelDevelopmentClusterProvider(ResourceProvider):
             replaces=plan.replaces,
             stables=[],
             # The new cluster has the same id: delete the old one first (else create gets ALREADY_EXISTS).
-            delete_before_replace=bool(plan.replaces)
-            and old.get("model_development_cluster_id") == new.get("model_development_cluster_id"),
+            delete_before_replace=bool(plan.replaces) and same_id,
         )
 
     # -- create -------------------------------------------------------------------------------------------
