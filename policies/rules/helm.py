@@ -151,13 +151,10 @@ def _validate_repositories(args: ResourceValidationArgs, report: ReportViolation
     cfg = config(args, REPOSITORY_DEFAULTS)
     props = plain(args.props)
     unknowns = Unknowns()
-    if not unknowns.hit(props.get("chart"), "chart") and not unknowns.hit(
-        dig(props, "repositoryOpts"), "repositoryOpts"
-    ):
+    source = (("chart", props.get("chart")), ("repositoryOpts.repo", dig(props, "repositoryOpts", "repo")))
+    if not [path for path, value in source if unknowns.hit(value, path)]:
         info = release_info(props, args.name)
-        if unknowns.hit(dig(props, "repositoryOpts", "repo"), "repositoryOpts.repo"):
-            pass
-        elif info.location is None:
+        if info.location is None:
             report(
                 f"{_label(info)}: {info.source_problem or 'no chart given'}. Allowed repositories: "
                 f"{', '.join(cfg['allowedRepositories'])}. Remediation: install the chart from an allowed "
