@@ -103,7 +103,9 @@ class Diagon(pulumi.ComponentResource):
                     spec=core.PodSpecArgs(
                         host_network=True,
                         dns_policy="ClusterFirstWithHostNet",
-                        service_account_name=self.service_account.metadata.name,
+                        # The plain name, not the ServiceAccount's output: the DaemonSet controller retries
+                        # pod creation until the account exists, so the two deploy in parallel (one step less).
+                        service_account_name=settings.service_account,
                         termination_grace_period_seconds=30,
                         tolerations=[
                             core.TolerationArgs(operator="Exists", effect="NoSchedule"),

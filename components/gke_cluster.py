@@ -17,8 +17,8 @@ import json
 from typing import Any
 
 import pulumi
-import pulumi_kubernetes as kubernetes
 from pulumi_gcp import container
+from pulumi_kubernetes.provider import Provider as KubernetesProvider
 
 from components.cluster_ml_diagnostics import ClusterMlDiagnostics
 from components.config import GoogleApiSettings
@@ -202,7 +202,7 @@ class GkeCluster(pulumi.ComponentResource):
         )
         # Every in-cluster resource uses this provider, so they all wait for what it depends on: the node
         # pools (created) or the managed flag (adopted). depends_on on a component would not reach its children.
-        self.provider = kubernetes.Provider(
+        self.provider = KubernetesProvider(
             f"{name}-k8s",
             kubeconfig=self.kubeconfig,
             opts=pulumi.ResourceOptions(parent=self, depends_on=waits),

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import pulumi
-import pulumi_kubernetes as kubernetes
+from pulumi_kubernetes.provider import Provider
 
 from components import compat, config
 from components.cluster_ml_diagnostics import ClusterMlDiagnostics
@@ -17,7 +17,7 @@ class KubernetesCluster(pulumi.ComponentResource):
     ):
         super().__init__("mldiag:index:KubernetesCluster", name, None, opts)
         # Without a kubeconfig the provider reads the ambient one (KUBECONFIG / ~/.kube/config) at `context`.
-        self.provider = kubernetes.Provider(
+        self.provider = Provider(
             f"{name}-provider",
             kubeconfig=config.secret_output(target.kubeconfig),
             context=target.context,
