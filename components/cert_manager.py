@@ -7,6 +7,7 @@ The namespace is created by Helm (as `--create-namespace`), so the release is th
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import pulumi
@@ -29,7 +30,15 @@ class CertManager(pulumi.ComponentResource):
 
     release: Release
 
-    def __init__(self, name: str, settings: CertManagerSettings, opts: pulumi.ResourceOptions | None = None):
+    def __init__(
+        self,
+        name: str,
+        settings: CertManagerSettings,
+        opts: pulumi.ResourceOptions | None = None,
+        *,
+        release_after: Sequence[pulumi.Resource] = (),
+    ):
+        """`release_after`: resources the release must wait for besides the cluster (e.g. node pools)."""
         super().__init__("mldiag:index:CertManager", name, None, opts)
         self.release = Release(
             f"{name}-release",
@@ -43,6 +52,6 @@ class CertManager(pulumi.ComponentResource):
                 values=cert_manager_values(settings),
                 timeout=compat.CERT_MANAGER_TIMEOUT_SECONDS,
             ),
-            opts=pulumi.ResourceOptions(parent=self),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=list(release_after)),
         )
         self.register_outputs({"releaseName": self.release.name, "version": settings.version})

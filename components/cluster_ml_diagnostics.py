@@ -9,6 +9,7 @@ Callers resolve the mode with `compat.resolve_mode` (GKE: by version; self-manag
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Literal
 
 import pulumi
@@ -38,8 +39,11 @@ class ClusterMlDiagnostics(pulumi.ComponentResource):
         opts: pulumi.ResourceOptions | None = None,
         *,
         gke_version: str | None = None,
+        releases_after: Sequence[pulumi.Resource] = (),
     ):
-        """`gke_version`: the cluster's GKE version when known (None for self-managed); used for outputs only."""
+        """`gke_version`: the cluster's GKE version when known (None for self-managed); used for outputs only.
+        `releases_after`: what the Helm releases wait for (they await pod readiness, so e.g. the node pools);
+        namespaces, labels and Diagon need only the API server and do not wait."""
         if mode not in ("managed", "manual"):
             raise ValueError(
                 f"mode must be resolved to managed or manual (compat.resolve_mode), got {mode!r}"
@@ -55,10 +59,14 @@ class ClusterMlDiagnostics(pulumi.ComponentResource):
         if mode == "manual":
             release = None
             if settings.cert_manager.enabled:
-                self.cert_manager = CertManager(f"{name}-cert-manager", settings.cert_manager, opts=child)
+                self.cert_manager = CertManager(
+                    f"{name}-cert-manager", settings.cert_manager, opts=child, release_after=releases_after
+                )
                 release = self.cert_manager.release
             cert_manager_state = "release" if release is not None else "preinstalled"
-            self.manual = MlDiagnosticsManual(f"{name}-manual", settings.manual_install, release, opts=child)
+            self.manual = MlDiagnosticsManual(
+                f"{name}-manual", settings.manual_install, release, opts=child, release_after=releases_after
+            )
         self.opt_in = WorkloadOptIn(f"{name}-opt-in", list(settings.workload_namespaces), opts=child)
         if settings.diagon.enabled:
             self.diagon = Diagon(f"{name}-diagon", settings.diagon, opts=child)

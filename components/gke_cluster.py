@@ -170,7 +170,10 @@ class GkeCluster(pulumi.ComponentResource):
             endpoint = self.cluster.endpoint
             ca = self.cluster.master_auth.apply(lambda a: a.cluster_ca_certificate if a else None)
             cluster_name: pulumi.Output[str] = self.cluster.name
-            waits: list[pulumi.Resource] = list(self.node_pools)
+            # The API server is up once the cluster exists: the provider needs only that (its kubeconfig
+            # comes from the cluster's outputs). Helm releases await pod readiness, so they wait for nodes.
+            provider_waits: list[pulumi.Resource] = []
+            release_waits: list[pulumi.Resource] = list(self.node_pools)
         else:
             found = container.get_cluster_output(
                 name=t.gke_name,
@@ -194,26 +197,27 @@ class GkeCluster(pulumi.ComponentResource):
             )
             # The in-cluster resources wait for the flag: turning managed off happens before manual releases
             # are installed, so the two webhooks never run side by side on the way to manual.
-            waits = [self.managed_flag]
+            provider_waits, release_waits = [self.managed_flag], []
 
         self.endpoint = endpoint
         self.kubeconfig = pulumi.Output.all(endpoint, ca).apply(
             lambda ec: gke_kubeconfig(t.project, t.location, t.gke_name, ec[0], ec[1])
         )
-        # Every in-cluster resource uses this provider, so they all wait for what it depends on: the node
-        # pools (created) or the managed flag (adopted). depends_on on a component would not reach its children.
+        # Every in-cluster resource uses this provider, so they all wait for what it depends on (adopted: the
+        # managed flag). depends_on on a component would not reach its children, hence `releases_after`.
         self.provider = KubernetesProvider(
             f"{name}-k8s",
             kubeconfig=self.kubeconfig,
-            opts=pulumi.ResourceOptions(parent=self, depends_on=waits),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=provider_waits),
         )
         self.diagnostics = ClusterMlDiagnostics(
             f"{name}-mldiag",
             t,
             self.mode,
             self.provider,
-            opts=pulumi.ResourceOptions(parent=self, depends_on=waits),
+            opts=pulumi.ResourceOptions(parent=self),
             gke_version=t.version,
+            releases_after=release_waits,
         )
         self.workload_monitoring = t.workload_monitoring
         self.register_outputs(

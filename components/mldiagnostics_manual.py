@@ -8,6 +8,7 @@ release (when this program installs it), not on each other.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import pulumi
@@ -63,8 +64,11 @@ class MlDiagnosticsManual(pulumi.ComponentResource):
         settings: MlDiagnosticsManualSettings,
         cert_manager: Release | None,
         opts: pulumi.ResourceOptions | None = None,
+        *,
+        release_after: Sequence[pulumi.Resource] = (),
     ):
-        """`cert_manager`: the cert-manager release to wait for; None when the cluster already runs cert-manager."""
+        """`cert_manager`: the cert-manager release to wait for; None when the cluster already runs cert-manager.
+        `release_after`: what the releases must wait for besides cert-manager (e.g. node pools)."""
         super().__init__("mldiag:index:MlDiagnosticsManual", name, None, opts)
         self.namespace = core.Namespace(
             f"{name}-namespace",
@@ -76,7 +80,7 @@ class MlDiagnosticsManual(pulumi.ComponentResource):
             ),
             opts=pulumi.ResourceOptions(parent=self),
         )
-        after_cert_manager = [cert_manager] if cert_manager is not None else []
+        after_cert_manager = [cert_manager] if cert_manager is not None else list(release_after)
 
         chart, repo = chart_source(
             compat.INJECTION_WEBHOOK_CHART, settings.repository, settings.injection_webhook

@@ -295,12 +295,24 @@ def test_adopted_manual_sends_enabled_false_and_custom_endpoint() -> None:
     )
 
 
-def test_in_cluster_resources_wait_for_the_node_pools() -> None:
-    res = run(CREATED)
+def test_only_helm_releases_wait_for_the_node_pools() -> None:
+    res = run(
+        with_(CREATED, mode="manual", minMasterVersion="1.34.3-gke.1000", manualInstall={"jaxVersion": "0.9"})
+    )
+    pools = {p.urn for p in res.by_type(POOL)}
+    cluster = res.one("gcp:container/cluster:Cluster").urn
     provider = res.one(K8S, "gke-train-k8s")
-    assert set(provider.dependencies) >= {p.urn for p in res.by_type(POOL)}
+    # The provider needs the API server only (its kubeconfig comes from the cluster's outputs).
+    assert provider.dependencies == [cluster]
     ds = res.one("kubernetes:apps/v1:DaemonSet")
     assert ds.provider is not None and ds.provider.startswith(provider.urn)
+    assert not pools & set(ds.dependencies)
+    # Releases await pod readiness: cert-manager waits for the pools, the others for cert-manager.
+    releases = {r.inputs["name"]: r for r in res.by_type(RELEASE)}
+    assert set(releases["cert-manager"].dependencies) == pools
+    cm = releases["cert-manager"].urn
+    for name in ("mldiagnostics-injection-webhook", "mldiagnostics-connection-operator"):
+        assert cm in releases[name].dependencies and not pools & set(releases[name].dependencies)
 
 
 @pytest.mark.parametrize(
