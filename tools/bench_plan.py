@@ -1,12 +1,18 @@
 """Benchmark: offline plan cost vs the SDK floor, for generated stacks of 1, 10, 100 and 500 targets.
 
 For each size N it generates a stack with N self-managed Kubernetes targets (manual install + Diagon +
-an opted-in namespace), runs the real program under the plan's mock runtime, and runs a bare program
-that registers the same resources (types, names, parents and inputs replayed from the recording) as
-plain `CustomResource`/`ComponentResource` objects under the same mocks: the floor any Pulumi program
-pays for that many registrations. Each measurement is a fresh subprocess; time covers the program run
-(imports excluded), memory is the peak RSS growth during the run. The policy pack pass is reported
-separately. Prints figures and ratios; asserts nothing.
+an opted-in namespace) and runs, each in a fresh subprocess under the plan's mock runtime:
+
+- plan:  the real program (config validation, components, typed SDK resources);
+- plain: a bare program registering the same resources (types, names, parents and inputs replayed from
+         the plan's recording) as plain `CustomResource`/`ComponentResource` objects: the SDK floor for
+         that many registrations;
+- typed: the same replay through the typed SDK classes (`DaemonSet`, `Release`, ...) from a flat loop:
+         what the SDK costs for these resource types with none of our code around it.
+
+Time covers the program run after one warm-up run (imports and first-use schema builds excluded);
+memory is the peak RSS growth during the run. The policy pack pass is reported separately.
+Prints figures and ratios; asserts nothing.
 
     .venv/bin/python tools/bench_plan.py [--sizes 1,10,100,500] [--no-policies]
 """
@@ -15,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import subprocess
 import sys
@@ -25,6 +32,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+DIAGON_IMAGE = "us-docker.pkg.dev/hypercomputediagon-release/daemon/diagon-daemon:v2.1.0"
+
 
 def target(i: int) -> dict:
     return {
@@ -33,10 +42,7 @@ def target(i: int) -> dict:
         "mode": "manual",
         "workloadNamespaces": [{"name": "ai-workloads", "create": True}],
         "manualInstall": {"jaxVersion": "0.9"},
-        "diagon": {
-            "enabled": True,
-            "image": "us-docker.pkg.dev/hypercomputediagon-release/daemon/diagon-daemon:v2.1.0",
-        },
+        "diagon": {"enabled": True, "image": DIAGON_IMAGE},
     }
 
 
@@ -47,18 +53,42 @@ def stack_config(n: int) -> dict:
     }
 
 
-BARE_PROGRAM = """
-import json, os
+REPLAY_PROGRAM = """
+import json, os, re
 import pulumi
-shape = json.load(open(os.environ["BENCH_SHAPE"]))
+
+typed = os.environ["BENCH_KIND"] == "typed"
+if typed:
+    from pulumi_kubernetes.apps.v1 import DaemonSet
+    from pulumi_kubernetes.core.v1 import Namespace, NamespacePatch, ServiceAccount
+    from pulumi_kubernetes.helm.v3 import Release
+    from pulumi_kubernetes.provider import Provider
+
+    CLASSES = {
+        "kubernetes:apps/v1:DaemonSet": DaemonSet,
+        "kubernetes:core/v1:Namespace": Namespace,
+        "kubernetes:core/v1:NamespacePatch": NamespacePatch,
+        "kubernetes:core/v1:ServiceAccount": ServiceAccount,
+        "kubernetes:helm.sh/v3:Release": Release,
+        "pulumi:providers:kubernetes": Provider,
+    }
+
+def snake(key):
+    return re.sub(r"(?<!^)([A-Z])", r"_\\1", key).lower()
+
 made = {}
-for r in shape:
+for r in json.load(open(os.environ["BENCH_SHAPE"])):
     opts = pulumi.ResourceOptions(parent=made.get(r["parent"]))
-    if r["custom"]:
-        made[r["urn"]] = pulumi.CustomResource(r["type"], r["name"], dict(r["inputs"]), opts=opts)
-    else:
+    if not r["custom"]:
         made[r["urn"]] = c = pulumi.ComponentResource(r["type"], r["name"], None, opts=opts)
         c.register_outputs({})
+    elif typed:
+        args = {snake(k): v for k, v in r["inputs"].items() if k not in ("apiVersion", "kind")}
+        made[r["urn"]] = CLASSES[r["type"]](r["name"], opts=opts, **args)
+    elif r["type"].startswith("pulumi:providers:"):
+        made[r["urn"]] = pulumi.ProviderResource(r["type"].split(":")[-1], r["name"], dict(r["inputs"]), opts)
+    else:
+        made[r["urn"]] = pulumi.CustomResource(r["type"], r["name"], dict(r["inputs"]), opts=opts)
 """
 
 
@@ -66,135 +96,109 @@ def _rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def measure(kind: str, n: int, shape: dict | None) -> dict:
-    """Runs inside the child process."""
-    import os
+def _shape(result) -> list[dict]:
+    return [
+        {
+            "urn": r.urn,
+            "type": r.type,
+            "name": r.name,
+            "custom": r.custom,
+            "parent": r.parent,
+            "inputs": {k: v for k, v in r.unmasked_inputs.items() if k != "__provider"},
+        }
+        for r in result.resources
+    ]
 
+
+def measure(kind: str, n: int, shape_dir: str) -> dict:
+    """Runs inside the child process: one warm-up run, then the measured run."""
     from tools.plan_runtime import run_config
 
-    if kind == "real":
-        import components.config  # noqa: F401  (import cost is not part of the run)
-        import components.kubernetes_cluster  # noqa: F401
-
-        config, program = stack_config(n), None
-    else:
-        os.environ["BENCH_SHAPE"] = shape["file"]
-        tmp = Path(tempfile.mkdtemp()) / "__main__.py"
-        tmp.write_text(BARE_PROGRAM)
-        config, program = {}, tmp
-    # One warm-up run of the same program: first-use imports and schema builds are not per-target cost.
-    t0 = time.perf_counter()
-    if kind == "real":
+    shapes = Path(shape_dir)
+    if kind == "plan":
         run_config(stack_config(1), (), stack="bench")
-    else:
-        os.environ["BENCH_SHAPE"] = shape["warmup"]
-        run_config({}, (), stack="bench", program=program)
-        os.environ["BENCH_SHAPE"] = shape["file"]
-    cold = time.perf_counter() - t0
-    before = _rss_mb()
-    t0 = time.perf_counter()
-    result = run_config(config, (), stack="bench", program=program)
-    seconds = time.perf_counter() - t0
-    out = {
-        "seconds": seconds,
-        "warmup_seconds": cold,
+        before, t0 = _rss_mb(), time.perf_counter()
+        result = run_config(stack_config(n), (), stack="bench")
+        out = {"seconds": time.perf_counter() - t0, "rss_growth_mb": _rss_mb() - before}
+        out["resources"] = len(result.resources)
+        (shapes / "shape.json").write_text(json.dumps(_shape(result)))
+        (shapes / "warmup.json").write_text(
+            json.dumps(_shape(run_config(stack_config(1), (), stack="bench")))
+        )
+        if os.environ.get("BENCH_POLICIES") == "1":
+            from tools.analyzer import load_pack_config, run_policies
+
+            t1 = time.perf_counter()
+            pack_config = load_pack_config(ROOT / "policies" / "config" / "dev.json")
+            run_policies(result.resources, pack_config, "ml-diagnostics", "bench")
+            out["policy_seconds"] = time.perf_counter() - t1
+        return out
+    program = Path(tempfile.mkdtemp()) / "__main__.py"
+    program.write_text(REPLAY_PROGRAM)
+    os.environ["BENCH_KIND"] = kind
+    os.environ["BENCH_SHAPE"] = str(shapes / "warmup.json")
+    run_config({}, (), stack="bench", program=program)
+    os.environ["BENCH_SHAPE"] = str(shapes / "shape.json")
+    before, t0 = _rss_mb(), time.perf_counter()
+    result = run_config({}, (), stack="bench", program=program)
+    return {
+        "seconds": time.perf_counter() - t0,
         "rss_growth_mb": _rss_mb() - before,
-        "custom": sum(1 for r in result.resources if r.custom),
-        "components": sum(1 for r in result.resources if not r.custom),
+        "resources": len(result.resources),
     }
-    if kind == "real":
-        shape_file = Path(tempfile.mkdtemp()) / "shape.json"
-        shape_file.write_text(
-            json.dumps(
-                [
-                    {
-                        "urn": r.urn,
-                        "type": r.type,
-                        "name": r.name,
-                        "custom": r.custom,
-                        "parent": r.parent,
-                        "inputs": {k: v for k, v in r.unmasked_inputs.items() if k != "__provider"},
-                    }
-                    for r in result.resources
-                    if not r.type.startswith("pulumi:providers:")
-                ]
-            )
-        )
-        out["shape_file"] = str(shape_file)
-        warm = run_config(stack_config(1), (), stack="bench")
-        warm_file = shape_file.with_name("warmup.json")
-        warm_file.write_text(
-            json.dumps(
-                [
-                    {
-                        "urn": r.urn,
-                        "type": r.type,
-                        "name": r.name,
-                        "custom": r.custom,
-                        "parent": r.parent,
-                        "inputs": {k: v for k, v in r.unmasked_inputs.items() if k != "__provider"},
-                    }
-                    for r in warm.resources
-                    if not r.type.startswith("pulumi:providers:")
-                ]
-            )
-        )
-        out["warmup_file"] = str(warm_file)
-    if kind == "real" and os.environ.get("BENCH_POLICIES") == "1":
-        from tools.analyzer import load_pack_config, run_policies
-
-        t1 = time.perf_counter()
-        run_policies(
-            result.resources, load_pack_config(ROOT / "policies/config/dev.json"), "ml-diagnostics", "bench"
-        )
-        out["policy_seconds"] = time.perf_counter() - t1
-    return out
 
 
-def child(kind: str, n: int, shape: dict | None, policies: bool) -> dict:
-    import os
-
+def child(kind: str, n: int, shape_dir: str, policies: bool) -> dict:
     env = dict(os.environ, PYTHONPATH=str(ROOT), BENCH_POLICIES="1" if policies else "0")
-    cmd = [sys.executable, __file__, "--child", kind, str(n), json.dumps(shape or {})]
+    cmd = [sys.executable, __file__, "--child", kind, str(n), shape_dir]
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=ROOT, timeout=3600)
     if proc.returncode != 0:
-        raise SystemExit(f"benchmark child failed:\n{proc.stderr}")
+        raise SystemExit(f"benchmark child ({kind}, {n}) failed:\n{proc.stderr}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def _ratio(a: float, b: float) -> float:
+    return a / b if b > 0 else float("nan")
 
 
 def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "--child":
-        _, _, kind, n, shape = sys.argv
-        print(json.dumps(measure(kind, int(n), json.loads(shape) or None)))
+        _, _, kind, n, shape_dir = sys.argv
+        print(json.dumps(measure(kind, int(n), shape_dir)))
         return
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--sizes", default="1,10,100,500")
     p.add_argument("--no-policies", action="store_true")
     args = p.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
-    rows = []
     print(
-        f"{'targets':>7} {'resources':>9} {'plan s':>8} {'floor s':>8} {'ratio':>6} "
-        f"{'plan MB':>8} {'floor MB':>8} {'ratio':>6} {'s/target':>9} {'policy s':>9}"
+        f"{'targets':>7} {'resources':>9} | {'plan s':>7} {'plain s':>7} {'typed s':>7} | "
+        f"{'/plain':>6} {'/typed':>6} | {'plan MB':>7} {'plain MB':>8} {'typed MB':>8} | "
+        f"{'/plain':>6} {'/typed':>6} | {'ms/target':>9} {'policy s':>8}"
     )
+    rows = []
     for n in sizes:
-        real = child("real", n, None, not args.no_policies)
-        bare = child("bare", n, {"file": real["shape_file"], "warmup": real["warmup_file"]}, False)
-        t_ratio = real["seconds"] / bare["seconds"]
-        m_ratio = real["rss_growth_mb"] / bare["rss_growth_mb"] if bare["rss_growth_mb"] > 0 else float("nan")
-        rows.append((n, real, bare))
+        with tempfile.TemporaryDirectory() as shape_dir:
+            plan = child("plan", n, shape_dir, not args.no_policies)
+            plain = child("plain", n, shape_dir, False)
+            typed = child("typed", n, shape_dir, False)
+        rows.append((n, plan))
         print(
-            f"{n:>7} {real['custom'] + real['components']:>9} {real['seconds']:>8.2f} {bare['seconds']:>8.2f} "
-            f"{t_ratio:>6.2f} {real['rss_growth_mb']:>8.1f} {bare['rss_growth_mb']:>8.1f} {m_ratio:>6.2f} "
-            f"{real['seconds'] / n:>9.4f} {real.get('policy_seconds', float('nan')):>9.2f}",
+            f"{n:>7} {plan['resources']:>9} | {plan['seconds']:>7.2f} {plain['seconds']:>7.2f} "
+            f"{typed['seconds']:>7.2f} | {_ratio(plan['seconds'], plain['seconds']):>6.2f} "
+            f"{_ratio(plan['seconds'], typed['seconds']):>6.2f} | {plan['rss_growth_mb']:>7.1f} "
+            f"{plain['rss_growth_mb']:>8.1f} {typed['rss_growth_mb']:>8.1f} | "
+            f"{_ratio(plan['rss_growth_mb'], plain['rss_growth_mb']):>6.2f} "
+            f"{_ratio(plan['rss_growth_mb'], typed['rss_growth_mb']):>6.2f} | "
+            f"{1000 * plan['seconds'] / n:>9.1f} {plan.get('policy_seconds', float('nan')):>8.2f}",
             flush=True,
         )
     if len(rows) >= 2:
-        (n0, r0, _), (n1, r1, _) = rows[-2], rows[-1]
-        growth = (r1["seconds"] / r0["seconds"]) / (n1 / n0)
+        (n0, r0), (n1, r1) = rows[0], rows[-1]
+        per0, per1 = r0["seconds"] / n0, r1["seconds"] / n1
         print(
-            f"\ngrowth {n0}->{n1} targets: time x{r1['seconds'] / r0['seconds']:.2f} for x{n1 / n0:.0f} targets "
-            f"(1.00 = linear; measured {growth:.2f})"
+            f"\ncost per target {1000 * per0:.1f} ms at {n0} vs {1000 * per1:.1f} ms at {n1} "
+            f"(x{per1 / per0:.2f}; 1.00 = linear)"
         )
 
 

@@ -19,6 +19,8 @@ import pulumi
 from google.protobuf import json_format
 from pulumi.runtime import config as runtime_config
 from pulumi.runtime import mocks, rpc, settings
+from pulumi.runtime import resource as runtime_resource
+from pulumi.runtime.proto import source_pb2
 from pulumi.runtime.stack import run_pulumi_func
 from pulumi.runtime.sync_await import _sync_await
 
@@ -205,6 +207,10 @@ def run_config(
         runpy.run_path(str(program), run_name="__main__")
 
     loop = _ensure_loop()
+    # Source positions (a walk of the whole Python stack per resource) serve the CLI's diagnostics; the
+    # mock monitor records none, so the plan skips capturing them.
+    saved_stack_trace = runtime_resource._get_stack_trace
+    runtime_resource._get_stack_trace = _no_stack_trace
     # The run allocates many long-lived objects and no cycles worth collecting mid-run; full collections
     # over a growing heap made large stacks superlinear. Collect once afterwards instead.
     gc_was_enabled = gc.isenabled()
@@ -216,11 +222,16 @@ def run_config(
         settings.SETTINGS.rpc_manager.clear()
         settings.SETTINGS.outputs.clear()
         runtime_config.set_all_config({}, [])
+        runtime_resource._get_stack_trace = saved_stack_trace
         if gc_was_enabled:
             gc.enable()
         del loop
     masked, plain = unwire(outputs_wire)
     return PlanResult(stack=stack, resources=monitor.recorded, outputs=masked, unmasked_outputs=plain)
+
+
+def _no_stack_trace() -> source_pb2.StackTrace:
+    return source_pb2.StackTrace()
 
 
 async def _serialize_outputs(root: Any) -> dict[str, Any]:
