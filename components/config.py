@@ -77,6 +77,7 @@ def _secret_from_plain(v: Any) -> Any:
 class TargetBase(Model):
     """Common to every target: a name unique within its kind (used in resource names)."""
 
+    # Unique per kind; part of every resource name of the target (changing it replaces them).
     name: str
 
     @field_validator("name")
@@ -102,17 +103,24 @@ from components.targets.model_development import ModelDevelopmentClusterTarget  
 class GoogleApiSettings(Model):
     """Settings for the REST clients of the dynamic providers (GKE adopt, Model Development Cluster)."""
 
+    # Project billed for API quota (x-goog-user-project header).
     quota_project: str | None = None
     # Custom API endpoints, e.g. a private endpoint or a test fake: {"aiplatform": "https://...", "container": ...}
     endpoints: dict[Literal["aiplatform", "container"], str] = {}
 
 
 class StackConfig(Model):
+    # Which environment this stack is; the policy pack's strictness follows it.
     environment: Literal["dev", "staging", "prod"]
+    # GKE clusters, created or adopted; managed or manual ML Diagnostics.
     gke_clusters: list[GkeClusterTarget] = []
+    # Self-managed Kubernetes clusters (always the manual install).
     kubernetes_clusters: list[KubernetesClusterTarget] = []
+    # Azure ML extension on AKS or Arc clusters.
     azure_ml: list[AzureMlTarget] = []
+    # Vertex AI Model Development Clusters (Slurm).
     model_development_clusters: list[ModelDevelopmentClusterTarget] = []
+    # REST settings of the GKE adopt and Model Development Cluster resources.
     google_api: GoogleApiSettings = GoogleApiSettings()
 
 

@@ -166,14 +166,19 @@ class InferenceSettings(Model):
     enabled: bool = False
     # LoadBalancer | NodePort | ClusterIP, any case in; the canonical spelling out.
     router_service_type: str | None = None
+    # AKS only: `azure` puts the router behind an internal load balancer.
     internal_load_balancer_provider: Literal["azure"] | None = None
+    # HTTP inference endpoints (dev/test only); refused in prod by policy.
     allow_insecure_connections: bool | None = None
+    # CNAME of the HTTPS inference endpoint; required unless insecure.
     ssl_cname: str | None = None
     # Name of a Kubernetes secret in the `azureml` namespace holding cert.pem and key.pem.
     ssl_secret: str | None = None
     # PEM text (not a path), set with `pulumi config set --secret --path`.
     ssl_cert_pem: SecretStr | None = None
+    # PEM private key text (unencrypted), set with --secret.
     ssl_key_pem: SecretStr | None = None
+    # 3 router replicas; unset: derived from nodeCount like the CLI.
     router_ha: bool | None = Field(default=None, alias="routerHA")
 
     @field_validator("router_service_type")
@@ -226,16 +231,26 @@ class AzureMlTarget(TargetBase):
     cluster: AzureClusterRef
     # The extension's ARM name (= Helm release name); defaults to the target name.
     extension_name: str | None = None
+    # enableTraining: training jobs and batch scoring.
     training: bool = False
     inference: InferenceSettings = InferenceSettings()
+    # Restrict the extension and ML workloads to nodes with these labels.
     node_selector: dict[str, str] = {}
+    # Install the NVIDIA device plugin (default false).
     install_nvidia_device_plugin: bool | None = None
+    # Install the Prometheus operator (default true).
     install_prom_op: bool | None = None
+    # Install the Volcano scheduler (default true).
     install_volcano: bool | None = None
+    # Install dcgm-exporter for GPU metrics (default false).
     install_dcgm_exporter: bool | None = None
+    # Pin the extension version (needs autoUpgradeMinorVersion: false).
     version: str | None = None
+    # Let Azure upgrade minor versions (default true).
     auto_upgrade_minor_version: bool | None = None
+    # Release train (default stable).
     release_train: str | None = None
+    # Only `cluster` is supported by the Azure ML extension.
     scope: str = "cluster"
 
     @field_validator("extension_name")

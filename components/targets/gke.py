@@ -99,7 +99,9 @@ class NodePool(Model):
     # Fixed size per zone; or `autoscaling`. Neither: 1 node per zone.
     node_count: int | None = None
     autoscaling: Autoscaling | None = None
+    # Zones of the pool (default: the cluster's).
     node_locations: list[str] = []
+    # Spot VMs.
     spot: bool = False
     disk_size_gb: int | None = None
     disk_type: str | None = None
@@ -177,11 +179,17 @@ class GkeClusterTarget(TargetBase, InClusterSettings):
     current_version: str | None = None
     # Created clusters:
     release_channel: Literal["RAPID", "REGULAR", "STABLE", "EXTENDED", "UNSPECIFIED"] | None = None
+    # Created clusters: minimum master version, e.g. 1.35.1-gke.1396000 (decides `auto`).
     min_master_version: str | None = None
+    # Created clusters: VPC network (default network when unset).
     network: str | None = None
+    # Created clusters: subnetwork.
     subnetwork: str | None = None
+    # Created clusters: Workload Identity (PROJECT.svc.id.goog).
     workload_identity: bool = True
+    # Created clusters: refuse `pulumi destroy` of the cluster.
     deletion_protection: bool = True
+    # Created clusters: node pools (the default pool is removed).
     node_pools: list[NodePool] = []
 
     @property

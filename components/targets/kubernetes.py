@@ -95,7 +95,9 @@ class WorkloadNamespace(Model):
 class CertManagerSettings(Model):
     # False: the cluster already runs cert-manager (pre-installed); nothing is created and nothing waits on it.
     enabled: bool = True
+    # Chart version; decides the CRD values (installCRDs before v1.15.0, crds.* after).
     version: str = compat.CERT_MANAGER_DEFAULT_VERSION
+    # Helm repository of the cert-manager chart.
     repository: str = compat.CERT_MANAGER_REPOSITORY
     # Extra chart values, deep-merged over the defaults (CRD values by version, leader election namespace).
     values: dict[str, Any] = {}
@@ -117,7 +119,9 @@ class CertManagerSettings(Model):
 class ChartSettings(Model):
     """Override of one mldiagnostics chart: `chart` is a full oci:// URL or a chart name in `repository`."""
 
+    # Chart name in `repository`, or a full oci:// URL.
     chart: str | None = None
+    # Chart version; default from the version table.
     version: str | None = None
     repository: str | None = None  # defaults to MlDiagnosticsManualSettings.repository
     values: dict[str, Any] = {}
@@ -151,7 +155,9 @@ class MlDiagnosticsManualSettings(Model):
     jax_version: str | None = None
     # Where both charts live: an oci:// registry path or an https Helm repository.
     repository: str = compat.MLDIAGNOSTICS_REPOSITORY
+    # Overrides for the injection-webhook chart (default 0.25.0).
     injection_webhook: ChartSettings = ChartSettings()
+    # Overrides for the connection-operator chart (default by JAX version).
     connection_operator: ConnectionOperatorSettings = ConnectionOperatorSettings()
 
     @model_validator(mode="after")
@@ -179,7 +185,9 @@ class DiagonSettings(Model):
     namespace: str = compat.DIAGON_DEFAULT_NAMESPACE
     # False: the namespace exists already (e.g. kube-system) and is not created or owned by the program.
     create_namespace: bool = True
+    # Daemon image; pull policy Always only for :latest. Pin a tag or digest outside dev.
     image: str = compat.DIAGON_DEFAULT_IMAGE
+    # Kubernetes ServiceAccount the daemon runs as (created).
     service_account: str = "diagon-daemon"
     # GKE Workload Identity: the Google service account the daemon's Kubernetes SA acts as.
     gcp_service_account: str | None = None
@@ -187,6 +195,7 @@ class DiagonSettings(Model):
     accelerator_node_labels: list[str] = list(compat.ACCELERATOR_NODE_LABELS)
     # Overrides the accelerator affinity: run only on nodes with exactly these labels.
     node_selector: dict[str, str] | None = None
+    # RollingUpdate maxUnavailable (count or percentage).
     max_unavailable: int | str = 1
 
     @field_validator("namespace", "service_account")
@@ -241,9 +250,13 @@ class DiagonSettings(Model):
 class InClusterSettings(Model):
     """Everything that runs inside one cluster. Embedded by inheritance in the cluster targets."""
 
+    # Namespaces labelled managed-mldiagnostics-gke=true (the webhook's opt-in).
     workload_namespaces: list[WorkloadNamespace] = []
+    # cert-manager, the injection-webhook's prerequisite (manual mode only).
     cert_manager: CertManagerSettings = CertManagerSettings()
+    # injection-webhook and connection-operator releases (manual mode only).
     manual_install: MlDiagnosticsManualSettings = MlDiagnosticsManualSettings()
+    # The Diagon profiling DaemonSet (preview).
     diagon: DiagonSettings = DiagonSettings()
 
     @field_validator("workload_namespaces")
@@ -300,7 +313,9 @@ def manual_install_issues(settings: InClusterSettings) -> list[tuple[str, str]]:
 class KubernetesClusterTarget(TargetBase, InClusterSettings):
     """A self-managed cluster reached by a kubeconfig (secret) and/or a context name. Always manual."""
 
+    # Kubeconfig text, set with --secret; or use `context` with the ambient kubeconfig.
     kubeconfig: SecretStr | None = None
+    # Kubeconfig context to use.
     context: str | None = None
     # manual | auto (both mean manual here); managed is GKE-only and refused.
     mode: str = "manual"

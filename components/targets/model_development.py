@@ -108,13 +108,19 @@ class SlurmSpec(Model):
     home_directory_storage: FilestoreName
     partitions: list[Partition]
     login_node_pool_id: str
+    # Partition jobs go to by default; must exist.
     default_partition_id: str | None = None
     # Cluster-wide slurm.conf settings (slurm.conf names). Replaces the legacy scheduling/accounting.
     config: dict[str, str] = {}
+    # Legacy; use `config` instead (not both).
     scheduling: dict[str, Any] | None = None
+    # Legacy; use `config` instead (not both).
     accounting: dict[str, Any] | None = None
+    # Per-node-pool slurm.conf settings.
     node_sets: list[NodeSet] = []
+    # Slurm prolog scripts (the list is replaced whole).
     prolog_bash_scripts: list[str] = []
+    # Slurm epilog scripts (the list is replaced whole).
     epilog_bash_scripts: list[str] = []
 
 
@@ -135,14 +141,18 @@ class ModelDevelopmentClusterTarget(TargetBase):
     project: str
     region: str
     model_development_cluster_id: str
+    # Display name (updated in place).
     display_name: str | None = None
     labels: dict[str, str] = {}
     network: Network
     node_pools: list[NodePool]
     orchestrator_spec: OrchestratorSpec
     runtime_spec: RuntimeSpec | None = None
+    # USER_ONLY keeps unpinned node images and service-managed fields as they are.
     update_mode: Literal["USER_AND_SERVICE", "USER_ONLY"] = "USER_AND_SERVICE"
+    # DELETE; ABANDON (leave the cluster); PREVENT (refuse to delete or replace).
     deletion_policy: Literal["DELETE", "ABANDON", "PREVENT"] = "DELETE"
+    # Deadline for each long-running operation.
     operation_timeout_minutes: int = Field(default=DEFAULT_OPERATION_TIMEOUT_MINUTES, ge=1, le=1440)
 
     @model_validator(mode="after")
