@@ -119,3 +119,97 @@ def test_fuzz_arbitrary_values_only_ever_raise_config_error(data, as_json):
         assert e.problems, "a ConfigError always lists its problems"
         for p in e.problems:
             assert p.startswith(f"{NS}:"), p
+
+
+def _shaped(model, depth: int = 0):
+    """Dicts keyed by the model's real keys (so validators run), values of any type or the right shape."""
+    import typing
+
+    from pydantic import BaseModel
+
+    fields = {}
+    for name, field in model.model_fields.items():
+        key = field.alias or name
+        subs = [
+            a for a in typing.get_args(field.annotation) if isinstance(a, type) and issubclass(a, BaseModel)
+        ]
+        if isinstance(field.annotation, type) and issubclass(field.annotation, BaseModel):
+            subs = [field.annotation]
+        for a in typing.get_args(field.annotation):  # list[Model] / Model | None
+            subs += [b for b in typing.get_args(a) if isinstance(b, type) and issubclass(b, BaseModel)]
+        options = [yaml_values, st.sampled_from(["", "x", "LoadBalancer", "0.8", "1.34.0-gke.1", "a" * 70])]
+        if subs and depth < 4:
+            inner = _shaped(subs[0], depth + 1)
+            options += [inner, st.lists(inner, max_size=2)]
+        fields[key] = st.one_of(*options)
+    return st.fixed_dictionaries({}, optional=fields)
+
+
+@settings(
+    max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+)
+@given(st.data())
+def test_fuzz_shaped_targets_only_ever_raise_config_error(data):
+    from components.config import StackConfig
+
+    kinds = {f.alias: f for f in StackConfig.model_fields.values()}
+    raw = {f"{NS}:environment": data.draw(st.sampled_from(["dev", "prod", "qa"]))}
+    for kind in ("gkeClusters", "kubernetesClusters", "azureMl", "modelDevelopmentClusters"):
+        import typing
+
+        (model,) = typing.get_args(kinds[kind].annotation)
+        raw[f"{NS}:{kind}"] = data.draw(st.lists(_shaped(model), max_size=2))
+    try:
+        parse(raw, secret_keys=data.draw(st.sets(st.sampled_from(list(raw)))))
+    except ConfigError as e:
+        assert e.problems and all(p.startswith(f"{NS}:") for p in e.problems), e.problems
+
+
+def _paths(value, prefix=()):
+    yield prefix
+    if isinstance(value, dict):
+        for k, v in value.items():
+            yield from _paths(v, (*prefix, k))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            yield from _paths(v, (*prefix, i))
+
+
+def _mutate(value, path, op, new):
+    if not path:
+        return new
+    head, rest = path[0], path[1:]
+    out = dict(value) if isinstance(value, dict) else list(value)
+    if not rest and op == "delete":
+        del out[head]
+    else:
+        out[head] = _mutate(value[head], rest, op, new)
+    return out
+
+
+def _stack_configs():
+    from tools.plan import read_stack_file
+    from tools.plan_runtime import ROOT
+
+    return [read_stack_file(p) for p in sorted((ROOT / "stacks").glob("Pulumi.*.yaml"))]
+
+
+STACK_CONFIGS = _stack_configs()
+
+
+@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_fuzz_mutated_real_stacks_only_ever_raise_config_error(data):
+    """Start from the real stack files (every validator runs) and break one thing."""
+    config, secret_keys = data.draw(st.sampled_from(STACK_CONFIGS))
+    key = data.draw(st.sampled_from(sorted(k for k in config if k.startswith(f"{NS}:"))))
+    paths = list(_paths(config[key]))
+    path = data.draw(st.sampled_from(paths))
+    op = data.draw(st.sampled_from(["set", "delete"] if path else ["set"]))
+    new = data.draw(st.one_of(yaml_values, st.sampled_from(["", "LATEST", "0.7", "1.0.0", "oci://x", "A B"])))
+    raw = dict(config)
+    raw[key] = _mutate(config[key], path, op, new)
+    try:
+        parse(raw, secret_keys)
+    except ConfigError as e:
+        assert e.problems and all(p.startswith(f"{NS}:") for p in e.problems), e.problems
