@@ -42,8 +42,22 @@ def test_dev_creates_a_cluster_on_auto_resolving_to_managed(plans: dict[str, dic
     assert cluster["inputs"]["managedMachineLearningDiagnosticsConfig"] == {"enabled": True}
     assert cluster["inputs"]["minMasterVersion"] == "1.35.1-gke.1396000"
     assert report["outputs"]["gkeCluster:dev-train"]["mode"] == "managed"
-    assert of_type(report, "kubernetes:helm.sh/v3:Release") == []
-    assert of_type(report, "pulumi-python:dynamic/gke:ManagedMlDiagnostics") == []
+    managed = [r for r in report["resources"] if "::gke-dev-train" in r["urn"]]
+    assert [r for r in managed if r["type"] == "kubernetes:helm.sh/v3:Release"] == []
+
+
+def test_dev_adopts_a_legacy_cluster_on_auto_resolving_to_manual(plans: dict[str, dict[str, Any]]) -> None:
+    report = plans["dev"]
+    assert report["outputs"]["gkeCluster:legacy-train"]["mode"] == "manual"
+    (flag,) = of_type(report, "pulumi-python:dynamic/gke:ManagedMlDiagnostics")
+    assert (flag["inputs"]["cluster"], flag["inputs"]["enabled"]) == ("legacy-train", False)
+    legacy = [r for r in report["resources"] if "::gke-legacy-train" in r["urn"]]
+    releases = sorted(r["inputs"]["name"] for r in legacy if r["type"] == "kubernetes:helm.sh/v3:Release")
+    assert releases == [
+        "cert-manager",
+        "mldiagnostics-connection-operator",
+        "mldiagnostics-injection-webhook",
+    ]
 
 
 def test_staging_adopts_an_existing_cluster(plans: dict[str, dict[str, Any]]) -> None:

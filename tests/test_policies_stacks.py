@@ -79,7 +79,18 @@ def recorded(stack: str):
 def test_manual_release_on_a_real_managed_gke_cluster_is_caught(pack, stack):  # noqa: F811
     """The provider-to-cluster link works on what the GKE component really registers (created and adopted)."""
     resources = recorded(stack)
-    providers = [r for r in resources if r.type == "pulumi:providers:kubernetes" and "GkeCluster$" in r.urn]
+    managed_parents = {
+        r.parent
+        for r in resources
+        if (
+            r.type == "gcp:container/cluster:Cluster"
+            and r.inputs["managedMachineLearningDiagnosticsConfig"]["enabled"]
+        )
+        or (r.type == "pulumi-python:dynamic/gke:ManagedMlDiagnostics" and r.inputs["enabled"])
+    }
+    providers = [
+        r for r in resources if r.type == "pulumi:providers:kubernetes" and r.parent in managed_parents
+    ]
     assert providers
     rogue = [
         res("kubernetes:helm.sh/v3:Release", f"rogue-{i}", webhook(), provider=p.urn)

@@ -75,6 +75,8 @@ _FAKE_GKE_CA = base64.b64encode(
 ).decode()
 # What an adopted cluster reports; stacks declare this as currentVersion.
 MOCK_GKE_VERSION = "1.35.1-gke.1396000"
+# Adopted clusters of the example stacks that run another version.
+MOCK_GKE_VERSIONS = {"legacy-train": "1.34.2-gke.1700000"}
 
 
 def _gke_endpoint(project: str, location: str, name: str) -> str:
@@ -102,8 +104,8 @@ def _gke_get_cluster(args: dict[str, Any]) -> dict[str, Any]:
         "location": location,
         "endpoint": _gke_endpoint(project, location, name),
         "masterAuths": [auth],
-        "masterVersion": MOCK_GKE_VERSION,
-        "nodeVersion": MOCK_GKE_VERSION,
+        "masterVersion": MOCK_GKE_VERSIONS.get(name, MOCK_GKE_VERSION),
+        "nodeVersion": MOCK_GKE_VERSIONS.get(name, MOCK_GKE_VERSION),
         "releaseChannels": [{"channel": "REGULAR"}],
         "managedMachineLearningDiagnosticsConfigs": [{"enabled": False}],
         "workloadIdentityConfigs": [{"workloadPool": f"{project}.svc.id.goog"}],
@@ -125,3 +127,42 @@ def _gke_cluster(_name: str, inputs: dict[str, Any]) -> dict[str, Any]:
 
 ANSWERS["gcp:container/getCluster:getCluster"] = _gke_get_cluster
 RESOURCE_OUTPUTS["gcp:container/cluster:Cluster"] = _gke_cluster
+
+
+# --- dynamic resources: what their providers return after create (the plan never runs the providers) ---
+
+
+def _model_development_cluster(_name: str, inputs: dict[str, Any]) -> dict[str, Any]:
+    project, region = inputs["project"], inputs["region"]
+    return {
+        "name": f"projects/{project}/locations/{region}/modelDevelopmentClusters/{inputs['model_development_cluster_id']}",
+        "state": "ACTIVE",
+        "create_time": "2026-01-01T00:00:00Z",
+        "update_time": "2026-01-01T00:00:00Z",
+    }
+
+
+def _managed_ml_diagnostics(_name: str, inputs: dict[str, Any]) -> dict[str, Any]:
+    # As getCluster above reports it: the flag was off before the program touched the cluster.
+    return {
+        "previousEnabled": False,
+        "liveVersion": MOCK_GKE_VERSIONS.get(inputs["cluster"], MOCK_GKE_VERSION),
+    }
+
+
+RESOURCE_OUTPUTS["pulumi-python:dynamic/vertexai:ModelDevelopmentCluster"] = _model_development_cluster
+RESOURCE_OUTPUTS["pulumi-python:dynamic/gke:ManagedMlDiagnostics"] = _managed_ml_diagnostics
+
+
+def _extension(_name: str, inputs: dict[str, Any]) -> dict[str, Any]:
+    cluster = (
+        f"/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/{inputs['resourceGroupName']}"
+        f"/providers/{inputs['clusterRp']}/{inputs['clusterResourceName']}/{inputs['clusterName']}"
+    )
+    return {
+        "id": f"{cluster}/providers/Microsoft.KubernetesConfiguration/extensions/{inputs['extensionName']}",
+        "provisioningState": "Succeeded",
+    }
+
+
+RESOURCE_OUTPUTS["azure-native:kubernetesconfiguration:Extension"] = _extension
