@@ -10,8 +10,8 @@ an opted-in namespace) and runs, each in a fresh subprocess under the plan's moc
 - typed: the same replay through the typed SDK classes (`DaemonSet`, `Release`, ...) from a flat loop:
          what the SDK costs for these resource types with none of our code around it.
 
-Time covers the program run after one warm-up run (imports and first-use schema builds excluded);
-memory is the peak RSS growth during the run. The policy pack pass is reported separately.
+Time is the fastest of --repeat runs after one warm-up run (imports and first-use schema builds
+excluded); memory is the peak RSS growth during the first measured run. The policy pack pass is reported separately.
 Prints figures and ratios; asserts nothing.
 
     .venv/bin/python tools/bench_plan.py [--sizes 1,10,100,500] [--no-policies]
@@ -32,6 +32,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+REPEAT = 3
 DIAGON_IMAGE = "us-docker.pkg.dev/hypercomputediagon-release/daemon/diagon-daemon:v2.1.0"
 
 
@@ -110,6 +111,16 @@ def _shape(result) -> list[dict]:
     ]
 
 
+def _best(run) -> tuple[float, object]:
+    """Fastest of BENCH_REPEAT runs (the machine's noise only ever adds time); peak RSS is the first run's."""
+    best, result = float("inf"), None
+    for _ in range(int(os.environ.get("BENCH_REPEAT", "3"))):
+        t0 = time.perf_counter()
+        result = run()
+        best = min(best, time.perf_counter() - t0)
+    return best, result
+
+
 def measure(kind: str, n: int, shape_dir: str) -> dict:
     """Runs inside the child process: one warm-up run, then the measured run."""
     from tools.plan_runtime import run_config
@@ -117,9 +128,9 @@ def measure(kind: str, n: int, shape_dir: str) -> dict:
     shapes = Path(shape_dir)
     if kind == "plan":
         run_config(stack_config(1), (), stack="bench")
-        before, t0 = _rss_mb(), time.perf_counter()
-        result = run_config(stack_config(n), (), stack="bench")
-        out = {"seconds": time.perf_counter() - t0, "rss_growth_mb": _rss_mb() - before}
+        before = _rss_mb()
+        seconds, result = _best(lambda: run_config(stack_config(n), (), stack="bench"))
+        out = {"seconds": seconds, "rss_growth_mb": _rss_mb() - before}
         out["resources"] = len(result.resources)
         (shapes / "shape.json").write_text(json.dumps(_shape(result)))
         (shapes / "warmup.json").write_text(
@@ -139,17 +150,19 @@ def measure(kind: str, n: int, shape_dir: str) -> dict:
     os.environ["BENCH_SHAPE"] = str(shapes / "warmup.json")
     run_config({}, (), stack="bench", program=program)
     os.environ["BENCH_SHAPE"] = str(shapes / "shape.json")
-    before, t0 = _rss_mb(), time.perf_counter()
-    result = run_config({}, (), stack="bench", program=program)
+    before = _rss_mb()
+    seconds, result = _best(lambda: run_config({}, (), stack="bench", program=program))
     return {
-        "seconds": time.perf_counter() - t0,
+        "seconds": seconds,
         "rss_growth_mb": _rss_mb() - before,
         "resources": len(result.resources),
     }
 
 
 def child(kind: str, n: int, shape_dir: str, policies: bool) -> dict:
-    env = dict(os.environ, PYTHONPATH=str(ROOT), BENCH_POLICIES="1" if policies else "0")
+    env = dict(
+        os.environ, PYTHONPATH=str(ROOT), BENCH_POLICIES="1" if policies else "0", BENCH_REPEAT=str(REPEAT)
+    )
     cmd = [sys.executable, __file__, "--child", kind, str(n), shape_dir]
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=ROOT, timeout=3600)
     if proc.returncode != 0:
@@ -169,7 +182,10 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--sizes", default="1,10,100,500")
     p.add_argument("--no-policies", action="store_true")
+    p.add_argument("--repeat", type=int, default=3, help="measured runs per figure; the fastest counts")
     args = p.parse_args()
+    global REPEAT
+    REPEAT = max(1, args.repeat)
     sizes = [int(s) for s in args.sizes.split(",")]
     print(
         f"{'targets':>7} {'resources':>9} | {'plan s':>7} {'plain s':>7} {'typed s':>7} | "
