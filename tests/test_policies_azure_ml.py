@@ -4,7 +4,17 @@ from __future__ import annotations
 
 import base64
 
-from tests.test_policies_support import ENVS, EXPECTED, UNKNOWN_STRING, body, pack, res, secret  # noqa: F401
+from tests.test_policies_support import (  # noqa: F401
+    ENVS,
+    EXPECTED,
+    UNKNOWN_STRING,
+    body,
+    levels_ok,
+    pack,
+    res,
+    secret,
+    the,
+)
 
 EXT = "azure-native:kubernetesconfiguration:Extension"
 AKS = "azure-native:containerservice:ManagedCluster"
@@ -68,18 +78,6 @@ PEMS = {
     "scoringFe.sslKey": secret(base64.b64encode(KEY.encode()).decode()),
 }
 INSECURE = {**HTTPS, "allowInsecureConnections": "True"}
-
-
-def levels_ok(pack, policy, resources):  # noqa: F811
-    for env in ENVS:
-        found = pack.findings(policy, resources, env)
-        assert [v.enforcement_level for v in found] == [EXPECTED[policy][ENVS.index(env)]], env
-
-
-def the(pack, policy, resources, env="prod"):  # noqa: F811
-    found = pack.findings(policy, resources, env)
-    assert len(found) == 1, found
-    return body(found[0])
 
 
 def test_workloads_enabled(pack):  # noqa: F811

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import copy
 
-from tests.test_policies_support import ENVS, EXPECTED, UNKNOWN_STRING, body, pack, res  # noqa: F401
+from tests.test_policies_support import ENVS, EXPECTED, UNKNOWN_STRING, body, levels_ok, pack, res, the  # noqa: F401
 
 MDC = "pulumi-python:dynamic/vertexai:ModelDevelopmentCluster"
 
@@ -40,18 +40,6 @@ def spec(**slurm) -> dict:
         # the dynamic provider's pickled code travels as an input too: rules never look at it
         "__provider": "gASVxxxx",
     }
-
-
-def levels_ok(pack, policy, resources):  # noqa: F811
-    for env in ENVS:
-        found = pack.findings(policy, resources, env)
-        assert [v.enforcement_level for v in found] == [EXPECTED[policy][ENVS.index(env)]], env
-
-
-def the(pack, policy, resources, env="prod"):  # noqa: F811
-    found = pack.findings(policy, resources, env)
-    assert len(found) == 1, found
-    return body(found[0])
 
 
 def test_a_well_formed_cluster_passes_every_rule(pack):  # noqa: F811

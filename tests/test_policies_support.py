@@ -113,3 +113,17 @@ def pack():
 def body(v: Violation) -> str:
     """The violation message without the policy description line the SDK puts first."""
     return v.message.split("\n", 1)[1] if "\n" in v.message else v.message
+
+
+def levels_ok(pack, policy, resources):
+    """Each environment reports the policy once, at the level its config file sets."""
+    for env in ENVS:
+        found = pack.findings(policy, resources, env)
+        assert [v.enforcement_level for v in found] == [EXPECTED[policy][ENVS.index(env)]], env
+
+
+def the(pack, policy, resources, env="prod"):
+    """The one finding of `policy`, as its message body."""
+    found = pack.findings(policy, resources, env)
+    assert len(found) == 1, found
+    return body(found[0])
