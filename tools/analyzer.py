@@ -19,7 +19,7 @@ from typing import Any
 
 import grpc
 from google.protobuf import empty_pb2, json_format, struct_pb2
-from pulumi.runtime.proto import analyzer_pb2, analyzer_pb2_grpc, plugin_pb2
+from pulumi.runtime.proto import analyzer_pb2, analyzer_pb2_grpc
 
 from tools.plan_runtime import ROOT, RecordedResource
 
@@ -326,4 +326,4 @@ def run_policies(
         return pack.analyze(resources), levels
 
 
-__all__ = ["PolicyPackProcess", "Violation", "run_policies", "load_pack_config", "plugin_pb2"]
+__all__ = ["PolicyPackProcess", "Violation", "run_policies", "load_pack_config"]

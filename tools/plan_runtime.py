@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import pulumi
 from google.protobuf import json_format
 from pulumi.runtime import config as runtime_config
 from pulumi.runtime import mocks, rpc, settings
@@ -170,9 +169,6 @@ class RecordingMonitor(mocks.MockMonitor):
         )
         return response
 
-    def ReadResource(self, request):  # noqa: N802
-        return super().ReadResource(request)
-
 
 def _provider_urn(ref: str) -> str | None:
     # Provider references are "<urn>::<id>".
@@ -250,4 +246,4 @@ def _ensure_loop() -> asyncio.AbstractEventLoop:
         return loop
 
 
-__all__ = ["PlanResult", "RecordedResource", "run_config", "unwire", "pulumi"]
+__all__ = ["PlanResult", "RecordedResource", "run_config", "unwire"]
