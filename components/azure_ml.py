@@ -93,7 +93,8 @@ def configuration_settings(target: AzureMlTarget) -> dict[str, str]:
         s["openshift"] = "true"
 
     s["cluster_name"] = cluster.resource_id
-    s["domain"] = f"{cluster.location}.cloudapp.azure.com"
+    # The CLI accepts a domain but then overwrites it (it reads a misspelled key); we send the user's.
+    s["domain"] = target.domain or f"{cluster.location}.cloudapp.azure.com"
     s["location"] = cluster.location
     s["jobSchedulerLocation"] = cluster.location
     s["cluster_name_friendly"] = cluster.name

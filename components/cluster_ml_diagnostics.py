@@ -40,10 +40,12 @@ class ClusterMlDiagnostics(pulumi.ComponentResource):
         *,
         gke_version: str | None = None,
         releases_after: Sequence[pulumi.Resource] = (),
+        self_managed: bool = False,
     ):
         """`gke_version`: the cluster's GKE version when known (None for self-managed); used for outputs only.
         `releases_after`: what the Helm releases wait for (they await pod readiness, so e.g. the node pools);
-        namespaces, labels and Diagon need only the API server and do not wait."""
+        namespaces, labels and Diagon need only the API server and do not wait.
+        `self_managed`: not GKE (Diagon's default node placement follows the vendor manifest)."""
         if mode not in ("managed", "manual"):
             raise ValueError(
                 f"mode must be resolved to managed or manual (compat.resolve_mode), got {mode!r}"
@@ -69,7 +71,7 @@ class ClusterMlDiagnostics(pulumi.ComponentResource):
             )
         self.opt_in = WorkloadOptIn(f"{name}-opt-in", list(settings.workload_namespaces), opts=child)
         if settings.diagon.enabled:
-            self.diagon = Diagon(f"{name}-diagon", settings.diagon, opts=child)
+            self.diagon = Diagon(f"{name}-diagon", settings.diagon, opts=child, self_managed=self_managed)
 
         self.mode = pulumi.Output.from_input(mode)
         self.workload_monitoring = pulumi.Output.from_input(

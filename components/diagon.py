@@ -1,7 +1,8 @@
 """The Diagon profiling daemon (preview): Namespace, ServiceAccount and the vendor's DaemonSet.
 
 The DaemonSet is the seed's `diagon-daemonset.yaml` field for field, plus: image from config (pull policy
-`Always` only for `:latest`), accelerator-node affinity by default, a RollingUpdate strategy. The image is
+`Always` only for `:latest`), node placement (GKE: accelerator-node affinity by default; self-managed: none
+by default, as the manifest), a RollingUpdate strategy. The image is
 config: changing it is a config change and `pulumi up` (the docs' `kubectl set image` would drift).
 """
 
@@ -27,17 +28,22 @@ DAEMON_COMMAND = [
 WORKLOAD_IDENTITY_ANNOTATION = "iam.gke.io/gcp-service-account"
 
 
-def node_placement(settings: DiagonSettings) -> dict[str, Any]:
-    """Pod spec fields that choose the nodes: an explicit nodeSelector, else accelerator-label affinity."""
+def node_placement(settings: DiagonSettings, self_managed: bool) -> dict[str, Any]:
+    """Pod spec fields that choose the nodes: an explicit nodeSelector, else node-label affinity.
+
+    GKE defaults to its accelerator labels (GKE sets them on every GPU/TPU node). Self-managed clusters
+    default to no node selection, as the vendor manifest: their GPU nodes often carry none of those labels,
+    and an affinity nothing matches would run the daemon nowhere."""
     if settings.node_selector is not None:
         return {"node_selector": dict(settings.node_selector)}
-    if not settings.accelerator_node_labels:
+    labels = settings.node_labels(self_managed)
+    if not labels:
         return {}
     terms = [
         core.NodeSelectorTermArgs(
             match_expressions=[core.NodeSelectorRequirementArgs(key=k, operator="Exists")]
         )
-        for k in settings.accelerator_node_labels
+        for k in labels
     ]
     return {
         "affinity": core.AffinityArgs(
@@ -55,7 +61,14 @@ class Diagon(pulumi.ComponentResource):
     service_account: core.ServiceAccount
     daemon_set: apps.DaemonSet
 
-    def __init__(self, name: str, settings: DiagonSettings, opts: pulumi.ResourceOptions | None = None):
+    def __init__(
+        self,
+        name: str,
+        settings: DiagonSettings,
+        opts: pulumi.ResourceOptions | None = None,
+        *,
+        self_managed: bool = False,
+    ):
         super().__init__("mldiag:index:Diagon", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         self.namespace = None
@@ -124,7 +137,7 @@ class Diagon(pulumi.ComponentResource):
                                 ),
                             )
                         ],
-                        **node_placement(settings),
+                        **node_placement(settings, self_managed),
                     ),
                 ),
             ),

@@ -25,7 +25,12 @@ class KubernetesCluster(pulumi.ComponentResource):
         )
         mode = compat.resolve_mode(target.mode, None, self_managed=True)
         self.diagnostics = ClusterMlDiagnostics(
-            f"{name}-mldiag", target, mode, self.provider, opts=pulumi.ResourceOptions(parent=self)
+            f"{name}-mldiag",
+            target,
+            mode,
+            self.provider,
+            opts=pulumi.ResourceOptions(parent=self),
+            self_managed=True,
         )
         self.mode = self.diagnostics.mode
         self.monitoring = self.diagnostics.workload_monitoring  # automatic workload monitoring: never here

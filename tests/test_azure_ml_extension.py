@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from components.azure_ml import configuration_settings, relay_namespace_name
-from components.config import is_placeholder, parse
+from components.config import ConfigError, is_placeholder, parse
 from tools import mock_answers, plan_render, plan_runtime
 from tools.plan import build_report, plan_stack, read_stack_file
 from tools.plan import main as plan_main
@@ -369,6 +369,29 @@ def test_small_cluster_keeps_an_explicit_router_ha_false():
 def test_three_nodes_is_not_small():
     s = settings_of({**SCENARIO_2, "cluster": cluster("arc", "edge", "rg-edge", 3)})
     assert "clusterPurpose" not in s and "inferenceRouterHA" not in s
+
+
+def test_domain_when_set_is_sent_as_given():
+    # `az k8s-extension create --config domain=...`: the CLI's own code then drops it (it reads a misspelled
+    # key); the user's value is what must reach the chart.
+    s = settings_of({**SCENARIO_1, "domain": "ml.contoso.internal"})
+    assert s["domain"] == "ml.contoso.internal"
+    assert s["location"] == "koreacentral"
+
+
+def test_domain_defaults_to_the_location_cloudapp_domain():
+    assert settings_of(SCENARIO_1)["domain"] == "koreacentral.cloudapp.azure.com"
+    arc = settings_of({**SCENARIO_2, "cluster": cluster("arc", "edge", "rg-edge", 3, location="EastUS")})
+    assert arc["domain"] == "eastus.cloudapp.azure.com"
+
+
+@pytest.mark.parametrize("bad", ["https://ml.example.com", "*.example.com", "has space.example.com", "a..b"])
+def test_domain_must_be_a_dns_name(bad: str):
+    with pytest.raises(ConfigError) as e:
+        parse({f"{NS}:environment": "dev", KEY: [{**SCENARIO_1, "domain": bad}]})
+    assert e.value.problems == [
+        f"{NS}:azureMl[0].domain: must be a DNS name such as contoso.internal (no scheme, no wildcard)"
+    ]
 
 
 def test_router_ha_true_on_large_cluster_is_sent():

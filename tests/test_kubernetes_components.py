@@ -260,7 +260,7 @@ def test_daemonset_is_the_seed_manifest_plus_the_additions(manual):
     expected = copy.deepcopy(SEED_MANIFEST)
     pod = expected["spec"]["template"]["spec"]
     pod["serviceAccountName"] = "diagon-daemon"
-    pod["affinity"] = ACCELERATOR_AFFINITY
+    # Self-managed default: no node selection, as the vendor manifest (no affinity, no nodeSelector).
     expected["spec"]["updateStrategy"] = {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1}}
     ds = by_name(manual, "k8s-lab-mldiag-diagon-daemonset")
     assert ds.inputs == expected
@@ -328,6 +328,35 @@ def test_diagon_digest_pull_policy_and_every_node():
     pod = by_name(result, "k8s-lab-mldiag-diagon-daemonset").inputs["spec"]["template"]["spec"]
     assert "affinity" not in pod and "nodeSelector" not in pod
     assert pod["containers"][0]["imagePullPolicy"] == "IfNotPresent"
+
+
+def test_self_managed_diagon_runs_on_the_nodes_the_user_names():
+    # Self-managed GPU nodes often lack GKE's labels: the user names the labels theirs carry.
+    result = run(cluster(diagon={"enabled": True, "acceleratorNodeLabels": ["nvidia.com/gpu.present"]}))
+    pod = by_name(result, "k8s-lab-mldiag-diagon-daemonset").inputs["spec"]["template"]["spec"]
+    assert pod["affinity"] == {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [
+                    {"matchExpressions": [{"key": "nvidia.com/gpu.present", "operator": "Exists"}]}
+                ]
+            }
+        }
+    }
+
+
+def test_gke_diagon_keeps_the_accelerator_default():
+    gke = {
+        "name": "g",
+        "project": "acme-ml-dev",
+        "location": "us-central1-a",
+        "currentVersion": "1.35.1-gke.1396000",
+        "mode": "managed",
+        "diagon": {"enabled": True},
+    }
+    result = run_config({"ml-diagnostics:environment": "dev", "ml-diagnostics:gkeClusters": [gke]}, [])
+    pod = by_name(result, "gke-g-mldiag-diagon-daemonset").inputs["spec"]["template"]["spec"]
+    assert pod["affinity"] == ACCELERATOR_AFFINITY
 
 
 def test_changing_the_image_only_changes_the_image():

@@ -49,11 +49,7 @@ def test_defaults():
         d.image
         == "us-central1-docker.pkg.dev/hypercomputediagon-release/daemon-docker/mldiagnostics-daemon:latest"
     )
-    assert d.accelerator_node_labels == [
-        "cloud.google.com/gke-accelerator",
-        "cloud.google.com/gke-tpu-accelerator",
-        "nvidia.com/gpu.present",
-    ]
+    assert d.accelerator_node_labels is None  # by platform: DiagonSettings.node_labels
 
 
 def test_in_cluster_settings_are_inherited_flat():

@@ -31,6 +31,7 @@ plus the seed's limits, checked before any resource is registered.
       autoUpgradeMinorVersion: false
       releaseTrain: stable                # default stable
       scope: cluster                      # the only scope allowed
+      domain: ml.contoso.internal         # default: <location>.cloudapp.azure.com
 """
 
 from __future__ import annotations
@@ -252,6 +253,15 @@ class AzureMlTarget(TargetBase):
     release_train: str | None = None
     # Only `cluster` is supported by the Azure ML extension.
     scope: str = "cluster"
+    # The extension's `domain` setting, sent as given; unset: `<cluster.location>.cloudapp.azure.com`.
+    domain: str | None = None
+
+    @field_validator("domain")
+    @classmethod
+    def _domain(cls, v: str | None) -> str | None:
+        if v is not None and (v.startswith("*") or not _DNS_NAME.fullmatch(v)):
+            raise ValueError("must be a DNS name such as contoso.internal (no scheme, no wildcard)")
+        return v
 
     @field_validator("extension_name")
     @classmethod

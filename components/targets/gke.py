@@ -316,7 +316,7 @@ class GkeClusterTarget(TargetBase, InClusterSettings):
                     )
                 ]
             return []
-        if self.diagon.accelerator_node_labels and not any(p.accelerator for p in self.node_pools):
+        if self.diagon.node_labels(self_managed=False) and not any(p.accelerator for p in self.node_pools):
             return [
                 (
                     "diagon.enabled",

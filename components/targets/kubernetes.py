@@ -191,8 +191,9 @@ class DiagonSettings(Model):
     service_account: str = "diagon-daemon"
     # GKE Workload Identity: the Google service account the daemon's Kubernetes SA acts as.
     gcp_service_account: str | None = None
-    # Runs on nodes carrying any of these labels (node affinity `Exists`). Empty list: every node.
-    accelerator_node_labels: list[str] = list(compat.ACCELERATOR_NODE_LABELS)
+    # Runs on nodes carrying any of these labels (node affinity `Exists`); empty list: every node. Unset:
+    # GKE the GKE accelerator labels (and nvidia.com/gpu.present); self-managed every node (the vendor manifest).
+    accelerator_node_labels: list[str] | None = None
     # Overrides the accelerator affinity: run only on nodes with exactly these labels.
     node_selector: dict[str, str] | None = None
     # RollingUpdate maxUnavailable (count or percentage).
@@ -223,6 +224,12 @@ class DiagonSettings(Model):
             raise ValueError("must be a positive integer or a percentage like 10%")
         return v
 
+    def node_labels(self, self_managed: bool) -> list[str]:
+        """The labels of the nodes Diagon runs on (any of them); empty: every node, like the vendor manifest."""
+        if self.accelerator_node_labels is not None:
+            return list(self.accelerator_node_labels)
+        return [] if self_managed else list(compat.ACCELERATOR_NODE_LABELS)
+
     @model_validator(mode="after")
     def _check(self) -> DiagonSettings:
         problems = []
@@ -233,7 +240,7 @@ class DiagonSettings(Model):
                     f"{self.namespace!r} always exists; set createNamespace: false to deploy into it",
                 )
             )
-        for i, k in enumerate(self.accelerator_node_labels):
+        for i, k in enumerate(self.accelerator_node_labels or ()):
             if p := _label_key_problem(k):
                 problems.append((f"acceleratorNodeLabels[{i}]", p))
         for k, v in (self.node_selector or {}).items():
