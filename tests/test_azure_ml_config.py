@@ -392,8 +392,8 @@ def test_ssl_cname_and_secret_shapes():
 def test_unknown_key_lists_allowed_keys():
     out = problems(aks(inferenceRouterHA=False))
     assert out == [
-        f"{P}.inferenceRouterHA: unknown key; allowed keys: autoUpgradeMinorVersion, cluster, extensionName, "
-        "inference, installDcgmExporter, installNvidiaDevicePlugin, installPromOp, installVolcano, name, "
+        f"{P}.inferenceRouterHA: unknown key; allowed keys: autoUpgradeMinorVersion, cluster, "
+        "domain, extensionName, inference, installDcgmExporter, installNvidiaDevicePlugin, installPromOp, installVolcano, name, "
         "nodeSelector, releaseTrain, scope, training, version"
     ]
 
