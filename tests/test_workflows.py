@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import re
 import shlex
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -129,14 +131,46 @@ def test_cloud_credentials_are_oidc_only(name: str, job: str) -> None:
     assert j["permissions"]["id-token"] == "write"
     gcp = step_using(j, "google-github-actions/auth@")["with"]
     assert set(gcp) == {"workload_identity_provider", "service_account"}  # no credentials_json key file
-    pulumi_auth = step_using(j, "pulumi/auth-actions@")["with"]
-    assert pulumi_auth["requested-token-type"] == "urn:pulumi:token-type:access_token:organization"
+    step_using(j, "pulumi/auth-actions@")
     env = step_using(j, PULUMI_ACTION)["env"]
     assert env["ARM_USE_OIDC"] == "true"
     assert not any(
         k in env for k in ("ARM_CLIENT_SECRET", "ARM_CLIENT_CERTIFICATE_PATH", "PULUMI_ACCESS_TOKEN")
     )
     step_using(j, "google-github-actions/setup-gcloud@")  # gke-gcloud-auth-plugin for the k8s providers
+
+
+def identity(job: dict[str, Any]) -> dict[str, str]:
+    """The identity a job acts as: GCP service account, Azure client, Pulumi token type and scope."""
+    pulumi_auth = step_using(job, "pulumi/auth-actions@")["with"]
+    return {
+        "gcp": step_using(job, "google-github-actions/auth@")["with"]["service_account"],
+        "azure": step_using(job, PULUMI_ACTION)["env"]["ARM_CLIENT_ID"],
+        "pulumi": pulumi_auth["requested-token-type"],
+        "pulumi-scope": pulumi_auth.get("scope", ""),
+    }
+
+
+def test_previews_use_their_own_read_only_identity_and_a_team_scoped_token() -> None:
+    preview = identity(load("preview.yml")["jobs"]["preview"])
+    deploy = identity(load("deploy-stack.yml")["jobs"]["up"])
+    assert preview == {
+        "gcp": "${{ vars.GCP_PREVIEW_SERVICE_ACCOUNT }}",
+        "azure": "${{ vars.AZURE_PREVIEW_CLIENT_ID }}",
+        "pulumi": "urn:pulumi:token-type:access_token:team",
+        "pulumi-scope": "team:${{ vars.PULUMI_PREVIEW_TEAM }}",
+    }
+    assert deploy == {
+        "gcp": "${{ vars.GCP_DEPLOY_SERVICE_ACCOUNT }}",
+        "azure": "${{ vars.AZURE_DEPLOY_CLIENT_ID }}",
+        "pulumi": "urn:pulumi:token-type:access_token:organization",
+        "pulumi-scope": "",
+    }
+    azure_login = step_using(load("deploy-stack.yml")["jobs"]["up"], "azure/login@")["with"]
+    assert azure_login["client-id"] == deploy["azure"] and "creds" not in azure_login
+    # Nothing in the preview workflow names a deploy identity.
+    text = (WORKFLOWS / "preview.yml").read_text()
+    assert "DEPLOY" not in text and "access_token:organization" not in text
 
 
 def test_no_workflow_uses_stored_secrets_or_pull_request_target() -> None:
@@ -224,10 +258,103 @@ def test_deploy_stack_runs_pulumi_up_with_the_policy_pack() -> None:
     assert pulumi["stack-name"].endswith("/ml-diagnostics/${{ inputs.stack }}")
 
 
-def test_actions_are_pinned_to_a_version() -> None:
-    for path in WORKFLOWS.glob("*.yml"):
-        for job in yaml.safe_load(path.read_text())["jobs"].values():
-            for step in steps(job):
-                uses = step.get("uses")
-                if uses and not uses.startswith("./"):
-                    assert re.fullmatch(r"[\w.-]+/[\w.-]+@v\d+", uses), (path.name, uses)
+USES = re.compile(r"^\s*(?:-\s+)?uses:\s*(?P<ref>\S+)(?P<comment>.*)$")
+PINNED = re.compile(r"(?P<action>[\w.-]+/[\w.-]+)@(?P<sha>[0-9a-f]{40})")
+VERSION_COMMENT = re.compile(r"\s+# (?P<version>v\d+\.\d+\.\d+)")
+
+
+def action_refs() -> list[tuple[str, int, str, str]]:
+    """(file, line, ref, comment) of every `uses:` line of every workflow."""
+    out = []
+    for path in sorted(WORKFLOWS.glob("*.yml")):
+        for n, line in enumerate(path.read_text().splitlines(), 1):
+            if m := USES.match(line):
+                out.append((path.name, n, m["ref"], m["comment"]))
+    return out
+
+
+def test_third_party_actions_are_pinned_to_a_commit_sha_with_the_version_in_a_comment() -> None:
+    seen: dict[str, tuple[str, str]] = {}
+    refs = [r for r in action_refs() if not r[2].startswith("./")]
+    assert len(refs) >= 10
+    for name, line, ref, comment in refs:
+        m = PINNED.fullmatch(ref)
+        assert m, f"{name}:{line}: {ref} is not pinned to a full commit SHA"
+        v = VERSION_COMMENT.fullmatch(comment)
+        assert v, f"{name}:{line}: {ref} needs its release in a comment, like '# v4.2.2'"
+        pin = (m["sha"], v["version"])
+        # One version of each action across all workflows: a bump is one search-and-replace.
+        assert seen.setdefault(m["action"], pin) == pin, f"{name}:{line}: {m['action']} pinned twice"
+
+
+def test_the_pin_check_rejects_tags_branches_and_missing_comments() -> None:
+    for ref in ("actions/checkout@v4", "actions/checkout@main", "actions/checkout@11bd719"):
+        assert PINNED.fullmatch(ref) is None
+    assert VERSION_COMMENT.fullmatch("") is None and VERSION_COMMENT.fullmatch(" # v4") is None
+
+
+def pulumi_pin() -> str:
+    pins = [ln for ln in (ROOT / "requirements.txt").read_text().splitlines() if ln.startswith("pulumi==")]
+    assert len(pins) == 1
+    return pins[0].removeprefix("pulumi==")
+
+
+@pytest.mark.parametrize(("name", "job"), [("preview.yml", "preview"), ("deploy-stack.yml", "up")])
+def test_pulumi_cli_version_is_read_from_the_sdk_pin(name: str, job: str, tmp_path: Path) -> None:
+    j = load(name)["jobs"][job]
+    versions = next(s for s in steps(j) if s.get("id") == "versions")
+    assert step_using(j, PULUMI_ACTION)["with"]["pulumi-version"] == "${{ steps.versions.outputs.pulumi }}"
+    # Run the step's own script against this repository's requirements.txt, as the runner would.
+    out = tmp_path / "github_output"
+    subprocess.run(
+        ["bash", "-eo", "pipefail", "-c", versions["run"]],
+        cwd=ROOT,
+        env={"GITHUB_OUTPUT": str(out), "PATH": "/usr/bin:/bin"},
+        check=True,
+    )
+    assert out.read_text() == f"pulumi={pulumi_pin()}\n"
+    assert re.fullmatch(r"\d+\.\d+\.\d+", pulumi_pin())
+
+
+def test_verify_runs_after_each_deploy_and_its_exit_code_fails_the_job() -> None:
+    job = load("deploy-stack.yml")["jobs"]["up"]
+    names = [s.get("uses", "").split("@")[0] or s.get("id") or s.get("name", "") for s in steps(job)]
+    verify = steps(job)[-1]
+    assert names.index("pulumi/actions") == len(names) - 2
+    assert verify["env"] == {
+        "STACK": "${{ inputs.stack }}",
+        "PULUMI_STACK": "${{ vars.PULUMI_ORG }}/ml-diagnostics/${{ inputs.stack }}",
+    }
+    assert '.venv/bin/python -m tools.verify "$STACK" --pulumi-stack "$PULUMI_STACK"' in verify["run"]
+    assert verify["run"].rstrip().endswith("exit $code")
+
+
+def check_jsonschema() -> str:
+    exe = Path(sys.executable).parent / "check-jsonschema"
+    assert exe.exists(), "check-jsonschema is pinned in requirements-dev.txt"
+    return str(exe)
+
+
+def test_workflows_validate_against_the_published_github_workflow_schema() -> None:
+    files = sorted(str(p) for p in WORKFLOWS.glob("*.yml"))
+    run = subprocess.run(
+        [check_jsonschema(), "--builtin-schema", "vendor.github-workflows", *files],
+        capture_output=True,
+        text=True,
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+
+
+def test_the_schema_check_catches_a_broken_workflow(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yml"
+    wf = load("deploy.yml")
+    wf["jobs"]["test"]["runs-on"] = {"labels": 3}
+    wf["jobs"]["test"]["timeout-minute"] = 5
+    bad.write_text(yaml.safe_dump(wf))
+    run = subprocess.run(
+        [check_jsonschema(), "--builtin-schema", "vendor.github-workflows", str(bad)],
+        capture_output=True,
+        text=True,
+    )
+    assert run.returncode == 1
+    assert "bad.yml" in run.stdout
