@@ -167,24 +167,12 @@ class PolicyPackProcess:
         out: list[Violation] = []
         analyzed = [r for r in resources if r.custom]
         for r in analyzed:
-            req = analyzer_pb2.AnalyzeRequest(
-                type=r.type,
-                properties=_struct(r),
-                urn=r.urn,
-                name=r.name,
-                options=_options(r),
-                provider=_provider(by_urn.get(r.provider or "")),
-            )
+            req = analyzer_pb2.AnalyzeRequest(**_described(r, by_urn))
             out += _violations(self.stub.Analyze(req), r.urn)
         stack_req = analyzer_pb2.AnalyzeStackRequest(
             resources=[
                 analyzer_pb2.AnalyzerResource(
-                    type=r.type,
-                    properties=_struct(r),
-                    urn=r.urn,
-                    name=r.name,
-                    options=_options(r),
-                    provider=_provider(by_urn.get(r.provider or "")),
+                    **_described(r, by_urn),
                     parent=r.parent or "",
                     dependencies=r.dependencies,
                     propertyDependencies={
@@ -205,6 +193,18 @@ def _struct(r: RecordedResource) -> struct_pb2.Struct:
     s = struct_pb2.Struct()
     s.update(r.unmasked_inputs)
     return s
+
+
+def _described(r: RecordedResource, by_urn: dict[str, RecordedResource]) -> dict[str, Any]:
+    """The fields AnalyzeRequest and AnalyzerResource share."""
+    return {
+        "type": r.type,
+        "properties": _struct(r),
+        "urn": r.urn,
+        "name": r.name,
+        "options": _options(r),
+        "provider": _provider(by_urn.get(r.provider or "")),
+    }
 
 
 def _options(r: RecordedResource) -> analyzer_pb2.AnalyzerResourceOptions:

@@ -23,9 +23,8 @@ import yaml
 from components.config import PLACEHOLDER_SECRET, ConfigError
 from tools import plan_render
 from tools.analyzer import PolicyConfigError, Violation, load_pack_config, run_policies
-from tools.plan_runtime import PROJECT, ROOT, PlanResult, RecordedResource, run_config
-
-EXIT_OK, EXIT_MANDATORY, EXIT_ERROR = 0, 1, 2
+from tools.plan_common import EXIT_ERROR, EXIT_MANDATORY, EXIT_OK, PROJECT, ROOT
+from tools.plan_runtime import PlanResult, RecordedResource, run_config
 
 
 class StackFileError(Exception):

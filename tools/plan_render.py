@@ -10,15 +10,7 @@ from typing import Any
 
 import yaml
 
-STACK_TYPE = "pulumi:pulumi:Stack"
-
-
-def short_urn(urn: str) -> str:
-    """`urn:pulumi:dev::proj::a$b$kubernetes:apps/v1:DaemonSet::x` -> `kubernetes:apps/v1:DaemonSet::x`."""
-    parts = urn.split("::")
-    if len(parts) < 4:
-        return urn
-    return f"{parts[2].split('$')[-1]}::{parts[3]}"
+from tools.plan_common import code, is_provider, md, short_urn
 
 
 def render(report: dict[str, Any], fmt: str) -> str:
@@ -46,11 +38,6 @@ def _tree(report: dict[str, Any]) -> list[tuple[int, dict[str, Any], bool]]:
 
     walk(None, 0)
     return rows
-
-
-def _finding_lines(v: dict[str, Any]) -> list[str]:
-    lines = v["message"].splitlines() or [""]
-    return lines
 
 
 def render_table(report: dict[str, Any]) -> str:
@@ -84,13 +71,9 @@ def render_table(report: dict[str, Any]) -> str:
         for v in vs:
             where = short_urn(v["urn"]) if v["urn"] else "(stack)"
             out.append(f"  [{v['enforcementLevel']}] {v['policy']}  {where}")
-            for line in _finding_lines(v):
+            for line in v["message"].splitlines() or [""]:
                 out.append(f"      {line}")
     return "\n".join(out) + "\n"
-
-
-def _md_escape(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
 
 
 def render_markdown(report: dict[str, Any]) -> str:
@@ -106,7 +89,7 @@ def render_markdown(report: dict[str, Any]) -> str:
     out.append("")
     by_type = Counter(r["type"] for r in res)
     out += ["| type | count |", "| --- | ---: |"]
-    out += [f"| `{t}` | {n} |" for t, n in sorted(by_type.items())]
+    out += [f"| {code(t)} | {n} |" for t, n in sorted(by_type.items())]
     out.append("")
     if vs:
         out += [
@@ -116,10 +99,8 @@ def render_markdown(report: dict[str, Any]) -> str:
             "| --- | --- | --- | --- |",
         ]
         for v in vs:
-            where = f"`{short_urn(v['urn'])}`" if v["urn"] else "(stack)"
-            out.append(
-                f"| {v['enforcementLevel']} | `{v['policy']}` | {where} | {_md_escape(v['message'])} |"
-            )
+            where = code(short_urn(v["urn"])) if v["urn"] else "(stack)"
+            out.append(f"| {v['enforcementLevel']} | {code(v['policy'])} | {where} | {md(v['message'])} |")
         out.append("")
     out += ["<details><summary>Resources</summary>", "", "```"]
     for depth, r, _ in _tree(report):
@@ -137,7 +118,7 @@ def write_out(report: dict[str, Any], out_dir: Path) -> int:
     out_dir.mkdir(parents=True, exist_ok=True)
     count = 0
     for r in report["resources"]:
-        if not r["custom"] or r["type"].startswith("pulumi:providers:"):
+        if not r["custom"] or is_provider(r["type"]):
             continue
         t, inputs = r["type"], r["inputs"]
         if t == "kubernetes:helm.sh/v3:Release":

@@ -24,16 +24,10 @@ from pulumi.runtime.stack import run_pulumi_func
 from pulumi.runtime.sync_await import _sync_await
 
 from tools import mock_answers
+from tools.plan_common import PROJECT, ROOT, SECRET_MASK, STACK_TYPE, UNKNOWN_MASK
 
-ROOT = Path(__file__).resolve().parent.parent
-PROJECT = "ml-diagnostics"
-SECRET_MASK = "[secret]"
-UNKNOWN = "[unknown]"
-
-_SIG = "4dabf18193072939515e22adb298388d"
-_SECRET_SIG = "1b47061264138c4ac30d75fd1eb44270"
-_RESOURCE_SIG = "5cf8f73096256a8f31e491e813e4eb8e"
-_UNKNOWN_VALUE = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"
+# The SDK's own wire-format markers (pulumi.runtime.rpc).
+_SIG, _SECRET_SIG, _RESOURCE_SIG = rpc._special_sig_key, rpc._special_secret_sig, rpc._special_resource_sig
 # The pickled dynamic provider changes with any code change and is not compared by the engine.
 _NOT_DIGESTED = {"__provider"}
 
@@ -110,8 +104,8 @@ def unwire(value: Any, path: str = "", digests: dict[str, str] | None = None) ->
     if isinstance(value, list):
         pairs = [unwire(v, f"{path}[{i}]", digests) for i, v in enumerate(value)]
         return [m for m, _ in pairs], [p for _, p in pairs]
-    if value == _UNKNOWN_VALUE:
-        return UNKNOWN, UNKNOWN
+    if value == rpc.UNKNOWN:
+        return UNKNOWN_MASK, UNKNOWN_MASK
     if isinstance(value, float) and value.is_integer():
         return int(value), int(value)
     return value, value
@@ -145,7 +139,7 @@ class RecordingMonitor(mocks.MockMonitor):
 
     def RegisterResource(self, request):  # noqa: N802 (gRPC method name)
         response = super().RegisterResource(request)
-        if request.type == "pulumi:pulumi:Stack":
+        if request.type == STACK_TYPE:
             return response
         digests: dict[str, str] = {}
         wire = json_format.MessageToDict(request.object)
@@ -246,4 +240,4 @@ def _ensure_loop() -> asyncio.AbstractEventLoop:
         return loop
 
 
-__all__ = ["PlanResult", "RecordedResource", "run_config", "unwire"]
+__all__ = ["PROJECT", "ROOT", "PlanResult", "RecordedResource", "run_config", "unwire"]

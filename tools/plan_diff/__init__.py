@@ -1,0 +1,45 @@
+"""Offline diff: the offline plan of a stack at a git ref against the working tree.
+
+    python -m tools.plan STACK --diff-base GITREF [--format table|json|markdown|dot]
+    python -m tools.diff [STACK ...] --base GITREF [--format ...]      (several stacks, one report)
+
+`run_diff` checks GITREF out into a clean temporary `git worktree` (run.py), runs
+`python -m tools.plan STACK --format json` there and in the working tree, and compares the two plans
+(compare.py): resources matched by URN (or by an alias, a rename) are added, imported, renamed, deleted,
+replaced or updated (changed input paths with old and new values, secrets masked; inputs.py), plus the
+policy findings that are new in the working tree. "replace" is reported only where the provider's own
+rules make it certain (rules.py). The offline plan cannot see the live state, so the real
+`pulumi preview` may still find more.
+
+Exit codes: 1 if the working tree's plan has a mandatory policy violation, else 0; 2 on error.
+"""
+
+from tools.plan_common import EXIT_ERROR, EXIT_MANDATORY, EXIT_OK, GITHUB_COMMENT_LIMIT, ROOT
+from tools.plan_diff.compare import compare_violations, diff_plans, exit_code
+from tools.plan_diff.inputs import diff_inputs
+from tools.plan_diff.render import render, render_json, render_markdown, render_table
+from tools.plan_diff.rules import ProviderDiffRule, default_rules, discover_dynamic_rules, replace_reasons
+from tools.plan_diff.run import DiffError, diff_stacks, run_diff
+
+__all__ = [
+    "EXIT_ERROR",
+    "EXIT_MANDATORY",
+    "EXIT_OK",
+    "GITHUB_COMMENT_LIMIT",
+    "ROOT",
+    "DiffError",
+    "ProviderDiffRule",
+    "compare_violations",
+    "default_rules",
+    "diff_inputs",
+    "diff_plans",
+    "diff_stacks",
+    "discover_dynamic_rules",
+    "exit_code",
+    "render",
+    "render_json",
+    "render_markdown",
+    "render_table",
+    "replace_reasons",
+    "run_diff",
+]

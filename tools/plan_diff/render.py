@@ -1,0 +1,216 @@
+"""Renders an offline diff as a table, JSON or a Markdown PR comment section within a size budget."""
+
+from __future__ import annotations
+
+import html
+import json
+from collections import Counter
+from typing import Any
+
+from tools.plan_common import GITHUB_COMMENT_LIMIT, SECRET_MASK, code, md
+
+DEFAULT_MARKDOWN_BUDGET = 60_000  # leaves room for a header the caller may add
+FORMATS = ("table", "json", "markdown")
+SYMBOL = {"add": "+", "update": "~", "replace": "+-", "delete": "-"}
+
+
+def _short(value: Any, limit: int = 120) -> str:
+    text = value if isinstance(value, str) and value == SECRET_MASK else json.dumps(value, sort_keys=True)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _change_text(c: dict[str, Any], limit: int = 120) -> str:
+    old = _short(c["old"], limit) if "old" in c else "(none)"
+    new = _short(c["new"], limit) if "new" in c else "(none)"
+    flags = []
+    if c.get("secret"):
+        flags.append("secret changed")
+    if c.get("forcesReplace"):
+        flags.append("forces replacement")
+    return f"{c['path']}: {old} => {new}" + (f"  [{', '.join(flags)}]" if flags else "")
+
+
+def _base_label(diff: dict[str, Any]) -> str:
+    ref = diff.get("baseRef")
+    if diff.get("baseMissing"):
+        return f"{ref or 'base'} (stack absent there)"
+    return ref or "base"
+
+
+def render_table(diff: dict[str, Any]) -> str:
+    if "error" in diff:
+        return f"Offline diff of stack {diff.get('stack')}: failed\nerror: {diff['error']}\n"
+    s = diff["summary"]
+    lines = [
+        f"Offline diff of stack {diff.get('stack')}: {_base_label(diff)} -> working tree",
+        f"  + add {s['add']}   ~ update {s['update']}   +- replace {s['replace']}   - delete {s['delete']}"
+        f"   unchanged {s['unchanged']}",
+        f"  critical path depth {diff['criticalPath']['base']} -> {diff['criticalPath']['head']}",
+        "",
+    ]
+    for e in diff["resources"]:
+        lines.append(f"{SYMBOL[e['action']]:>2} {e['action']:<8} {e['type']}  {e['name']}")
+        for r in e.get("replaceReasons", []):
+            lines.append(f"      replace: {r}")
+        if e["action"] in ("update", "replace"):
+            lines += [f"      {_change_text(c)}" for c in e["changes"]]
+        lines += [f"      note: {n}" for n in e.get("notes", [])]
+    if diff["newPolicyViolations"]:
+        lines += ["", "New policy findings:"]
+        for v in diff["newPolicyViolations"]:
+            lines.append(f"  [{v.get('enforcementLevel')}] {v.get('policy')}  {v.get('urn') or '(stack)'}")
+            lines.append(f"      {v.get('message', '').strip().splitlines()[0] if v.get('message') else ''}")
+    if diff["resolvedPolicyViolations"]:
+        lines += ["", f"Resolved policy findings: {len(diff['resolvedPolicyViolations'])}"]
+    lines += [""] + [f"note: {n}" for n in diff["notes"]]
+    m = s["mandatoryViolations"]
+    lines.append(
+        f"{m} mandatory policy violation(s) in the working tree's plan"
+        if m
+        else "no mandatory policy violation"
+    )
+    return "\n".join(lines) + "\n"
+
+
+def render_json(diff: dict[str, Any]) -> str:
+    return json.dumps(diff, indent=2, sort_keys=False) + "\n"
+
+
+def _value(value: Any, limit: int = 120) -> str:
+    return code(_short(value, limit))
+
+
+def _resource_details(e: dict[str, Any], max_rows: int = 40) -> str:
+    n = len(e["changes"])
+    what = {"add": "input", "delete": "input"}.get(e["action"], "change")
+    summary = f"{SYMBOL[e['action']]} <b>{e['action']}</b> {code(e['type'])} <b>{md(e['name'])}</b>" + (
+        f" ({n} {what}{'s' if n != 1 else ''})" if n else ""
+    )
+    if not e["changes"] and not e.get("replaceReasons") and not e.get("notes"):
+        return f"<p>{summary}</p>\n"
+    out = [f"<details><summary>{summary}</summary>", ""]
+    for r in e.get("replaceReasons", []):
+        out.append(f"- replaces because {md(r)}")
+    for note in e.get("notes", []):
+        out.append(f"- note: {md(note)}")
+    out.append(f"- urn: {code(e['urn'])}")
+    out.append("")
+    if e["changes"]:
+        if e["action"] in ("add", "delete"):
+            out += ["| path | value |", "| --- | --- |"]
+            for c in e["changes"][:max_rows]:
+                out.append(f"| {code(c['path'])} | {_value(c.get('new', c.get('old')))} |")
+        else:
+            out += ["| path | before | after | |", "| --- | --- | --- | --- |"]
+            for c in e["changes"][:max_rows]:
+                flags = " ".join(
+                    f
+                    for f, on in (
+                        ("secret changed", c.get("secret")),
+                        ("forces replace", c.get("forcesReplace")),
+                    )
+                    if on
+                )
+                before = _value(c["old"]) if "old" in c else "—"
+                after = _value(c["new"]) if "new" in c else "—"
+                out.append(f"| {code(c['path'])} | {before} | {after} | {flags} |")
+        if n > max_rows:
+            out.append(f"\n… {n - max_rows} more")
+    out += ["", "</details>", ""]
+    return "\n".join(out)
+
+
+def render_markdown(
+    diff: dict[str, Any], max_chars: int = DEFAULT_MARKDOWN_BUDGET, heading: str = "###"
+) -> str:
+    """A PR comment section: summary table first, then one collapsed <details> per changed resource.
+
+    Stays under max_chars: details are dropped (with a note) before the summary is touched.
+    """
+    if "error" in diff:
+        # The message comes from the plan (e.g. config errors with key paths): shown verbatim, escaped.
+        msg = (
+            diff["error"] if len(diff["error"]) <= max_chars // 2 else diff["error"][: max_chars // 2] + "\n…"
+        )
+        return (
+            f"{heading} Offline plan diff: stack `{diff.get('stack')}`\n\n❌ The offline plan failed "
+            f"(base `{md(_base_label(diff))}`):\n\n<pre>{html.escape(msg, quote=False)}</pre>\n"
+        )
+    s = diff["summary"]
+    m = s["mandatoryViolations"]
+    status = f"❌ {m} mandatory policy violation(s)" if m else "✅ no mandatory policy violation"
+    head = [
+        f"{heading} Offline plan diff: stack `{diff.get('stack')}`",
+        "",
+        f"Base `{md(_base_label(diff))}` → this change. {status}. "
+        f"Critical path depth {diff['criticalPath']['base']} → {diff['criticalPath']['head']}.",
+        "",
+        "| | + add | ~ update | +- replace | - delete | unchanged | new policy findings | resolved findings |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        f"| resources | {s['add']} | {s['update']} | {s['replace']} | {s['delete']} | {s['unchanged']}"
+        f" | {s['newPolicyViolations']} | {s['resolvedPolicyViolations']} |",
+        "",
+    ]
+    by_type: dict[str, Counter] = {}
+    for e in diff["resources"]:
+        by_type.setdefault(e["type"], Counter())[e["action"]] += 1
+    if by_type:
+        head += ["| type | + | ~ | +- | - |", "| --- | ---: | ---: | ---: | ---: |"]
+        rows = sorted(by_type.items())
+        for t, c in rows[:40]:
+            head.append(f"| {code(t)} | {c['add']} | {c['update']} | {c['replace']} | {c['delete']} |")
+        if len(rows) > 40:
+            head.append(f"| … {len(rows) - 40} more types | | | | |")
+        head.append("")
+    if diff["newPolicyViolations"]:
+        head += [
+            "**New policy findings**",
+            "",
+            "| level | policy | resource | message |",
+            "| --- | --- | --- | --- |",
+        ]
+        for v in diff["newPolicyViolations"][:30]:
+            urn = v.get("urn") or "(stack)"
+            msg = (v.get("message") or "").strip()
+            msg = msg if len(msg) <= 300 else msg[:299] + "…"
+            head.append(
+                f"| {md(v.get('enforcementLevel'))} | {md(v.get('policy'))} | {code(urn.rsplit('::', 1)[-1])}"
+                f" | {md(msg)} |"
+            )
+        if len(diff["newPolicyViolations"]) > 30:
+            head.append(f"| | | | … {len(diff['newPolicyViolations']) - 30} more (see the JSON output) |")
+        head.append("")
+    for n in diff["notes"][:10]:
+        head.append(f"> note: {md(n)}")
+    if diff["notes"]:
+        head.append("")
+    text = "\n".join(head)
+    if diff["resources"]:
+        text += "\n**Changed resources**\n\n"
+    reserve = 400  # room for the truncation note
+    shown = 0
+    for e in diff["resources"]:
+        block = _resource_details(e)
+        if len(text) + len(block) > max_chars - reserve:
+            break
+        text += block
+        shown += 1
+    if shown < len(diff["resources"]):
+        text += (
+            f"\n> ⚠️ Details truncated: {len(diff['resources']) - shown} of {len(diff['resources'])} changed "
+            f"resources not shown (GitHub comments are limited to {GITHUB_COMMENT_LIMIT:,} characters). "
+            f"Run `python -m tools.plan {diff.get('stack')} --diff-base <ref> --format json` for all of them.\n"
+        )
+    if len(text) > max_chars:  # only if the summary alone is larger than the budget
+        text = text[: max_chars - 80] + "\n\n> ⚠️ Summary truncated to fit the comment size limit.\n"
+    return text
+
+
+def render(diff: dict[str, Any], fmt: str, max_chars: int = DEFAULT_MARKDOWN_BUDGET) -> str:
+    if fmt == "json":
+        return render_json(diff)
+    if fmt == "markdown":
+        return render_markdown(diff, max_chars)
+    if fmt == "table":
+        return render_table(diff)
+    raise ValueError(f"unknown format {fmt!r}: use {', '.join(FORMATS)}")

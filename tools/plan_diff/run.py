@@ -1,0 +1,169 @@
+"""Runs the two offline plans: the base ref in a temporary `git worktree`, the head in the working tree."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tools.plan_common import EXIT_ERROR, EXIT_MANDATORY, EXIT_OK, ROOT
+from tools.plan_diff.compare import diff_plans, exit_code
+from tools.plan_diff.render import FORMATS, render
+
+PLAN_TIMEOUT_SECONDS = 900
+
+
+class DiffError(Exception):
+    """Something outside the diff itself failed: git, the base or head plan."""
+
+
+@dataclass
+class _Git:
+    cwd: Path
+
+    def run(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        proc = subprocess.run(["git", *args], cwd=self.cwd, capture_output=True, text=True)
+        if check and proc.returncode != 0:
+            raise DiffError(f"git {' '.join(args)} failed: {proc.stderr.strip() or proc.stdout.strip()}")
+        return proc
+
+
+def _plan_env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    return env
+
+
+def _run_plan(cwd: Path, stack: str, extra: list[str], label: str) -> dict[str, Any]:
+    cmd = [sys.executable, "-m", "tools.plan", stack, "--format", "json", "--quiet", *extra]
+    try:
+        proc = subprocess.run(
+            cmd, cwd=cwd, capture_output=True, text=True, env=_plan_env(), timeout=PLAN_TIMEOUT_SECONDS
+        )
+    except subprocess.TimeoutExpired:
+        raise DiffError(
+            f"the {label} plan of stack {stack} took longer than {PLAN_TIMEOUT_SECONDS}s"
+        ) from None
+    if proc.returncode not in (EXIT_OK, EXIT_MANDATORY):
+        detail = proc.stderr.strip() or proc.stdout.strip() or f"exit code {proc.returncode}"
+        raise DiffError(f"the {label} plan of stack {stack} failed:\n{detail}")
+    try:
+        report = json.loads(proc.stdout)
+    except json.JSONDecodeError as e:
+        raise DiffError(f"the {label} plan of stack {stack} did not print JSON: {e}") from None
+    if not isinstance(report, dict) or not isinstance(report.get("resources"), list):
+        raise DiffError(f"the {label} plan of stack {stack} printed JSON of an unexpected shape")
+    return report
+
+
+def diff_stacks(
+    stacks: Sequence[str],
+    base_ref: str,
+    config_file: Path | str | None = None,
+    policy_config: Path | str | None = None,
+    project_dir: Path | None = None,
+) -> list[dict[str, Any]]:
+    """Plans each stack at base_ref (one temporary worktree) and in the working tree; returns the diffs.
+
+    config_file / policy_config apply to the working tree's plan only; the base uses its own files.
+    """
+    project = Path(project_dir or ROOT).resolve()
+    git = _Git(project)
+    top = Path(git.run("rev-parse", "--show-toplevel").stdout.strip())
+    prefix = git.run("rev-parse", "--show-prefix").stdout.strip()
+    commit = git.run("rev-parse", "--verify", "--quiet", f"{base_ref}^{{commit}}", check=False)
+    if commit.returncode != 0:
+        raise DiffError(
+            f"git ref {base_ref!r} does not name a commit (fetch it first, e.g. git fetch origin main)"
+        )
+    sha = commit.stdout.strip()
+    head_extra: list[str] = []
+    if config_file:
+        head_extra += ["--config-file", str(Path(config_file).resolve())]
+    if policy_config:
+        head_extra += ["--policy-config", str(Path(policy_config).resolve())]
+
+    def exists_at_base(rel: str) -> bool:
+        return git.run("cat-file", "-e", f"{sha}:{prefix}{rel}", check=False).returncode == 0
+
+    base_stacks = [s for s in stacks if exists_at_base(f"stacks/Pulumi.{s}.yaml")]
+    if base_stacks and not exists_at_base("tools/plan.py"):
+        raise DiffError(f"{base_ref} has no offline plan (tools/plan.py): cannot plan the base")
+    tmp = Path(tempfile.mkdtemp(prefix="plan-diff-"))
+    tree = tmp / "base"
+    added_worktree = False
+    try:
+        if base_stacks:
+            git.cwd = top
+            git.run("worktree", "add", "--detach", "--quiet", str(tree), sha)
+            added_worktree = True
+        jobs: list[tuple[str, str]] = [(s, "base") for s in base_stacks] + [(s, "head") for s in stacks]
+        workers = max(1, min(len(jobs), os.cpu_count() or 2, 4))
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            futures = {
+                (s, side): pool.submit(
+                    _run_plan,
+                    tree / prefix if side == "base" else project,
+                    s,
+                    [] if side == "base" else head_extra,
+                    f"{base_ref} ({sha[:12]})" if side == "base" else "working tree",
+                )
+                for s, side in jobs
+            }
+            results: dict[tuple[str, str], dict[str, Any]] = {}
+            errors: dict[str, list[str]] = {}
+            for (s, side), f in futures.items():
+                try:
+                    results[(s, side)] = f.result()
+                except DiffError as e:  # one stack's failure must not hide the other stacks' diffs
+                    errors.setdefault(s, []).append(str(e))
+    finally:
+        if added_worktree:
+            removed = git.run("worktree", "remove", "--force", str(tree), check=False)
+            if removed.returncode != 0:
+                shutil.rmtree(tree, ignore_errors=True)
+                git.run("worktree", "prune", check=False)
+        shutil.rmtree(tmp, ignore_errors=True)
+    diffs = []
+    for s in stacks:
+        if s in errors:
+            d = {"stack": s, "error": "\n".join(errors[s])}
+        else:
+            d = diff_plans(results.get((s, "base")), results[(s, "head")])
+            d["stack"] = s
+        d["baseRef"] = base_ref
+        d["baseCommit"] = sha
+        d["baseMissing"] = s not in base_stacks
+        if d["baseMissing"] and "error" not in d:
+            d["notes"].insert(0, f"stack {s} does not exist at {base_ref}: every resource is new")
+        diffs.append(d)
+    return diffs
+
+
+def run_diff(
+    stack: str,
+    base_ref: str,
+    fmt: str,
+    config_file: Path | str | None = None,
+    policy_config: Path | str | None = None,
+    *,
+    project_dir: Path | None = None,
+) -> tuple[str, int]:
+    """Rendered diff of one stack against base_ref, and the exit code (0, 1 mandatory violation, 2 error)."""
+    if fmt not in FORMATS:
+        return f"error: unknown format {fmt!r}: use {', '.join(FORMATS)}", EXIT_ERROR
+    try:
+        (diff,) = diff_stacks([stack], base_ref, config_file, policy_config, project_dir)
+    except DiffError as e:
+        return f"error: {e}", EXIT_ERROR
+    if "error" in diff:
+        return f"error: {diff['error']}", EXIT_ERROR
+    return render(diff, fmt), exit_code(diff)
