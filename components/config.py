@@ -96,17 +96,9 @@ class TargetBase(Model):
 # Target models are imported here (not the other way round) so that the root model knows every kind.
 from components.targets.azure_ml import AzureMlTarget  # noqa: E402
 from components.targets.gke import GkeClusterTarget  # noqa: E402
+from components.targets.google_api import GoogleApiSettings  # noqa: E402
 from components.targets.kubernetes import KubernetesClusterTarget  # noqa: E402
 from components.targets.model_development import ModelDevelopmentClusterTarget  # noqa: E402
-
-
-class GoogleApiSettings(Model):
-    """Settings for the REST clients of the dynamic providers (GKE adopt, Model Development Cluster)."""
-
-    # Project billed for API quota (x-goog-user-project header).
-    quota_project: str | None = None
-    # Custom API endpoints, e.g. a private endpoint or a test fake: {"aiplatform": "https://...", "container": ...}
-    endpoints: dict[Literal["aiplatform", "container"], str] = {}
 
 
 class StackConfig(Model):

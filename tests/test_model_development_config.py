@@ -147,7 +147,9 @@ def test_shapes_and_enums_name_what_is_allowed():
 
 def test_unknown_key_lists_allowed_keys():
     (p,) = problems(target(nodeCount=3))
-    assert p.startswith(f"{T}.nodeCount: unknown key; allowed keys: deletionPolicy, displayName, labels, ")
+    assert p.startswith(
+        f"{T}.nodeCount: unknown key; allowed keys: deletionPolicy, displayName, googleApi, labels, "
+    )
 
 
 # -- component under the mock runtime ---------------------------------------------------------------------

@@ -34,6 +34,7 @@ from pydantic import field_validator, model_validator
 
 from components import compat
 from components.config import Model, TargetBase, raise_issues
+from components.targets.google_api import TargetGoogleApi
 from components.targets.kubernetes import InClusterSettings, _label_key_problem, manual_install_issues
 
 _POOL_NAME = re.compile(r"[a-z]([-a-z0-9]{0,38}[a-z0-9])?")
@@ -191,6 +192,8 @@ class GkeClusterTarget(TargetBase, InClusterSettings):
     deletion_protection: bool = True
     # Created clusters: node pools (the default pool is removed).
     node_pools: list[NodePool] = []
+    # Per-target Google credentials/retry settings (override the stack's googleApi keys).
+    google_api: TargetGoogleApi | None = None
 
     @property
     def gke_name(self) -> str:

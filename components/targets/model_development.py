@@ -14,6 +14,7 @@ from pydantic import AfterValidator, Field, model_validator
 
 from components.config import Model, TargetBase, raise_issues
 from components.providers.model_development_cluster import DEFAULT_OPERATION_TIMEOUT_MINUTES, validate_spec
+from components.targets.google_api import TargetGoogleApi
 
 
 def _shaped(pattern: str, shape: str) -> AfterValidator:
@@ -154,6 +155,8 @@ class ModelDevelopmentClusterTarget(TargetBase):
     deletion_policy: Literal["DELETE", "ABANDON", "PREVENT"] = "DELETE"
     # Deadline for each long-running operation.
     operation_timeout_minutes: int = Field(default=DEFAULT_OPERATION_TIMEOUT_MINUTES, ge=1, le=1440)
+    # Per-target Google credentials/retry settings (override the stack's googleApi keys).
+    google_api: TargetGoogleApi | None = None
 
     @model_validator(mode="after")
     def _rules(self) -> ModelDevelopmentClusterTarget:
@@ -162,7 +165,7 @@ class ModelDevelopmentClusterTarget(TargetBase):
 
     def spec(self) -> dict[str, Any]:
         """The dynamic resource's inputs (snake_case, unset fields left out)."""
-        return _strip_empty(self.model_dump(exclude={"name"}, exclude_none=True))
+        return _strip_empty(self.model_dump(exclude={"name", "google_api"}, exclude_none=True))
 
 
 def _strip_empty(v: Any) -> Any:
