@@ -1,18 +1,8 @@
-"""Builds the ml-diagnostics policy pack. Rules live in policies/rules/ as plain functions.
+"""Builds the ml-diagnostics policy pack. Everything it needs is in this directory (mldiag_policy/) and in
+requirements.txt: a copy of policies/ alone loads, analyzes and passes its own tests (tests/)."""
 
-The repo root goes on sys.path so rules can use components/compat.py (pure Python: the version rules from
-the docs live there once, for the components and the pack alike).
-"""
-
-import os
-import sys
-
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-sys.path.insert(1, os.path.dirname(HERE))
-
-from pulumi_policy import EnforcementLevel, PolicyPack  # noqa: E402
-from rules import POLICIES  # noqa: E402
+from mldiag_policy.pack import POLICIES
+from pulumi_policy import EnforcementLevel, PolicyPack
 
 PolicyPack(
     name="ml-diagnostics",

@@ -1,3 +1,3 @@
 """Shared fixtures live in tests/fixtures/<area>.py; this file only lists them."""
 
-pytest_plugins: list[str] = []
+pytest_plugins: list[str] = ["tests.fixtures.policies"]

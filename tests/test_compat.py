@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import ast
+from pathlib import Path
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -193,7 +196,10 @@ def test_cert_manager_values_problem():
 def test_parse_semver_rejects_garbage():
     with pytest.raises(ValueError) as e:
         compat.parse_semver("latest")
-    assert str(e.value) == "'latest' is not a chart version; expected MAJOR.MINOR.PATCH, e.g. 0.24.0"
+    assert str(e.value) == (
+        "'latest' is not a chart version; expected MAJOR.MINOR.PATCH with an optional -PRERELEASE, e.g. 0.24.0 "
+        "or 0.25.0-rc.1"
+    )
 
 
 DIGEST = "sha256:" + "a" * 64
@@ -240,15 +246,121 @@ def test_deep_merge_replaces_lists_and_merges_maps():
     assert base == {"a": {"b": 1, "c": [1, 2]}, "d": 1}
 
 
-def test_compat_imports_no_pulumi():
-    import ast
-    from pathlib import Path
+ROOT = Path(__file__).resolve().parents[1]
+PACK_COMPAT = ROOT / "policies" / "mldiag_policy" / "compat.py"
 
-    tree = ast.parse(Path(compat.__file__).read_text())
+
+def _imports(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text())
+    return {
+        (n.module if isinstance(n, ast.ImportFrom) else a.name) or ""
+        for n in ast.walk(tree)
+        if isinstance(n, (ast.Import, ast.ImportFrom))
+        for a in (n.names if isinstance(n, ast.Import) else [n])
+    }
+
+
+def _code_strings(path: Path) -> list[str]:
+    """String constants in code (docstrings and comments left out: they may quote a version)."""
+    tree = ast.parse(path.read_text())
+    docs = {
+        id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant)
+    }
+    return [
+        n.value
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in docs
+    ]
+
+
+def test_one_source_of_truth_the_pack_owns_the_rules_and_components_read_them():
+    from policies.mldiag_policy import compat as pack_compat
+
+    # components/compat.py only re-exports: no data, no function of its own
+    tree = ast.parse((ROOT / "components" / "compat.py").read_text())
+    body = [n for n in tree.body if not (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant))]
+    assert [ast.dump(n) for n in body] == [
+        ast.dump(ast.ImportFrom(module="policies.mldiag_policy.compat", names=[ast.alias(name="*")], level=0))
+    ]
+    public = [n for n in vars(pack_compat) if not n.startswith("_")]
+    assert public and all(getattr(compat, n) is getattr(pack_compat, n) for n in public)
+    assert compat.GkeVersion is pack_compat.GkeVersion
+    # the pack never reaches back into the program
+    for path in (ROOT / "policies").rglob("*.py"):
+        assert not any(m.split(".")[0] == "components" for m in _imports(path)), path
+    # the thresholds are written once, in the pack's compat module
+    for literal in ("1.35.0-gke.3065000", "1.36.4-gke.1247000", "--health-probe-bind-address=:8081"):
+        holders = [
+            p.relative_to(ROOT).as_posix()
+            for d in ("components", "policies")
+            for p in (ROOT / d).rglob("*.py")
+            if any(literal in s for s in _code_strings(p))
+        ]
+        assert holders == ["policies/mldiag_policy/compat.py"], (literal, holders)
+
+
+def test_compat_imports_no_pulumi():
+    tree = ast.parse(PACK_COMPAT.read_text())
     imported = {
         (n.module if isinstance(n, ast.ImportFrom) else a.name).split(".")[0]
         for n in ast.walk(tree)
         if isinstance(n, (ast.Import, ast.ImportFrom))
         for a in (n.names if isinstance(n, ast.Import) else [n])
     }
-    assert imported <= {"__future__", "re", "collections", "dataclasses", "typing"}
+    assert imported <= {"__future__", "re", "collections", "dataclasses", "typing", "semver"}
+
+
+# --- one semver implementation with pre-release semantics (issue 12 item 4) ------------------------
+
+
+@pytest.mark.parametrize(
+    ("jax", "chart", "problem"),
+    [
+        ("0.8.1", "0.24.0", None),
+        ("0.8.1", "v0.24.0", None),
+        ("0.8.1", "0.24.0+build.7", None),  # build metadata does not count
+        ("0.8.1", "0.24.0-rc.1", "JAX 0.8.x needs connection-operator chart 0.24.0, not 0.24.0-rc.1"),
+        (
+            "0.9",
+            "0.24.0-alpha",
+            "JAX 0.9.x and later needs connection-operator chart 0.24.0 or later, not 0.24.0-alpha",
+        ),
+        ("0.9", "0.24.1-rc.1", None),
+        ("0.9", "0.25.0", None),
+    ],
+)
+def test_chart_rules_use_prerelease_precedence(jax, chart, problem):
+    assert compat.connection_operator_chart_problem(jax, chart) == problem
+
+
+def test_cert_manager_prerelease_of_v1_15_still_takes_install_crds():
+    assert compat.cert_manager_crd_values("v1.15.0-beta.1") == {"installCRDs": True}
+    assert compat.cert_manager_crd_values("v1.15.0") == {"crds": {"enabled": True, "keep": True}}
+
+
+def test_parse_semver_refuses_ranges_with_the_expected_form():
+    with pytest.raises(ValueError) as e:
+        compat.parse_semver("0.24")
+    assert str(e.value) == (
+        "'0.24' is not a chart version; expected MAJOR.MINOR.PATCH with an optional -PRERELEASE, e.g. 0.24.0 or "
+        "0.25.0-rc.1"
+    )
+
+
+def test_config_validators_and_pack_share_the_prerelease_rule():
+    import components.config  # noqa: F401  (target models import through it)
+    from components.targets.kubernetes import MlDiagnosticsManualSettings
+
+    with pytest.raises(ValueError) as e:
+        MlDiagnosticsManualSettings.model_validate(
+            {"jaxVersion": "0.8.1", "connectionOperator": {"version": "0.24.0-rc.1"}}
+        )
+    assert (
+        "connectionOperator.version: JAX 0.8.x needs connection-operator chart 0.24.0, not 0.24.0-rc.1"
+        in str(e.value)
+    )
+    with pytest.raises(ValueError) as e:
+        MlDiagnosticsManualSettings.model_validate(
+            {"jaxVersion": "0.9", "connectionOperator": {"version": "0.24.0-alpha"}}
+        )
+    assert "needs connection-operator chart 0.24.0 or later, not 0.24.0-alpha" in str(e.value)

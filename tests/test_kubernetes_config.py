@@ -177,7 +177,8 @@ def test_in_cluster_settings_are_inherited_flat():
         (
             {"certManager": {"version": "latest"}},
             [
-                f"{P}.certManager.version: 'latest' is not a chart version; expected MAJOR.MINOR.PATCH, e.g. 0.24.0"
+                f"{P}.certManager.version: 'latest' is not a chart version; expected MAJOR.MINOR.PATCH with an "
+                "optional -PRERELEASE, e.g. 0.24.0 or 0.25.0-rc.1"
             ],
         ),
         (

@@ -4,13 +4,10 @@ from __future__ import annotations
 
 import base64
 
-from tests.test_policies_support import (  # noqa: F401
-    ENVS,
-    EXPECTED,
+from tests.fixtures.policies import (
     UNKNOWN_STRING,
     body,
     levels_ok,
-    pack,
     res,
     secret,
     the,
@@ -80,7 +77,7 @@ PEMS = {
 INSECURE = {**HTTPS, "allowInsecureConnections": "True"}
 
 
-def test_workloads_enabled(pack):  # noqa: F811
+def test_workloads_enabled(pack):
     ok = [
         res(EXT, "t", extension(TRAINING)),
         res(EXT, "i", extension(HTTPS, PEMS)),
@@ -106,7 +103,7 @@ def test_workloads_enabled(pack):  # noqa: F811
     )
 
 
-def test_inference_https_complete(pack):  # noqa: F811
+def test_inference_https_complete(pack):
     ok = [
         res(EXT, "pem", extension(HTTPS, PEMS)),
         res(EXT, "secret", extension({**HTTPS, "sslSecret": "azureml-tls"})),
@@ -127,19 +124,19 @@ def test_inference_https_complete(pack):  # noqa: F811
     assert len(pack.findings("azureml-inference-https", [half])) == 1
 
 
-def test_insecure_connections_refused_in_prod_only(pack):  # noqa: F811
+def test_insecure_connections_refused_in_prod_only(pack):
     r = res(EXT, "x", extension(INSECURE))
     assert pack.findings("azureml-inference-https", [r], "dev") == []
     assert pack.findings("azureml-inference-https", [r], "staging") == []
     assert the(pack, "azureml-inference-https", [r], "prod") == (
         "Azure ML extension 'azureml' sets allowInsecureConnections=True: inference endpoints would serve plain "
-        "HTTP, which seed 003 allows for development and testing only and this environment refuses. Remediation: "
+        "HTTP, which the Azure ML extension docs allow for development and testing only and this environment refuses. Remediation: "
         "remove inference.allowInsecureConnections and set inference.sslCname with inference.sslSecret or "
         "inference.sslCertPem/sslKeyPem."
     )
 
 
-def test_secrets_only_in_protected_settings_and_never_echoed(pack):  # noqa: F811
+def test_secrets_only_in_protected_settings_and_never_echoed(pack):
     ok = [res(EXT, "pem", extension(HTTPS, PEMS)), res(EXT, "arc", extension(TRAINING, kind="arc"))]
     assert pack.findings("azureml-secrets-protected", ok) == []
     by_key = res(EXT, "x", extension({**HTTPS, "scoringFe.sslKey": "c2VjcmV0"}))
@@ -164,7 +161,7 @@ def test_secrets_only_in_protected_settings_and_never_echoed(pack):  # noqa: F81
         assert "BEGIN" not in v.message and "SharedAccessKey=" not in v.message and "LS0t" not in v.message
 
 
-def test_cluster_scope_and_release_namespace(pack):  # noqa: F811
+def test_cluster_scope_and_release_namespace(pack):
     assert pack.findings("azureml-cluster-scope", [res(EXT, "ok", extension(TRAINING))]) == []
     ns_scope = res(EXT, "x", extension(TRAINING, scope={"namespace": {"targetNamespace": "ml"}}))
     levels_ok(pack, "azureml-cluster-scope", [ns_scope])
@@ -178,7 +175,7 @@ def test_cluster_scope_and_release_namespace(pack):  # noqa: F811
     )
 
 
-def test_arc_relay_settings(pack):  # noqa: F811
+def test_arc_relay_settings(pack):
     ok = [res(EXT, "arc", extension(TRAINING, kind="arc")), res(EXT, "aks", extension(TRAINING))]
     assert pack.findings("azureml-arc-relay", ok) == []
     bare = extension(TRAINING, {}, kind="arc")
@@ -193,7 +190,7 @@ def test_arc_relay_settings(pack):  # noqa: F811
     )
 
 
-def test_relay_id_unknown_during_preview_is_reported_as_unchecked(pack):  # noqa: F811
+def test_relay_id_unknown_during_preview_is_reported_as_unchecked(pack):
     props = extension(TRAINING, kind="arc")
     props["configurationSettings"]["relayserver.enabled"] = UNKNOWN_STRING
     (v,) = pack.findings("azureml-arc-relay", [res(EXT, "x", props)])
@@ -201,7 +198,7 @@ def test_relay_id_unknown_during_preview_is_reported_as_unchecked(pack):  # noqa
     assert "not checked because the value(s) at relayserver.enabled are unknown until apply" in v.message
 
 
-def test_allowed_subscriptions(pack):  # noqa: F811
+def test_allowed_subscriptions(pack):
     assert pack.findings("azureml-allowed-subscriptions", [res(EXT, "ok", extension(TRAINING))]) == []
     other = res(EXT, "x", extension(TRAINING, sub=OTHER_SUB))
     levels_ok(pack, "azureml-allowed-subscriptions", [other])
@@ -210,7 +207,7 @@ def test_allowed_subscriptions(pack):  # noqa: F811
     assert body(found[0]) == (
         f"Azure ML extension 'azureml' attaches a cluster in subscription {OTHER_SUB} (configurationSettings."
         f"clusterId), which is not an allowed subscription ({SUB}); Azure ML does not attach AKS clusters across "
-        "subscriptions (seed 003). Remediation: use a cluster in the workspace's subscription, or connect the "
+        "subscriptions (Azure ML extension docs). Remediation: use a cluster in the workspace's subscription, or connect the "
         "cluster to Azure Arc and register it in the workspace's subscription."
     )
     # without the ARM id in the settings the provider's subscription decides
@@ -241,7 +238,7 @@ def aks(**props) -> dict:
     }
 
 
-def test_aks_managed_identity_and_local_accounts(pack):  # noqa: F811
+def test_aks_managed_identity_and_local_accounts(pack):
     ok = [
         res(AKS, "sys", aks()),
         res(AKS, "user", aks(identity={"type": "UserAssigned"}, servicePrincipalProfile={"clientId": "msi"})),
@@ -259,12 +256,12 @@ def test_aks_managed_identity_and_local_accounts(pack):  # noqa: F811
     assert "pw" not in text
     local = res(AKS, "local", aks(disableLocalAccounts=True))
     assert the(pack, "aks-managed-identity-local-accounts", [local]) == (
-        "AKS cluster 'aks-prod' sets disableLocalAccounts=true, which Azure ML does not support (seed 003 "
+        "AKS cluster 'aks-prod' sets disableLocalAccounts=true, which Azure ML does not support (Azure ML extension docs, "
         "limitations). Remediation: remove disableLocalAccounts (local accounts are enabled by default)."
     )
 
 
-def test_subscription_unknown_during_preview_is_not_a_violation(pack):  # noqa: F811
+def test_subscription_unknown_during_preview_is_not_a_violation(pack):
     props = extension(TRAINING)
     props["configurationSettings"]["clusterId"] = UNKNOWN_STRING
     other = res(EXT, "other", extension(TRAINING, sub=OTHER_SUB))

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import sys
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -17,15 +16,12 @@ from pulumi_policy import ResourceValidationArgs, ResourceValidationPolicy, Stac
 from pulumi_policy.policy import PolicyResource, PolicyResourceOptions
 from pulumi_policy.proxy import UnknownValueError, unknown_checking_proxy
 
+from policies.mldiag_policy.pack import POLICIES
+from tests.fixtures.policies import UNKNOWN_STRING
 from tests.test_policies_azure_ml import PEMS, extension
 from tests.test_policies_gke import adopted, cluster
 from tests.test_policies_kubernetes import JAX08_ARGS, cert_manager, diagon, operator, webhook
 from tests.test_policies_model_development import spec
-from tests.test_policies_support import UNKNOWN_STRING
-from tools.plan_runtime import ROOT
-
-sys.path.insert(0, str(ROOT / "policies"))
-from rules import POLICIES  # noqa: E402
 
 TYPES = [
     "kubernetes:apps/v1:DaemonSet",

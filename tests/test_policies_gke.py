@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.test_policies_support import ENVS, EXPECTED, UNKNOWN_STRING, body, pack, res  # noqa: F401
+from tests.fixtures.policies import ENVS, EXPECTED, UNKNOWN_STRING, body, res
 
 CLUSTER = "gcp:container/cluster:Cluster"
 ADOPTED = "pulumi-python:dynamic/gke:ManagedMlDiagnostics"
@@ -33,7 +33,7 @@ def adopted(enabled=True, version="1.35.1-gke.1396000") -> dict:
     }
 
 
-def check_levels(pack, policy, resources):  # noqa: F811
+def check_levels(pack, policy, resources):
     for env in ENVS:
         found = pack.findings(policy, resources, env)
         assert [v.enforcement_level for v in found] == [EXPECTED[policy][ENVS.index(env)]], env
@@ -42,14 +42,14 @@ def check_levels(pack, policy, resources):  # noqa: F811
 @pytest.mark.parametrize(
     "version", ["1.35.0-gke.3065000", "1.35.1-gke.1", "1.36.4-gke.1247000", "1.36", "v1.40.0-gke.5"]
 )
-def test_min_version_accepts_supported_versions(pack, version):  # noqa: F811
+def test_min_version_accepts_supported_versions(pack, version):
     assert (
         pack.findings("gke-managed-diagnostics-min-version", [res(CLUSTER, "c", cluster(version=version))])
         == []
     )
 
 
-def test_min_version_ignores_clusters_with_the_flag_off(pack):  # noqa: F811
+def test_min_version_ignores_clusters_with_the_flag_off(pack):
     old = res(CLUSTER, "c", cluster(enabled=False, version="1.30.0-gke.1"))
     assert pack.findings("gke-managed-diagnostics-min-version", [old]) == []
 
@@ -64,7 +64,7 @@ def test_min_version_ignores_clusters_with_the_flag_off(pack):  # noqa: F811
         (None, "no version is declared"),
     ],
 )
-def test_min_version_refuses_older_or_unknown_versions(pack, version, problem):  # noqa: F811
+def test_min_version_refuses_older_or_unknown_versions(pack, version, problem):
     r = res(CLUSTER, "c", cluster(version=version))
     v = pack.findings("gke-managed-diagnostics-min-version", [r])
     assert len(v) == 1
@@ -76,7 +76,7 @@ def test_min_version_refuses_older_or_unknown_versions(pack, version, problem): 
     )
 
 
-def test_min_version_on_adopted_clusters(pack):  # noqa: F811
+def test_min_version_on_adopted_clusters(pack):
     assert pack.findings("gke-managed-diagnostics-min-version", [res(ADOPTED, "a", adopted())]) == []
     old = res(ADOPTED, "a", adopted(version="1.33.2-gke.100"))
     check_levels(pack, "gke-managed-diagnostics-min-version", [old])
@@ -88,14 +88,14 @@ def test_min_version_on_adopted_clusters(pack):  # noqa: F811
     )
 
 
-def test_min_version_unknown_during_preview_says_so(pack):  # noqa: F811
+def test_min_version_unknown_during_preview_says_so(pack):
     r = res(CLUSTER, "c", cluster(version=UNKNOWN_STRING))
     (v,) = pack.findings("gke-managed-diagnostics-min-version", [r])
     assert v.enforcement_level == "advisory"
     assert "not checked because the value(s) at minMasterVersion are unknown until apply" in v.message
 
 
-def test_explicit_block(pack):  # noqa: F811
+def test_explicit_block(pack):
     ok = [
         res(CLUSTER, "on", cluster(True)),
         res(CLUSTER, "off", cluster(False)),
@@ -120,7 +120,7 @@ def release(chart: str, provider: str, name: str = "r") -> object:
     )
 
 
-def test_no_manual_releases_on_a_managed_cluster(pack):  # noqa: F811
+def test_no_manual_releases_on_a_managed_cluster(pack):
     c = res(CLUSTER, "train", cluster(True), parent=PARENT)
     p = res(PROVIDER, "train-k8s", {"kubeconfig": "{}"}, parent=PARENT, deps=(c.urn,))
     wh = release("mldiagnostics-injection-webhook", p.urn, "wh")

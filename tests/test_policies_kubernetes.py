@@ -6,16 +6,7 @@ import copy
 
 import pytest
 
-from tests.test_policies_support import (
-    ENVS,
-    EXPECTED,
-    K8S_PROVIDER,
-    UNKNOWN_STRING,
-    body,
-    pack,  # noqa: F401 (fixture)
-    res,
-    urn,
-)
+from tests.fixtures.policies import ENVS, EXPECTED, K8S_PROVIDER, UNKNOWN_STRING, body, res, urn
 
 DS = "kubernetes:apps/v1:DaemonSet"
 RELEASE = "kubernetes:helm.sh/v3:Release"
@@ -80,13 +71,13 @@ def plain_ds(**container) -> dict:
     }
 
 
-def one(pack, policy: str, resources, env: str = "prod"):  # noqa: F811
+def one(pack, policy: str, resources, env: str = "prod"):
     found = pack.findings(policy, resources, env)
     assert len(found) == 1, found
     return found[0]
 
 
-def assert_levels(pack, policy: str, resources) -> None:  # noqa: F811
+def assert_levels(pack, policy: str, resources) -> None:
     for env in ENVS:
         found = pack.findings(policy, resources, env)
         assert [v.enforcement_level for v in found] == [EXPECTED[policy][ENVS.index(env)]], (env, found)
@@ -95,7 +86,7 @@ def assert_levels(pack, policy: str, resources) -> None:  # noqa: F811
 # --- k8s-images-pinned -----------------------------------------------------------------------------
 
 
-def test_images_pinned_accepts_a_tag_or_a_digest(pack):  # noqa: F811
+def test_images_pinned_accepts_a_tag_or_a_digest(pack):
     ok = [
         res(DS, "a", diagon()),
         res(DS, "b", diagon(image=f"us-docker.pkg.dev/hypercomputediagon-release/daemon/d@{DIGEST}")),
@@ -116,7 +107,7 @@ def test_images_pinned_accepts_a_tag_or_a_digest(pack):  # noqa: F811
         ),
     ],
 )
-def test_images_pinned_refuses_latest_and_untagged(pack, image, why):  # noqa: F811
+def test_images_pinned_refuses_latest_and_untagged(pack, image, why):
     r = res(DS, "diagon", diagon(image=image))
     assert_levels(pack, "k8s-images-pinned", [r])
     v = one(pack, "k8s-images-pinned", [r], "staging")
@@ -130,7 +121,7 @@ def test_images_pinned_refuses_latest_and_untagged(pack, image, why):  # noqa: F
     assert v.message.startswith("Container images are pinned")
 
 
-def test_images_pinned_require_digest_option(pack):  # noqa: F811
+def test_images_pinned_require_digest_option(pack):
     r = res(DS, "diagon", diagon())
     cfg = {"all": "mandatory", "k8s-images-pinned": {"requireDigest": True}}
     v = one(pack, "k8s-images-pinned", [r], cfg)
@@ -138,7 +129,7 @@ def test_images_pinned_require_digest_option(pack):  # noqa: F811
     assert pack.findings("k8s-images-pinned", [r], "prod") == []
 
 
-def test_images_pinned_checks_init_containers_and_cronjobs(pack):  # noqa: F811
+def test_images_pinned_checks_init_containers_and_cronjobs(pack):
     cron = {
         "metadata": {"name": "sweeper"},
         "spec": {
@@ -158,7 +149,7 @@ def test_images_pinned_checks_init_containers_and_cronjobs(pack):  # noqa: F811
     assert "CronJob 'sweeper' container 'init' uses image 'busybox'" in body(v)
 
 
-def test_unknown_image_is_reported_as_not_checked_not_skipped(pack):  # noqa: F811
+def test_unknown_image_is_reported_as_not_checked_not_skipped(pack):
     r = res(DS, "diagon", diagon(image=UNKNOWN_STRING))
     v = one(pack, "k8s-images-pinned", [r])
     assert v.enforcement_level == "advisory"
@@ -171,7 +162,7 @@ def test_unknown_image_is_reported_as_not_checked_not_skipped(pack):  # noqa: F8
 # --- k8s-images-allowed-registries -----------------------------------------------------------------
 
 
-def test_allowed_registries_accepts_the_seed_registries(pack):  # noqa: F811
+def test_allowed_registries_accepts_the_published_registries(pack):
     ok = [
         res(DS, "a", diagon()),
         res(DS, "b", diagon(image="us-central1-docker.pkg.dev/hypercomputediagon-release/daemon-docker/x:1")),
@@ -179,7 +170,7 @@ def test_allowed_registries_accepts_the_seed_registries(pack):  # noqa: F811
     assert pack.findings("k8s-images-allowed-registries", ok) == []
 
 
-def test_allowed_registries_refuses_other_registries(pack):  # noqa: F811
+def test_allowed_registries_refuses_other_registries(pack):
     r = res(DS, "diagon", diagon(image="docker.io/someone/diagon-daemon:v2.1.0"))
     assert_levels(pack, "k8s-images-allowed-registries", [r])
     v = one(pack, "k8s-images-allowed-registries", [r])
@@ -201,14 +192,14 @@ def test_allowed_registries_refuses_other_registries(pack):  # noqa: F811
 # --- k8s-privileged-only-diagon --------------------------------------------------------------------
 
 
-def test_privileged_allowed_for_diagon_in_its_namespace(pack):  # noqa: F811
+def test_privileged_allowed_for_diagon_in_its_namespace(pack):
     assert pack.findings("k8s-privileged-only-diagon", [res(DS, "diagon", diagon())]) == []
     cfg = {"all": "mandatory", "k8s-privileged-only-diagon": {"diagonNamespaces": ["kube-system"]}}
     moved = res(DS, "diagon", diagon(namespace="kube-system"))
     assert pack.findings("k8s-privileged-only-diagon", [moved], cfg) == []
 
 
-def test_privileged_refused_elsewhere(pack):  # noqa: F811
+def test_privileged_refused_elsewhere(pack):
     moved = res(DS, "diagon", diagon(namespace="kube-system"))
     assert_levels(pack, "k8s-privileged-only-diagon", [moved])
     assert body(one(pack, "k8s-privileged-only-diagon", [moved])) == (
@@ -232,18 +223,18 @@ def test_privileged_refused_elsewhere(pack):  # noqa: F811
 # --- k8s-daemonset-memory-limit --------------------------------------------------------------------
 
 
-def test_memory_limit_passes_within_caps(pack):  # noqa: F811
+def test_memory_limit_passes_within_caps(pack):
     ok = [res(DS, "diagon", diagon(memory="256Mi")), res(DS, "agent", plain_ds())]
     assert pack.findings("k8s-daemonset-memory-limit", ok) == []
 
 
-def test_memory_limit_missing_or_over_cap(pack):  # noqa: F811
+def test_memory_limit_missing_or_over_cap(pack):
     missing = res(DS, "agent", plain_ds(resources={"requests": {"memory": "64Mi"}}))
     assert_levels(pack, "k8s-daemonset-memory-limit", [missing])
     assert body(one(pack, "k8s-daemonset-memory-limit", [missing])) == (
         "DaemonSet 'agent' container 'app' declares no memory limit: a DaemonSet runs on every selected node, and "
-        "an unbounded one can starve the training pods there. Remediation: set resources.limits.memory (the seed "
-        "sets 256Mi for Diagon)."
+        "an unbounded one can starve the training pods there. Remediation: set resources.limits.memory (the ML "
+        "Diagnostics docs' manifest sets 256Mi for Diagon)."
     )
     big = res(DS, "diagon", diagon(memory="0.5Gi"))
     assert body(one(pack, "k8s-daemonset-memory-limit", [big])).startswith(
@@ -305,7 +296,7 @@ def operator(version: str = "0.24.0", args: list | None = None) -> dict:
     }
 
 
-def test_chart_version_pinned(pack):  # noqa: F811
+def test_chart_version_pinned(pack):
     ok = [res(RELEASE, "cm", cert_manager()), res(RELEASE, "wh", webhook())]
     assert pack.findings("helm-chart-version-pinned", ok) == []
     unpinned = res(RELEASE, "wh", webhook(version=""))
@@ -320,7 +311,7 @@ def test_chart_version_pinned(pack):  # noqa: F811
     )
 
 
-def test_allowed_repositories(pack):  # noqa: F811
+def test_allowed_repositories(pack):
     ok = [res(RELEASE, "cm", cert_manager()), res(RELEASE, "wh", webhook())]
     ok.append(
         res(
@@ -351,7 +342,7 @@ def test_allowed_repositories(pack):  # noqa: F811
     assert "is a local path or archive" in body(one(pack, "helm-allowed-repositories", [local]))
 
 
-def test_cert_manager_crds(pack):  # noqa: F811
+def test_cert_manager_crds(pack):
     ok = [
         res(RELEASE, "old", cert_manager()),
         res(RELEASE, "new", cert_manager("v1.15.0", {"crds": {"enabled": True, "keep": True}})),
@@ -377,7 +368,7 @@ def test_cert_manager_crds(pack):  # noqa: F811
     assert "has no exact chart version ('')" in body(one(pack, "helm-cert-manager-crds", [unpinned]))
 
 
-def test_connection_operator_jax_table(pack):  # noqa: F811
+def test_connection_operator_jax_table(pack):
     ok = [
         res(RELEASE, "jax08", operator("0.24.0", JAX08_ARGS)),
         res(RELEASE, "jax09", operator("0.24.0")),
@@ -411,7 +402,7 @@ def mldiag_namespace(mark: str, provider: str = K8S_PROVIDER) -> object:
     return res(NAMESPACE, f"ns-{mark}", {"metadata": meta}, provider=provider)
 
 
-def test_webhook_and_operator_depend_on_cert_manager_in_the_same_cluster(pack):  # noqa: F811
+def test_webhook_and_operator_depend_on_cert_manager_in_the_same_cluster(pack):
     p = res("pulumi:providers:kubernetes", "lab", {"kubeconfig": "x"})
     cm = res(RELEASE, "cm", cert_manager(), provider=p.urn)
     ok = [
@@ -459,7 +450,7 @@ def test_webhook_and_operator_depend_on_cert_manager_in_the_same_cluster(pack): 
     assert len(pack.findings("helm-mldiagnostics-requires-cert-manager", marked_elsewhere)) == 1
 
 
-def test_unknown_values_do_not_hide_known_violations(pack):  # noqa: F811
+def test_unknown_values_do_not_hide_known_violations(pack):
     ds = diagon(image="busybox")
     ds["spec"]["template"]["spec"]["containers"].append(
         copy.deepcopy(ds["spec"]["template"]["spec"]["containers"][0])
@@ -471,7 +462,7 @@ def test_unknown_values_do_not_hide_known_violations(pack):  # noqa: F811
     assert any("containers[1].image are unknown until apply" in v.message for v in found)
 
 
-def test_diagon_namespace_unknown_during_preview_is_not_a_violation(pack):  # noqa: F811
+def test_diagon_namespace_unknown_during_preview_is_not_a_violation(pack):
     """The DaemonSet's namespace is the Namespace resource's output: unknown in a preview that creates it."""
     r = res(DS, "diagon", diagon(namespace=UNKNOWN_STRING, memory="1Gi"))
     for policy in ("k8s-privileged-only-diagon", "k8s-daemonset-memory-limit"):

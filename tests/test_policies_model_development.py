@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import copy
 
-from tests.test_policies_support import ENVS, EXPECTED, UNKNOWN_STRING, body, levels_ok, pack, res, the  # noqa: F401
+from tests.fixtures.policies import UNKNOWN_STRING, levels_ok, res, the
 
 MDC = "pulumi-python:dynamic/vertexai:ModelDevelopmentCluster"
 
@@ -42,12 +42,12 @@ def spec(**slurm) -> dict:
     }
 
 
-def test_a_well_formed_cluster_passes_every_rule(pack):  # noqa: F811
+def test_a_well_formed_cluster_passes_every_rule(pack):
     r = res(MDC, "train", spec(config={"PreemptMode": "REQUEUE"}))
     assert [v for v in pack.run([r], "prod")] == []
 
 
-def test_node_pool_references(pack):  # noqa: F811
+def test_node_pool_references(pack):
     bad = spec(login_node_pool_id="gateway", default_partition_id="gpu", node_sets=[{"node_pool_id": "tpu"}])
     bad["orchestrator_spec"]["slurm_spec"]["partitions"].append(
         {"id": "a100", "node_pool_ids": ["cpu", "a100"]}
@@ -61,13 +61,13 @@ def test_node_pool_references(pack):  # noqa: F811
         "node_pool_id 'tpu' is not a defined node pool (defined: cpu, login); orchestrator_spec.slurm_spec."
         "default_partition_id 'gpu' is not a defined partition (defined: cpu, a100). The API rejects references "
         "to node pools or partitions that the same request does not define, and an update that deletes or renames "
-        "the default partition is refused (seed 004). Remediation: make every login pool, partition and node set "
+        "the default partition is refused (Model Development Cluster docs). Remediation: make every login pool, partition and node set "
         "reference a node_pools[].id, and default_partition_id a partitions[].id; when renaming the default "
         "partition, first point default_partition_id at a partition that stays."
     )
 
 
-def test_slurm_config_exclusive(pack):  # noqa: F811
+def test_slurm_config_exclusive(pack):
     legacy_only = res(MDC, "a", spec(scheduling={"priority_type": "PRIORITY_BASIC"}))
     assert pack.findings("mdc-slurm-config-exclusive", [legacy_only]) == []
     both = res(
@@ -76,18 +76,18 @@ def test_slurm_config_exclusive(pack):  # noqa: F811
     levels_ok(pack, "mdc-slurm-config-exclusive", [both])
     assert the(pack, "mdc-slurm-config-exclusive", [both]).startswith(
         "Model Development Cluster 'train' sets orchestrator_spec.slurm_spec.config together with the legacy "
-        "accounting; a cluster uses one or the other and a request setting both is refused (seed 004)."
+        "accounting; a cluster uses one or the other and a request setting both is refused (Model Development Cluster docs)."
     )
 
 
-def test_node_images_pinned(pack):  # noqa: F811
+def test_node_images_pinned(pack):
     s = spec()
     s["node_pools"] = [pool("cpu", None), pool("login")]
     r = res(MDC, "train", s)
     levels_ok(pack, "mdc-node-images-pinned", [r])
     assert the(pack, "mdc-node-images-pinned", [r]).startswith(
         "Model Development Cluster 'train' node pools cpu set no node_image. node_pools is replaced whole on every "
-        "update, and a pool without node_image moves to the machine type's current default image (seed 004)"
+        "update, and a pool without node_image moves to the machine type's current default image (Model Development Cluster docs)"
     )
     s["node_pools"][0]["node_image"] = UNKNOWN_STRING
     (v,) = pack.findings("mdc-node-images-pinned", [res(MDC, "train", s)])
@@ -95,7 +95,7 @@ def test_node_images_pinned(pack):  # noqa: F811
     assert "node_pools[0].node_image are unknown until apply" in v.message
 
 
-def test_deletion_policy(pack):  # noqa: F811
+def test_deletion_policy(pack):
     for allowed in ("PREVENT", "ABANDON"):
         assert (
             pack.findings("mdc-deletion-policy", [res(MDC, "t", spec() | {"deletion_policy": allowed})]) == []
@@ -109,5 +109,5 @@ def test_deletion_policy(pack):  # noqa: F811
     assert [v.enforcement_level for v in pack.findings("mdc-deletion-policy", [r], "prod")] == ["mandatory"]
     assert the(pack, "mdc-deletion-policy", [r]).startswith(
         "Model Development Cluster 'train' has deletion_policy DELETE (the default); allowed here: PREVENT, "
-        "ABANDON. Deleting the cluster removes it and its resources for good (seed 004)"
+        "ABANDON. Deleting the cluster removes it and its resources for good (Model Development Cluster docs)"
     )

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.fixtures.policies import EXPECTED, res
 from tests.test_policies_kubernetes import webhook
-from tests.test_policies_support import EXPECTED, pack, res  # noqa: F401
 from tools import plan
 from tools.plan_runtime import ROOT, run_config
 
@@ -76,7 +76,7 @@ def recorded(stack: str):
 
 
 @pytest.mark.parametrize("stack", ["dev", "staging", "prod"])
-def test_manual_release_on_a_real_managed_gke_cluster_is_caught(pack, stack):  # noqa: F811
+def test_manual_release_on_a_real_managed_gke_cluster_is_caught(pack, stack):
     """The provider-to-cluster link works on what the GKE component really registers (created and adopted)."""
     resources = recorded(stack)
     managed_parents = {
@@ -100,7 +100,7 @@ def test_manual_release_on_a_real_managed_gke_cluster_is_caught(pack, stack):  #
     assert sorted(v.urn for v in found) == sorted(r.urn for r in rogue)
 
 
-def test_real_webhook_without_its_cert_manager_dependency_is_caught(pack):  # noqa: F811
+def test_real_webhook_without_its_cert_manager_dependency_is_caught(pack):
     resources = recorded("dev")
     releases = [r for r in resources if r.type == "kubernetes:helm.sh/v3:Release"]
     cert_manager = next(r for r in releases if r.inputs.get("chart") == "cert-manager")

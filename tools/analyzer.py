@@ -74,7 +74,9 @@ class PolicyPackProcess:
         self.stop()
 
     def start(self) -> None:
-        env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONUNBUFFERED="1")
+        # The pack is self-contained: it gets no PYTHONPATH, only its own directory (the script dir).
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+        env["PYTHONUNBUFFERED"] = "1"
         self.proc = subprocess.Popen(
             [self.python, str(self.policy_dir / "__main__.py")],
             cwd=self.policy_dir,

@@ -1,16 +1,22 @@
 """Container image rules for Kubernetes workloads (Deployments, DaemonSets, Pods, ...).
 
-Source: seed 000 ships the Diagon image as `:latest` with `imagePullPolicy: Always` and updates it with
+Source: ML Diagnostics docs ships the Diagon image as `:latest` with `imagePullPolicy: Always` and updates it with
 `kubectl set image`; an unpinned image means every node may run a different build and no rollback exists.
 """
 
 from __future__ import annotations
 
-from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy
+from pulumi_policy import (
+    EnforcementLevel,
+    ReportViolation,
+    ResourceValidationArgs,
+    ResourceValidationPolicy,
+    Severity,
+)
 
-from components import compat
-from rules.common import Unknowns, config, name_of, plain, schema
-from rules.kubernetes import WORKLOAD_TYPES, containers
+from .. import compat
+from ..common import GKE_DOCS, Unknowns, cited, config, name_of, plain, schema
+from .kubernetes import WORKLOAD_TYPES, containers
 
 
 def image_registry_path(image: str) -> str:
@@ -77,11 +83,13 @@ images_pinned = ResourceValidationPolicy(
     name="k8s-images-pinned",
     description=(
         "Container images are pinned to a tag other than 'latest' or to a digest (a digest when "
-        "requireDigest is set), so every node runs the same build and rollbacks are possible (seed 000)."
+        "requireDigest is set), so every node runs the same build and rollbacks are possible (ML Diagnostics docs)."
     ),
     enforcement_level=EnforcementLevel.MANDATORY,
     config_schema=schema(PINNED_DEFAULTS),
-    validate=_validate_pinned,
+    validate=cited(_validate_pinned, GKE_DOCS),
+    url=GKE_DOCS,
+    severity=Severity.MEDIUM,
     remediation_steps="Pin a version tag or digest in the stack config and run `pulumi up`.",
 )
 
@@ -95,7 +103,7 @@ REGISTRY_DEFAULTS = {
             "description": "Registry/path prefixes images may come from (matched at a '/' boundary).",
         },
         [
-            # The Diagon daemon's two published paths (seed 000: deployment manifest and update command).
+            # The Diagon daemon's two published paths (ML Diagnostics docs: deployment manifest and update command).
             "us-central1-docker.pkg.dev/hypercomputediagon-release",
             "us-docker.pkg.dev/hypercomputediagon-release",
         ],
@@ -136,10 +144,12 @@ images_allowed_registries = ResourceValidationPolicy(
     name="k8s-images-allowed-registries",
     description=(
         "Container images come from allowed registries only; the defaults are the Artifact Registry paths "
-        "the Diagon daemon is published under (seed 000)."
+        "the Diagon daemon is published under (ML Diagnostics docs)."
     ),
     enforcement_level=EnforcementLevel.MANDATORY,
     config_schema=schema(REGISTRY_DEFAULTS),
-    validate=_validate_registries,
+    validate=cited(_validate_registries, GKE_DOCS),
+    url=GKE_DOCS,
+    severity=Severity.HIGH,
     remediation_steps="Reference images from an allowed registry or extend allowedRegistries after review.",
 )

@@ -1,6 +1,6 @@
 """GKE managed ML diagnostics rules.
 
-Source: seed 000, "연산자 및 웹훅 설정": `--enable-managed-mldiagnostics` / Terraform
+Source: ML Diagnostics docs, "연산자 및 웹훅 설정": `--enable-managed-mldiagnostics` / Terraform
 `managed_machine_learning_diagnostics_config { enabled = ... }` from GKE 1.35.0-gke.3065000 on; older
 clusters take the manual install. The managed feature deploys the injection-webhook and connection-operator
 itself. The threshold lives in components/compat.py.
@@ -16,13 +16,14 @@ from pulumi_policy import (
     ReportViolation,
     ResourceValidationArgs,
     ResourceValidationPolicy,
+    Severity,
     StackValidationArgs,
     StackValidationPolicy,
 )
 
-from components import compat
-from rules.common import Unknowns, dig, is_unknown, plain
-from rules.helm import RELEASE_TYPE, provider_key, release_info, release_kind
+from .. import compat
+from ..common import GKE_DOCS, Unknowns, cited, dig, is_unknown, plain
+from .helm import RELEASE_TYPE, provider_key, release_info, release_kind
 
 CLUSTER_TYPE = "gcp:container/cluster:Cluster"
 ADOPTED_TYPE = "pulumi-python:dynamic/gke:ManagedMlDiagnostics"
@@ -92,10 +93,12 @@ managed_min_version = ResourceValidationPolicy(
     name="gke-managed-diagnostics-min-version",
     description=(
         f"Managed ML diagnostics is enabled only on GKE clusters whose version is at least "
-        f"{compat.MANAGED_MIN_VERSION} (seed 000); older clusters need the manual install."
+        f"{compat.MANAGED_MIN_VERSION} (ML Diagnostics docs); older clusters need the manual install."
     ),
     enforcement_level=EnforcementLevel.MANDATORY,
-    validate=_validate_min_version,
+    validate=cited(_validate_min_version, GKE_DOCS),
+    url=GKE_DOCS,
+    severity=Severity.HIGH,
     remediation_steps="Pin a GKE version at or above the threshold, or use the manual install.",
 )
 
@@ -127,10 +130,12 @@ managed_explicit = ResourceValidationPolicy(
     name="gke-managed-diagnostics-explicit",
     description=(
         "The managed ML diagnostics block is set explicitly (enabled true or false) on every GKE cluster; "
-        "omitting it does not disable the feature (seed 000: disabling needs enabled = false)."
+        "omitting it does not disable the feature (ML Diagnostics docs: disabling needs enabled = false)."
     ),
     enforcement_level=EnforcementLevel.MANDATORY,
-    validate=_validate_explicit,
+    validate=cited(_validate_explicit, GKE_DOCS),
+    url=GKE_DOCS,
+    severity=Severity.MEDIUM,
     remediation_steps="Set managedMachineLearningDiagnosticsConfig.enabled to true or false.",
 )
 
@@ -204,9 +209,11 @@ no_manual_when_managed = StackValidationPolicy(
     name="gke-no-manual-releases-when-managed",
     description=(
         "No manual injection-webhook or connection-operator Helm release on a GKE cluster whose managed ML "
-        "diagnostics flag is on (seed 000: the managed feature installs both)."
+        "diagnostics flag is on (ML Diagnostics docs: the managed feature installs both)."
     ),
     enforcement_level=EnforcementLevel.MANDATORY,
-    validate=_validate_no_manual_when_managed,
+    validate=cited(_validate_no_manual_when_managed, GKE_DOCS),
+    url=GKE_DOCS,
+    severity=Severity.HIGH,
     remediation_steps="Use either the managed flag or the manual releases on a cluster, not both.",
 )

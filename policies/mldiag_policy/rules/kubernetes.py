@@ -1,6 +1,6 @@
 """Kubernetes workload rules: privileged access only for the Diagon DaemonSet, DaemonSet memory limits.
 
-Source: seed 000 (Diagon DaemonSet manifest: privileged, hostNetwork, requests 10m/32Mi, limit 256Mi memory,
+Source: ML Diagnostics docs (Diagon DaemonSet manifest: privileged, hostNetwork, requests 10m/32Mi, limit 256Mi memory,
 no CPU limit; it runs on every GPU/TPU node, so a DaemonSet without a memory limit can starve training pods).
 """
 
@@ -10,10 +10,16 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy
+from pulumi_policy import (
+    EnforcementLevel,
+    ReportViolation,
+    ResourceValidationArgs,
+    ResourceValidationPolicy,
+    Severity,
+)
 
-from components import compat
-from rules.common import Unknowns, config, dig, is_unknown, name_of, plain, schema
+from .. import compat
+from ..common import GKE_DOCS, Unknowns, cited, config, dig, is_unknown, name_of, plain, schema
 
 WORKLOAD_TYPES = frozenset(
     f"kubernetes:{group}:{kind}{suffix}"
@@ -139,11 +145,13 @@ privileged_only_diagon = ResourceValidationPolicy(
     name="k8s-privileged-only-diagon",
     description=(
         "Privileged containers, hostNetwork, hostPID and hostIPC are allowed only for the Diagon DaemonSet in "
-        "its namespace (seed 000: Diagon needs privileged mode to read host GPU/TPU devices; nothing else does)."
+        "its namespace (ML Diagnostics docs: Diagon needs privileged mode to read host GPU/TPU devices; nothing else does)."
     ),
     enforcement_level=EnforcementLevel.MANDATORY,
     config_schema=schema(PRIVILEGED_DEFAULTS),
-    validate=_validate_privileged,
+    validate=cited(_validate_privileged, GKE_DOCS),
+    url=GKE_DOCS,
+    severity=Severity.CRITICAL,
     remediation_steps="Remove privileged/hostNetwork/hostPID/hostIPC from the workload.",
 )
 
@@ -182,7 +190,10 @@ def parse_quantity(text: Any) -> float:
 MEMORY_DEFAULTS = {
     "diagonNamespaces": _DIAGON_NAMESPACES,
     "diagonMaxMemory": (
-        {"type": "string", "description": "Largest memory limit for the Diagon daemon (seed: 256Mi)."},
+        {
+            "type": "string",
+            "description": "Largest memory limit for the Diagon daemon (the docs' manifest: 256Mi).",
+        },
         "256Mi",
     ),
     "maxMemory": (
@@ -225,7 +236,7 @@ def _validate_memory(args: ResourceValidationArgs, report: ReportViolation) -> N
             report(
                 f"{ds} container '{cname}' declares no memory limit: a DaemonSet runs on every selected node, "
                 "and an unbounded one can starve the training pods there. Remediation: set "
-                f"resources.limits.memory (the seed sets 256Mi for Diagon){f', at most {cap_text}' if cap else ''}."
+                f"resources.limits.memory (the ML Diagnostics docs' manifest sets 256Mi for Diagon){f', at most {cap_text}' if cap else ''}."
             )
             continue
         try:
@@ -240,7 +251,7 @@ def _validate_memory(args: ResourceValidationArgs, report: ReportViolation) -> N
             who = "the Diagon daemon" if diagon else "a DaemonSet container"
             report(
                 f"{ds} container '{cname}' memory limit {limit} exceeds {cap_text}, the cap for {who}. "
-                f"Remediation: lower resources.limits.memory to {cap_text} or less (the seed's manifest uses "
+                f"Remediation: lower resources.limits.memory to {cap_text} or less (the ML Diagnostics docs' manifest uses "
                 "256Mi), or raise this policy's cap in policies/config/<stack>.json after review."
             )
     unknowns.finish()
@@ -250,10 +261,12 @@ daemonset_memory_limit = ResourceValidationPolicy(
     name="k8s-daemonset-memory-limit",
     description=(
         "Every DaemonSet container declares a memory limit; the Diagon daemon's is at most 256Mi by default "
-        "(seed 000 manifest: limits.memory 256Mi, no CPU limit)."
+        "(ML Diagnostics docs, Diagon manifest: limits.memory 256Mi, no CPU limit)."
     ),
     enforcement_level=EnforcementLevel.MANDATORY,
     config_schema=schema(MEMORY_DEFAULTS),
-    validate=_validate_memory,
+    validate=cited(_validate_memory, GKE_DOCS),
+    url=GKE_DOCS,
+    severity=Severity.MEDIUM,
     remediation_steps="Set resources.limits.memory on every DaemonSet container, within the configured cap.",
 )

@@ -1,6 +1,6 @@
 """Every rule of the ml-diagnostics policy pack, grouped by concern (see policies/README.md)."""
 
-from rules import azure_ml, gke, helm, images, kubernetes, model_development
+from .rules import azure_ml, gke, helm, images, kubernetes, model_development
 
 POLICIES = [
     # Kubernetes workloads

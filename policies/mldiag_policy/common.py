@@ -11,10 +11,11 @@ silently.
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from pulumi_policy import PolicyConfigSchema
+import jsonschema
+from pulumi_policy import PolicyConfigSchema, ReportViolation
 from pulumi_policy.proxy import (
     UNKNOWN_ARCHIVE_VALUE,
     UNKNOWN_ARRAY_VALUE,
@@ -24,8 +25,6 @@ from pulumi_policy.proxy import (
     UNKNOWN_OBJECT_VALUE,
     UNKNOWN_STRING_VALUE,
     UnknownValueError,
-    _DictProxy,
-    _ListProxy,
 )
 
 _UNKNOWN_SENTINELS = frozenset(
@@ -41,21 +40,32 @@ _UNKNOWN_SENTINELS = frozenset(
 )
 
 
+# The public documents the rules come from; every violation message ends with its rule's link.
+GKE_DOCS = "https://docs.cloud.google.com/tpu/docs/ml-diagnostics/gke"
+AZUREML_DOCS = "https://learn.microsoft.com/azure/machine-learning/how-to-deploy-kubernetes-extension"
+MDC_DOCS = "https://docs.cloud.google.com/vertex-ai/docs/training/training-clusters/manage-cluster"
+
+
 def is_unknown(value: Any) -> bool:
     return isinstance(value, str) and value in _UNKNOWN_SENTINELS
 
 
+def _item(container: Any, key: Any) -> Any:
+    """container[key]; the SDK's proxy raises UnknownValueError for an unknown value: keep its sentinel."""
+    try:
+        return container[key]
+    except UnknownValueError as e:
+        return e.unknown_type_sentinel
+
+
 def plain(value: Any) -> Any:
-    """A plain dict/list copy of (possibly proxied) properties; unknown values keep their sentinel."""
-    if isinstance(value, _DictProxy):
-        raw = value["__target"]
-        return {k: plain(raw[k]) for k in raw}
-    if isinstance(value, _ListProxy):
-        return [plain(v) for v in value["__target"]]
+    """A plain dict/list copy of (possibly proxied) properties; unknown values keep their sentinel.
+
+    Reads the proxy only through its public Mapping/Sequence interface and the documented exception."""
     if isinstance(value, Mapping):
-        return {k: plain(v) for k, v in value.items()}
+        return {k: plain(_item(value, k)) for k in value}
     if isinstance(value, Sequence) and not isinstance(value, (str, bytes)):
-        return [plain(v) for v in value]
+        return [plain(_item(value, i)) for i in range(len(value))]
     return value
 
 
@@ -127,12 +137,50 @@ def schema(defaults: Mapping[str, tuple[dict[str, Any], Any]]) -> PolicyConfigSc
     return PolicyConfigSchema(properties=props)
 
 
+class ConfigProblem(Exception):
+    """The policy's options do not match its schema; reported as a violation naming the option."""
+
+
 def config(args: Any, defaults: Mapping[str, tuple[dict[str, Any], Any]]) -> dict[str, Any]:
     """The policy's config with schema defaults filled in (the CLI fills them too; this keeps rules
-    correct when a client sends only what the config file names)."""
+    correct when a client sends only what the config file names), validated against the schema."""
     out = {name: copy.deepcopy(default) for name, (_, default) in defaults.items()}
     out.update(plain(args.get_config() or {}))
+    spec = {
+        "type": "object",
+        "properties": {name: s for name, (s, _) in defaults.items()},
+        "additionalProperties": False,
+    }
+    errors = sorted(jsonschema.Draft7Validator(spec).iter_errors(out), key=lambda e: list(e.absolute_path))
+    if errors:
+        raise ConfigProblem(
+            "; ".join(f"{'.'.join(map(str, e.absolute_path)) or '(options)'}: {e.message}" for e in errors)
+        )
     return out
+
+
+Validate = Callable[[Any, ReportViolation], None]
+
+
+def cited(validate: Validate, url: str) -> Validate:
+    """`validate` whose violation messages end with the documentation link, and whose invalid options
+    are reported as one violation (key path and what is allowed) instead of an exception."""
+
+    def run(args: Any, report: ReportViolation) -> None:
+        def cite(message: str, urn: str | None = None) -> None:
+            report(f"{message}\nSee {url}", urn)
+
+        try:
+            validate(args, cite)
+        except ConfigProblem as e:
+            report(
+                f"this policy's options in the policy pack config are invalid: {e}. Remediation: fix them in "
+                "policies/config/<stack>.json (each option's schema is in `pulumi policy` output and "
+                "policies/README.md).",
+                None,
+            )
+
+    return run
 
 
 def name_of(props: Mapping[str, Any], fallback: str) -> str:

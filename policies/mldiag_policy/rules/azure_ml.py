@@ -1,6 +1,6 @@
 """Azure Machine Learning extension (`Microsoft.AzureML.Kubernetes`) and AKS rules.
 
-Source: seed 003 (configuration settings table, limitations) and what `az k8s-extension create` enforces
+Source: Azure ML extension docs (configuration settings table, limitations) and what `az k8s-extension create` enforces
 on the client (azure-cli-extensions, k8s-extension AzureMLKubernetes.py): training or inference must be
 enabled, HTTPS needs sslCname plus sslSecret or the cert/key pair, cluster scope only, release namespace
 azureml, Arc clusters talk to the cloud through an Azure Relay, no cross-subscription attach, AKS with a
@@ -20,11 +20,12 @@ from pulumi_policy import (
     ReportViolation,
     ResourceValidationArgs,
     ResourceValidationPolicy,
+    Severity,
     StackValidationArgs,
     StackValidationPolicy,
 )
 
-from rules.common import Unknowns, as_bool, config, dig, is_unknown, plain, schema
+from ..common import AZUREML_DOCS, Unknowns, as_bool, cited, config, dig, is_unknown, plain, schema
 
 EXTENSION_TYPE_TOKEN = "azure-native:kubernetesconfiguration:Extension"
 AZUREML_EXTENSION = "microsoft.azureml.kubernetes"
@@ -112,10 +113,12 @@ workloads_enabled = ResourceValidationPolicy(
     name="azureml-workloads-enabled",
     description=(
         "The Azure ML extension enables training or inference (or both), and inference has a valid "
-        "inferenceRouterServiceType: loadBalancer, nodePort or clusterIP (seed 003 settings table)."
+        "inferenceRouterServiceType: loadBalancer, nodePort or clusterIP (Azure ML extension docs, settings table)."
     ),
     enforcement_level=EnforcementLevel.MANDATORY,
-    validate=_validate_workloads,
+    validate=cited(_validate_workloads, AZUREML_DOCS),
+    url=AZUREML_DOCS,
+    severity=Severity.HIGH,
     remediation_steps="Enable training and/or inference; give inference a router service type.",
 )
 
@@ -125,7 +128,7 @@ HTTPS_DEFAULTS = {
     "allowInsecureConnections": (
         {
             "type": "boolean",
-            "description": "Accept allowInsecureConnections=True (HTTP inference; seed 003: dev/test only).",
+            "description": "Accept allowInsecureConnections=True (HTTP inference; Azure ML extension docs: dev/test only).",
         },
         True,
     ),
@@ -146,7 +149,7 @@ def _validate_https(args: ResourceValidationArgs, report: ReportViolation) -> No
                 if not cfg["allowInsecureConnections"]:
                     report(
                         f"{_ext(args, props)} sets allowInsecureConnections=True: inference endpoints would serve "
-                        "plain HTTP, which seed 003 allows for development and testing only and this environment "
+                        "plain HTTP, which the Azure ML extension docs allow for development and testing only and this environment "
                         "refuses. Remediation: remove inference.allowInsecureConnections and set "
                         "inference.sslCname with inference.sslSecret or inference.sslCertPem/sslKeyPem."
                     )
@@ -179,11 +182,13 @@ inference_https = ResourceValidationPolicy(
     description=(
         "Azure ML inference over HTTPS is complete (sslCname plus sslSecret or the protected certificate and "
         "key) unless insecure connections are allowed, and insecure connections are refused where the "
-        "environment says so (seed 003: allowInsecureConnections is for development or testing)."
+        "environment says so (Azure ML extension docs: allowInsecureConnections is for development or testing)."
     ),
     enforcement_level=EnforcementLevel.MANDATORY,
     config_schema=schema(HTTPS_DEFAULTS),
-    validate=_validate_https,
+    validate=cited(_validate_https, AZUREML_DOCS),
+    url=AZUREML_DOCS,
+    severity=Severity.HIGH,
     remediation_steps="Set sslCname and sslSecret or the PEM pair; do not allow insecure connections in prod.",
 )
 
@@ -246,11 +251,13 @@ secrets_protected = ResourceValidationPolicy(
     name="azureml-secrets-protected",
     description=(
         "Certificates, keys and connection strings of a cluster extension go only into "
-        "configurationProtectedSettings, never plain configurationSettings (seed 003: sslCertPemFile and "
+        "configurationProtectedSettings, never plain configurationSettings (Azure ML extension docs: sslCertPemFile and "
         "sslKeyPemFile are protected settings; the CLI puts the relay connection string there too)."
     ),
     enforcement_level=EnforcementLevel.MANDATORY,
-    validate=_validate_secrets,
+    validate=cited(_validate_secrets, AZUREML_DOCS),
+    url=AZUREML_DOCS,
+    severity=Severity.CRITICAL,
     remediation_steps="Move secret material to configurationProtectedSettings, from secret config.",
 )
 
@@ -275,7 +282,7 @@ def _validate_scope(args: ResourceValidationArgs, report: ReportViolation) -> No
         elif not unknowns.hit(ns, "scope.cluster.releaseNamespace") and ns != RELEASE_NAMESPACE:
             report(
                 f"{_ext(args, props)} installs into release namespace {ns!r}; the extension's components and "
-                f"the sslSecret are expected in '{RELEASE_NAMESPACE}' (seed 003: `kubectl get pods -n azureml`). "
+                f"the sslSecret are expected in '{RELEASE_NAMESPACE}' (Azure ML extension docs: `kubectl get pods -n azureml`). "
                 f"Remediation: set scope.cluster.releaseNamespace='{RELEASE_NAMESPACE}'."
             )
     unknowns.finish()
@@ -285,10 +292,12 @@ cluster_scope = ResourceValidationPolicy(
     name="azureml-cluster-scope",
     description=(
         "The Azure ML extension is installed at cluster scope with release namespace 'azureml' "
-        "(seed 003; the CLI refuses namespace scope)."
+        "(Azure ML extension docs; the CLI refuses namespace scope)."
     ),
     enforcement_level=EnforcementLevel.MANDATORY,
-    validate=_validate_scope,
+    validate=cited(_validate_scope, AZUREML_DOCS),
+    url=AZUREML_DOCS,
+    severity=Severity.MEDIUM,
     remediation_steps="Use scope.cluster.releaseNamespace 'azureml'.",
 )
 
@@ -330,7 +339,7 @@ def _validate_relay(args: ResourceValidationArgs, report: ReportViolation) -> No
         if missing:
             report(
                 f"{_ext(args, props)} targets an Arc cluster but lacks the relay settings {', '.join(missing)}; "
-                "on Arc the relayserver reaches the Azure ML service through Azure Relay (seed 003), and without "
+                "on Arc the relayserver reaches the Azure ML service through Azure Relay (Azure ML extension docs), and without "
                 "them no job or deployment request arrives. Remediation: create the Azure Relay namespace, "
                 "hybrid connection and azureml_rw rule (the AzureMlExtension component does for kind arc) and "
                 "pass their id, name and connection string (protected)."
@@ -342,10 +351,12 @@ arc_relay = ResourceValidationPolicy(
     name="azureml-arc-relay",
     description=(
         "Azure ML extensions on Arc clusters carry the Azure Relay settings (relayserver enabled, hybrid "
-        "connection id and name, protected connection string), as the CLI sets them (seed 003: relayserver)."
+        "connection id and name, protected connection string), as the CLI sets them (Azure ML extension docs: relayserver)."
     ),
     enforcement_level=EnforcementLevel.MANDATORY,
-    validate=_validate_relay,
+    validate=cited(_validate_relay, AZUREML_DOCS),
+    url=AZUREML_DOCS,
+    severity=Severity.HIGH,
     remediation_steps="Create the Azure Relay for the Arc cluster and pass its settings.",
 )
 
@@ -418,7 +429,7 @@ def _validate_subscriptions(args: StackValidationArgs, report: ReportViolation) 
             report(
                 f"{name} attaches a cluster in subscription {sub} ({source}), which is not an allowed "
                 f"subscription ({', '.join(allowed_subs)}); Azure ML does not attach AKS clusters across "
-                "subscriptions (seed 003). Remediation: use a cluster in the workspace's subscription, or connect "
+                "subscriptions (Azure ML extension docs). Remediation: use a cluster in the workspace's subscription, or connect "
                 "the cluster to Azure Arc and register it in the workspace's subscription.",
                 r.urn,
             )
@@ -429,11 +440,13 @@ allowed_subscriptions = StackValidationPolicy(
     name="azureml-allowed-subscriptions",
     description=(
         "Every Azure ML extension's cluster is in an allowed subscription (the workspace's): Azure ML does not "
-        "attach clusters across subscriptions (seed 003 limitations)."
+        "attach clusters across subscriptions (Azure ML extension docs, limitations)."
     ),
     enforcement_level=EnforcementLevel.MANDATORY,
     config_schema=schema(SUBSCRIPTION_DEFAULTS),
-    validate=_validate_subscriptions,
+    validate=cited(_validate_subscriptions, AZUREML_DOCS),
+    url=AZUREML_DOCS,
+    severity=Severity.HIGH,
     remediation_steps="Attach clusters from the workspace's subscription or via Azure Arc.",
 )
 
@@ -458,14 +471,14 @@ def _validate_aks(args: ResourceValidationArgs, report: ReportViolation) -> None
     if problems:
         report(
             f"{name}: {'; '.join(problems)}. Azure ML does not support AKS with a service principal; the cluster "
-            "must use a system- or user-assigned managed identity (seed 003 limitations). Remediation: set "
+            "must use a system- or user-assigned managed identity (Azure ML extension docs, limitations). Remediation: set "
             "identity.type SystemAssigned (or UserAssigned) and no servicePrincipalProfile; a cluster converted "
             "from a service principal needs its node pools deleted and re-created before installing the extension."
         )
     disabled = props.get("disableLocalAccounts")
     if not unknowns.hit(disabled, "disableLocalAccounts") and disabled is True:
         report(
-            f"{name} sets disableLocalAccounts=true, which Azure ML does not support (seed 003 limitations). "
+            f"{name} sets disableLocalAccounts=true, which Azure ML does not support (Azure ML extension docs, limitations). "
             "Remediation: remove disableLocalAccounts (local accounts are enabled by default)."
         )
     unknowns.finish()
@@ -475,9 +488,11 @@ aks_identity = ResourceValidationPolicy(
     name="aks-managed-identity-local-accounts",
     description=(
         "AKS clusters use a managed identity (no service principal) and keep local accounts enabled, the two "
-        "AKS settings seed 003 lists as unsupported by Azure ML."
+        "AKS settings the Azure ML extension docs list as unsupported by Azure ML."
     ),
     enforcement_level=EnforcementLevel.MANDATORY,
-    validate=_validate_aks,
+    validate=cited(_validate_aks, AZUREML_DOCS),
+    url=AZUREML_DOCS,
+    severity=Severity.HIGH,
     remediation_steps="Use a managed identity and leave local accounts enabled.",
 )

@@ -1,6 +1,6 @@
 """Vertex AI Model Development Cluster (Slurm) rules.
 
-Source: seed 004: updates that delete or rename the default partition are refused; `config` replaces the
+Source: Model Development Cluster docs: updates that delete or rename the default partition are refused; `config` replaces the
 legacy `scheduling`/`accounting` and a request setting both is refused; node pools replaced without a
 `node_image` move to the machine type's newest default image; delete removes the cluster for good.
 Inputs are the dynamic resource's Terraform-shaped snake_case keys (components/providers/model_development_cluster.py).
@@ -10,9 +10,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy
+from pulumi_policy import (
+    EnforcementLevel,
+    ReportViolation,
+    ResourceValidationArgs,
+    ResourceValidationPolicy,
+    Severity,
+)
 
-from rules.common import Unknowns, config, dig, plain, schema
+from ..common import MDC_DOCS, Unknowns, cited, config, dig, plain, schema
 
 MDC_TYPE = "pulumi-python:dynamic/vertexai:ModelDevelopmentCluster"
 SLURM = ("orchestrator_spec", "slurm_spec")
@@ -91,7 +97,7 @@ def _validate_references(args: ResourceValidationArgs, report: ReportViolation) 
         report(
             f"{_name(args, props)}: {'; '.join(problems)}. The API rejects references to node pools or partitions "
             "that the same request does not define, and an update that deletes or renames the default partition "
-            "is refused (seed 004). Remediation: make every login pool, partition and node set reference a "
+            "is refused (Model Development Cluster docs). Remediation: make every login pool, partition and node set reference a "
             "node_pools[].id, and default_partition_id a partitions[].id; when renaming the default partition, "
             "first point default_partition_id at a partition that stays."
         )
@@ -102,10 +108,12 @@ node_pool_references = ResourceValidationPolicy(
     name="mdc-node-pool-references",
     description=(
         "A Model Development Cluster's default partition, login node pool, partition node pools and node sets "
-        "reference pools and partitions that exist in the same spec (seed 004)."
+        "reference pools and partitions that exist in the same spec (Model Development Cluster docs)."
     ),
     enforcement_level=EnforcementLevel.MANDATORY,
-    validate=_validate_references,
+    validate=cited(_validate_references, MDC_DOCS),
+    url=MDC_DOCS,
+    severity=Severity.HIGH,
     remediation_steps="Reference only node pool ids and partition ids defined in the spec.",
 )
 
@@ -125,7 +133,7 @@ def _validate_config_exclusive(args: ResourceValidationArgs, report: ReportViola
             report(
                 f"{_name(args, props)} sets orchestrator_spec.slurm_spec.config together with the legacy "
                 f"{' and '.join(legacy)}; a cluster uses one or the other and a request setting both is refused "
-                "(seed 004). Remediation: move every setting into config under its slurm.conf name (e.g. "
+                "(Model Development Cluster docs). Remediation: move every setting into config under its slurm.conf name (e.g. "
                 "AccountingStorageEnforce, PriorityWeightQOS) and remove scheduling/accounting; the provider then "
                 "names all three in the updateMask so the old fields are cleared."
             )
@@ -136,10 +144,12 @@ slurm_config_exclusive = ResourceValidationPolicy(
     name="mdc-slurm-config-exclusive",
     description=(
         "A Model Development Cluster's Slurm spec sets either `config` or the legacy `scheduling`/`accounting`, "
-        "never both (seed 004: such a request is refused)."
+        "never both (Model Development Cluster docs: such a request is refused)."
     ),
     enforcement_level=EnforcementLevel.MANDATORY,
-    validate=_validate_config_exclusive,
+    validate=cited(_validate_config_exclusive, MDC_DOCS),
+    url=MDC_DOCS,
+    severity=Severity.HIGH,
     remediation_steps="Use config only; migrate scheduling/accounting into it.",
 )
 
@@ -162,7 +172,7 @@ def _validate_images(args: ResourceValidationArgs, report: ReportViolation) -> N
         report(
             f"{_name(args, props)} node pools {', '.join(unpinned)} set no node_image. node_pools is replaced "
             "whole on every update, and a pool without node_image moves to the machine type's current default "
-            "image (seed 004), so an unrelated change can re-image production nodes. Remediation: set "
+            "image (Model Development Cluster docs), so an unrelated change can re-image production nodes. Remediation: set "
             "node_image on every pool (read today's image from the cluster) and change it deliberately."
         )
     unknowns.finish()
@@ -172,10 +182,12 @@ node_images_pinned = ResourceValidationPolicy(
     name="mdc-node-images-pinned",
     description=(
         "Every Model Development Cluster node pool pins node_image, so updates do not move pools to a newer "
-        "default image (seed 004, node image selection)."
+        "default image (Model Development Cluster docs, node image selection)."
     ),
     enforcement_level=EnforcementLevel.MANDATORY,
-    validate=_validate_images,
+    validate=cited(_validate_images, MDC_DOCS),
+    url=MDC_DOCS,
+    severity=Severity.MEDIUM,
     remediation_steps="Set node_image on every node pool.",
 )
 
@@ -206,7 +218,7 @@ def _validate_deletion(args: ResourceValidationArgs, report: ReportViolation) ->
             report(
                 f"{_name(args, props)} has deletion_policy {effective}{'' if policy else ' (the default)'}; "
                 f"allowed here: {', '.join(cfg['allowedDeletionPolicies'])}. Deleting the cluster removes it and "
-                "its resources for good (seed 004), so a stack removal or a replacing change must not do it "
+                "its resources for good (Model Development Cluster docs), so a stack removal or a replacing change must not do it "
                 "silently. Remediation: set deletion_policy PREVENT (refuse to delete) or ABANDON (keep the "
                 "cluster, drop it from the stack)."
             )
@@ -217,10 +229,12 @@ deletion_policy = ResourceValidationPolicy(
     name="mdc-deletion-policy",
     description=(
         "A Model Development Cluster's deletion_policy is one this environment allows (prod: PREVENT or "
-        "ABANDON), since a delete is permanent (seed 004)."
+        "ABANDON), since a delete is permanent (Model Development Cluster docs)."
     ),
     enforcement_level=EnforcementLevel.MANDATORY,
     config_schema=schema(DELETION_DEFAULTS),
-    validate=_validate_deletion,
+    validate=cited(_validate_deletion, MDC_DOCS),
+    url=MDC_DOCS,
+    severity=Severity.HIGH,
     remediation_steps="Set deletion_policy PREVENT or ABANDON.",
 )

@@ -1,7 +1,7 @@
 """Helm release rules: pinned chart versions, allowed repositories, cert-manager CRD values, the
 connection-operator's JAX table, and the webhook/operator's dependency on cert-manager.
 
-Source: seed 000, "수동 설치" (manual install): cert-manager v1.13.0 from charts.jetstack.io with
+Source: ML Diagnostics docs, "수동 설치" (manual install): cert-manager v1.13.0 from charts.jetstack.io with
 `installCRDs=true` as the injection-webhook's prerequisite; injection-webhook 0.25.0 and connection-operator
 0.24.0 from oci://us-docker.pkg.dev/ai-on-gke/...; the JAX table. The facts themselves live in
 components/compat.py; this module only applies them.
@@ -17,12 +17,13 @@ from pulumi_policy import (
     ReportViolation,
     ResourceValidationArgs,
     ResourceValidationPolicy,
+    Severity,
     StackValidationArgs,
     StackValidationPolicy,
 )
 
-from components import compat
-from rules.common import Unknowns, as_bool, config, dig, is_unknown, plain, schema
+from .. import compat
+from ..common import GKE_DOCS, Unknowns, as_bool, cited, config, dig, is_unknown, plain, schema
 
 RELEASE_TYPE = "kubernetes:helm.sh/v3:Release"
 NAMESPACE_TYPE = "kubernetes:core/v1:Namespace"
@@ -101,8 +102,8 @@ def _validate_version_pinned(args: ResourceValidationArgs, report: ReportViolati
         if not info.version:
             report(
                 f"{_label(info)} sets no chart version, so each `pulumi up` may install whatever the repository "
-                "serves that day. Remediation: set the release's version to an exact chart version (the seed "
-                "installs cert-manager v1.13.0, injection-webhook 0.25.0, connection-operator 0.24.0)."
+                "serves that day. Remediation: set the release's version to an exact chart version (the ML "
+                "Diagnostics docs install cert-manager v1.13.0, injection-webhook 0.25.0, connection-operator 0.24.0)."
             )
         else:
             try:
@@ -118,11 +119,13 @@ def _validate_version_pinned(args: ResourceValidationArgs, report: ReportViolati
 chart_version_pinned = ResourceValidationPolicy(
     name="helm-chart-version-pinned",
     description=(
-        "Helm releases pin an exact chart version, as every install command in seed 000 does "
+        "Helm releases pin an exact chart version, as every install command in the ML Diagnostics docs does "
         "(--version v1.13.0 / 0.25.0 / 0.24.0)."
     ),
     enforcement_level=EnforcementLevel.MANDATORY,
-    validate=_validate_version_pinned,
+    validate=cited(_validate_version_pinned, GKE_DOCS),
+    url=GKE_DOCS,
+    severity=Severity.MEDIUM,
     remediation_steps="Set the release version to an exact chart version.",
 )
 
@@ -174,11 +177,13 @@ allowed_repositories = ResourceValidationPolicy(
     name="helm-allowed-repositories",
     description=(
         "Helm charts come from allowed repositories only: by default jetstack (cert-manager) and the "
-        "ai-on-gke OCI path (injection-webhook, connection-operator), as in seed 000."
+        "ai-on-gke OCI path (injection-webhook, connection-operator), as in the ML Diagnostics docs."
     ),
     enforcement_level=EnforcementLevel.MANDATORY,
     config_schema=schema(REPOSITORY_DEFAULTS),
-    validate=_validate_repositories,
+    validate=cited(_validate_repositories, GKE_DOCS),
+    url=GKE_DOCS,
+    severity=Severity.HIGH,
     remediation_steps="Install charts from an allowed repository URL.",
 )
 
@@ -243,7 +248,7 @@ def _validate_cert_manager_crds(args: ResourceValidationArgs, report: ReportViol
         report(
             f"{_label(info)} {version} does not install its CRDs ({', '.join(missing)} missing); the "
             "injection-webhook needs cert-manager's Certificate and Issuer CRDs. Remediation: set "
-            f"{', '.join(missing)} in the release values (seed 000: --set installCRDs=true for v1.13.0)."
+            f"{', '.join(missing)} in the release values (ML Diagnostics docs: --set installCRDs=true for v1.13.0)."
         )
     unknowns.finish()
 
@@ -252,10 +257,12 @@ cert_manager_crds = ResourceValidationPolicy(
     name="helm-cert-manager-crds",
     description=(
         "cert-manager releases install CRDs the way their chart version wants: installCRDs before v1.15.0, "
-        "crds.enabled (and crds.keep) from v1.15.0, never both (seed 000 installs v1.13.0 with installCRDs=true)."
+        "crds.enabled (and crds.keep) from v1.15.0, never both (the ML Diagnostics docs install v1.13.0 with installCRDs=true)."
     ),
     enforcement_level=EnforcementLevel.MANDATORY,
-    validate=_validate_cert_manager_crds,
+    validate=cited(_validate_cert_manager_crds, GKE_DOCS),
+    url=GKE_DOCS,
+    severity=Severity.HIGH,
     remediation_steps="Set the CRD values that match the chart version; never both styles.",
 )
 
@@ -337,12 +344,14 @@ def _validate_connection_operator(args: ResourceValidationArgs, report: ReportVi
 connection_operator_jax = ResourceValidationPolicy(
     name="helm-connection-operator-jax",
     description=(
-        "The connection-operator release's chart version and controller args agree with seed 000's JAX table "
+        "The connection-operator release's chart version and controller args agree with the ML Diagnostics docs' JAX table "
         "(JAX 0.8.x: chart 0.24.0 with the four controller args; JAX 0.9.x+: chart 0.24.0 or later, default args)."
     ),
     enforcement_level=EnforcementLevel.MANDATORY,
     config_schema=schema(JAX_DEFAULTS),
-    validate=_validate_connection_operator,
+    validate=cited(_validate_connection_operator, GKE_DOCS),
+    url=GKE_DOCS,
+    severity=Severity.HIGH,
     remediation_steps="Set chart version and controller args from the JAX table for the cluster's JAX version.",
 )
 
@@ -426,9 +435,11 @@ requires_cert_manager = StackValidationPolicy(
     description=(
         "injection-webhook and connection-operator releases depend on a cert-manager release in the same "
         "cluster (same Kubernetes provider), unless the target declares cert-manager pre-installed "
-        "(seed 000: cert-manager is the injection-webhook's prerequisite)."
+        "(ML Diagnostics docs: cert-manager is the injection-webhook's prerequisite)."
     ),
     enforcement_level=EnforcementLevel.MANDATORY,
-    validate=_validate_requires_cert_manager,
+    validate=cited(_validate_requires_cert_manager, GKE_DOCS),
+    url=GKE_DOCS,
+    severity=Severity.HIGH,
     remediation_steps="Install cert-manager in the same cluster and depend on it, or declare it pre-installed.",
 )

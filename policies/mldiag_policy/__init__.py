@@ -1,0 +1,6 @@
+"""The ml-diagnostics policy pack as a package: `compat` (the version rules from the vendor docs, pure
+Python, also read by the program's components), `forms` (every resource form mapped to one checked shape),
+`rules/` (the policies) and `pack` (the list the PolicyPack is built from).
+
+Nothing is imported here, so `policies.mldiag_policy.compat` loads without pulumi_policy.
+"""

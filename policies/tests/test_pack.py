@@ -1,0 +1,111 @@
+"""The pack's own tests: they run from a copy of policies/ with only policies/requirements-dev.txt installed
+(the repository runs them that way in tests/test_policies_selfcontained.py)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import grpc
+import jsonschema
+import pytest
+from google.protobuf import empty_pb2, struct_pb2
+from harness import BY_NAME, PACK_DIR, check
+from pulumi.runtime.proto import analyzer_pb2, analyzer_pb2_grpc
+from pulumi_policy import Severity
+
+from mldiag_policy import compat
+from mldiag_policy.common import AZUREML_DOCS, GKE_DOCS, MDC_DOCS
+from mldiag_policy.pack import POLICIES
+
+DS = "kubernetes:apps/v1:DaemonSet"
+
+
+def test_every_policy_carries_its_metadata():
+    assert len(BY_NAME) == len(POLICIES)
+    for p in POLICIES:
+        assert p.url in (GKE_DOCS, AZUREML_DOCS, MDC_DOCS), p.name
+        assert isinstance(p.severity, Severity), p.name
+        assert p.remediation_steps and len(p.description) > 60, p.name
+        assert "seed" not in p.description.lower(), p.name
+
+
+@pytest.mark.parametrize("env", ["dev", "staging", "prod"])
+def test_environment_configs_validate_against_the_policies_schemas(env):
+    cfg = json.loads((PACK_DIR / "config" / f"{env}.json").read_text())
+    level = {"enum": ["advisory", "mandatory", "remediate", "disabled"]}
+    props = {"all": level}
+    for p in POLICIES:
+        options = p.config_schema.properties if p.config_schema else {}
+        props[p.name] = {
+            "anyOf": [
+                level,
+                {
+                    "type": "object",
+                    "properties": {"enforcementLevel": level, **options},
+                    "additionalProperties": False,
+                },
+            ]
+        }
+    jsonschema.validate(cfg, {"type": "object", "properties": props, "additionalProperties": False})
+
+
+def test_invalid_options_are_one_violation_naming_the_option():
+    msgs = check("k8s-images-pinned", DS, {"spec": {}}, {"requireDigest": "yes"})
+    assert msgs == [
+        "this policy's options in the policy pack config are invalid: requireDigest: 'yes' is not of type "
+        "'boolean'. Remediation: fix them in policies/config/<stack>.json (each option's schema is in `pulumi "
+        "policy` output and policies/README.md)."
+    ]
+
+
+def test_compat_prerelease_semantics():
+    assert compat.connection_operator_chart_problem("0.8.1", "0.24.0") is None
+    assert compat.connection_operator_chart_problem("0.8.1", "0.24.0-rc.1")
+    assert compat.connection_operator_chart_problem("0.9", "0.24.0-alpha")
+    assert compat.connection_operator_chart_problem("0.9", "0.24.1") is None
+
+
+def test_pack_serves_the_analyzer_protocol_from_its_own_directory():
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    proc = subprocess.Popen(
+        [sys.executable, str(PACK_DIR / "__main__.py")],
+        cwd=PACK_DIR,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+    )
+    try:
+        port = int(proc.stdout.readline())
+        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+            stub = analyzer_pb2_grpc.AnalyzerStub(channel)
+            info = stub.GetAnalyzerInfo(empty_pb2.Empty(), timeout=30)
+            assert [p.name for p in info.policies] == [p.name for p in POLICIES]
+            props = struct_pb2.Struct()
+            props.update(
+                {
+                    "metadata": {"name": "agent"},
+                    "spec": {
+                        "template": {
+                            "spec": {
+                                "containers": [{"name": "app", "image": "docker.io/library/busybox:latest"}]
+                            }
+                        }
+                    },
+                }
+            )
+            resp = stub.Analyze(
+                analyzer_pb2.AnalyzeRequest(
+                    type=DS, properties=props, urn="urn:pulumi:t::p::ds::agent", name="a"
+                ),
+                timeout=30,
+            )
+            pinned = [d for d in resp.diagnostics if d.policyName == "k8s-images-pinned"]
+            assert len(pinned) == 1 and pinned[0].message.endswith(f"\nSee {GKE_DOCS}")
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+        proc.stdout.close()
+        proc.stderr.close()
