@@ -103,8 +103,13 @@ def test_manual_release_on_a_real_managed_gke_cluster_is_caught(pack, stack):
 def test_real_webhook_without_its_cert_manager_dependency_is_caught(pack):
     resources = recorded("dev")
     releases = [r for r in resources if r.type == "kubernetes:helm.sh/v3:Release"]
-    cert_manager = next(r for r in releases if r.inputs.get("chart") == "cert-manager")
-    webhook_release = next(r for r in releases if r.inputs.get("name") == "mldiagnostics-injection-webhook")
+    # Pair them by cluster (their Kubernetes provider), never by registration order.
+    webhook_release = min(
+        (r for r in releases if r.inputs.get("name") == "mldiagnostics-injection-webhook"), key=lambda r: r.urn
+    )
+    (cert_manager,) = [
+        r for r in releases if r.inputs.get("chart") == "cert-manager" and r.provider == webhook_release.provider
+    ]
     assert cert_manager.urn in webhook_release.dependencies
     assert pack.findings("helm-mldiagnostics-requires-cert-manager", resources, "dev") == []
     webhook_release.dependencies.remove(cert_manager.urn)

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from mldiag_policy.pack import POLICIES
 from pulumi_policy import (
     PolicyCustomTimeouts,
     PolicyResource,
@@ -16,8 +17,6 @@ from pulumi_policy import (
     StackValidationArgs,
 )
 from pulumi_policy.proxy import UnknownValueError, unknown_checking_proxy
-
-from mldiag_policy.pack import POLICIES
 
 PACK_DIR = Path(__file__).resolve().parents[1]
 BY_NAME = {p.name: p for p in POLICIES}

@@ -13,12 +13,11 @@ import jsonschema
 import pytest
 from google.protobuf import empty_pb2, struct_pb2
 from harness import BY_NAME, PACK_DIR, check
-from pulumi.runtime.proto import analyzer_pb2, analyzer_pb2_grpc
-from pulumi_policy import Severity
-
 from mldiag_policy import compat
 from mldiag_policy.common import AZUREML_DOCS, GKE_DOCS, MDC_DOCS
 from mldiag_policy.pack import POLICIES
+from pulumi.runtime.proto import analyzer_pb2, analyzer_pb2_grpc
+from pulumi_policy import Severity
 
 DS = "kubernetes:apps/v1:DaemonSet"
 
