@@ -105,10 +105,13 @@ def test_real_webhook_without_its_cert_manager_dependency_is_caught(pack):
     releases = [r for r in resources if r.type == "kubernetes:helm.sh/v3:Release"]
     # Pair them by cluster (their Kubernetes provider), never by registration order.
     webhook_release = min(
-        (r for r in releases if r.inputs.get("name") == "mldiagnostics-injection-webhook"), key=lambda r: r.urn
+        (r for r in releases if r.inputs.get("name") == "mldiagnostics-injection-webhook"),
+        key=lambda r: r.urn,
     )
     (cert_manager,) = [
-        r for r in releases if r.inputs.get("chart") == "cert-manager" and r.provider == webhook_release.provider
+        r
+        for r in releases
+        if r.inputs.get("chart") == "cert-manager" and r.provider == webhook_release.provider
     ]
     assert cert_manager.urn in webhook_release.dependencies
     assert pack.findings("helm-mldiagnostics-requires-cert-manager", resources, "dev") == []
