@@ -3,7 +3,7 @@ PY := .venv/bin/python
 STACK ?= dev
 FORMAT ?= table
 
-.PHONY: plan test lint bench venv clean diff
+.PHONY: plan test lint bench venv clean diff verify
 
 venv: .venv/.installed
 
@@ -32,3 +32,9 @@ clean:
 BASE ?= origin/main
 diff: venv
 	$(PY) -m tools.plan $(STACK) --diff-base $(BASE) --format $(FORMAT)
+
+# Read-only post-deploy checks of every target (README "After `pulumi up`"); exit 0/1/2/3.
+WAIT ?= 0
+verify: venv
+	$(PY) -m tools.verify $(STACK) --format $(FORMAT) --wait $(WAIT) \
+		$(if $(PULUMI_STACK),--pulumi-stack $(PULUMI_STACK)) $(if $(CONFIG_FILE),--config-file $(CONFIG_FILE))

@@ -1,3 +1,6 @@
 """Shared fixtures live in tests/fixtures/<area>.py; this file only lists them."""
 
-pytest_plugins: list[str] = ["tests.fixtures.policies"]
+pytest_plugins: list[str] = [
+    "tests.fixtures.policies",
+    "tests.fixtures.verify",
+]

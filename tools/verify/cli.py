@@ -1,0 +1,233 @@
+"""`python -m tools.verify STACK`: read-only post-deploy checks of every target of a stack.
+
+    python -m tools.verify STACK [--config-file FILE | --pulumi-stack ORG/ml-diagnostics/STACK]
+                                 [--format table|json|markdown] [--output FILE]
+                                 [--wait SECONDS] [--interval SECONDS] [--log-lines N] [--arm-endpoint URL]
+
+Exit codes: 0 every check passed; 1 a check failed; 2 the stack config is invalid; 3 a target could not be
+reached (named in the report). It never changes anything and never prints a secret.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from components import compat
+from components.config import ConfigError, StackConfig, is_placeholder
+from tools.verify import report
+from tools.verify.report import TargetResult, Unreachable
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+class StackConfigUnavailable(Exception):
+    """The stack's config cannot be read (missing file, the Pulumi CLI failed)."""
+
+
+def read_config(stack: str, config_file: Path | None, pulumi_stack: str | None) -> StackConfig:
+    """The stack config through `components.config.load()`, fed as `tools/plan` feeds it.
+
+    From the stack file, `secure:` values become placeholders (secrets are not needed to verify, except a
+    kubeconfig: see `--pulumi-stack`). With `pulumi_stack`, the Pulumi CLI reads the stack's config with
+    its secrets decrypted (`pulumi config --json --show-secrets`); the values stay in memory.
+    """
+    from pulumi.runtime import config as runtime_config
+
+    from components import config as stack_config
+    from tools.plan import StackFileError, read_stack_file
+
+    if pulumi_stack:
+        raw, secret_keys = pulumi_cli_config(pulumi_stack)
+    else:
+        try:
+            raw, secret_keys = read_stack_file(config_file or ROOT / "stacks" / f"Pulumi.{stack}.yaml")
+        except StackFileError as e:
+            raise StackConfigUnavailable(str(e)) from None
+    encoded = {k: v if isinstance(v, str) else json.dumps(v) for k, v in raw.items()}
+    runtime_config.set_all_config(encoded, list(secret_keys))
+    try:
+        return stack_config.load()
+    finally:
+        runtime_config.set_all_config({}, [])
+
+
+def pulumi_cli_config(pulumi_stack: str) -> tuple[dict[str, Any], list[str]]:
+    cmd = ["pulumi", "config", "--json", "--show-secrets", "--stack", pulumi_stack]
+    try:
+        run = subprocess.run(
+            cmd, cwd=ROOT, capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL
+        )
+    except FileNotFoundError:
+        raise StackConfigUnavailable(
+            "--pulumi-stack needs the Pulumi CLI on PATH (`pulumi login` done)"
+        ) from None
+    except subprocess.TimeoutExpired:
+        raise StackConfigUnavailable(f"`{' '.join(cmd)}` did not answer within 300 s") from None
+    if run.returncode != 0:  # stderr only: stdout would carry decrypted values
+        raise StackConfigUnavailable(f"`{' '.join(cmd)}` failed: {run.stderr.strip()[:500]}")
+    try:
+        entries = json.loads(run.stdout)
+    except ValueError:
+        raise StackConfigUnavailable(f"`{' '.join(cmd)}` did not print JSON") from None
+    raw = {k: e["objectValue"] if "objectValue" in e else e.get("value") for k, e in entries.items()}
+    return raw, [k for k, e in entries.items() if e.get("secret")]
+
+
+def kube_client(kubeconfig: str | None, context: str | None) -> Any:
+    """An ApiClient from kubeconfig text, else the ambient kubeconfig (KUBECONFIG, ~/.kube/config), at `context`."""
+    from kubernetes import config as kconfig
+    from kubernetes.config.config_exception import ConfigException
+
+    try:
+        if kubeconfig:
+            return kconfig.new_client_from_config_dict(
+                yaml.safe_load(kubeconfig), context=context, persist_config=False
+            )
+        path = os.environ.get("KUBECONFIG") or os.path.expanduser("~/.kube/config")
+        return kconfig.new_client_from_config(config_file=path, context=context, persist_config=False)
+    except (ConfigException, yaml.YAMLError, OSError, TypeError, ValueError) as e:
+        raise Unreachable(
+            f"kubeconfig unusable: {type(e).__name__}: {str(e).splitlines()[0][:300]}"
+        ) from None
+
+
+class Options(argparse.Namespace):
+    stack: str
+    config_file: Path | None
+    pulumi_stack: str | None
+    format: str
+    output: Path | None
+    wait: float
+    interval: float
+    log_lines: int
+    arm_endpoint: str
+
+
+def _in_cluster(
+    api: Any, result: TargetResult, settings: Any, mode: str, self_managed: bool, opts: Options
+) -> None:
+    from tools.verify import kube
+
+    try:
+        kube.probe(api)
+        kube.check_cluster(api, result, settings, mode, self_managed=self_managed, log_lines=opts.log_lines)
+    finally:
+        api.close()
+
+
+def verify_kubernetes(target: Any, result: TargetResult, opts: Options) -> None:
+    kubeconfig = target.kubeconfig.get_secret_value() if target.kubeconfig else None
+    if kubeconfig is not None and is_placeholder(kubeconfig):
+        raise Unreachable(
+            "its kubeconfig is a secret the stack file holds encrypted: pass --pulumi-stack ORG/ml-diagnostics/STACK "
+            "(the Pulumi CLI decrypts it)"
+        )
+    mode = compat.resolve_mode(target.mode, None, self_managed=True)
+    _in_cluster(kube_client(kubeconfig, target.context), result, target, mode, True, opts)
+
+
+def verify_gke(target: Any, cfg: StackConfig, result: TargetResult, opts: Options) -> None:
+    from tools.verify.google import check_gke
+
+    cluster = check_gke(target, cfg.google_api, result)
+    if cluster is None:
+        return
+    from components.gke_cluster import gke_kubeconfig
+
+    endpoint = cluster.get("endpoint") or ""
+    ca = (cluster.get("masterAuth") or {}).get("clusterCaCertificate") or ""
+    if not endpoint:
+        raise Unreachable("the GKE API reports no endpoint for the cluster")
+    text = gke_kubeconfig(target.project, target.location, target.gke_name, endpoint, ca)
+    _in_cluster(kube_client(text, None), result, target, target.resolved_mode, False, opts)
+
+
+def run_once(cfg: StackConfig, opts: Options) -> list[TargetResult]:
+    from tools.verify import azure, google
+
+    results: list[TargetResult] = []
+    arm: azure.Arm | None = None
+
+    def attempt(kind: str, name: str, fn: Callable[[TargetResult], None]) -> None:
+        result = TargetResult(kind, name)
+        results.append(result)
+        try:
+            fn(result)
+        except Unreachable as e:
+            result.unreachable = str(e)
+
+    for t in cfg.kubernetes_clusters:
+        attempt("kubernetesClusters", t.name, lambda r, t=t: verify_kubernetes(t, r, opts))
+    for t in cfg.gke_clusters:
+        attempt("gkeClusters", t.name, lambda r, t=t: verify_gke(t, cfg, r, opts))
+    for t in cfg.azure_ml:
+        arm = arm or azure.Arm(opts.arm_endpoint)
+        attempt("azureMl", t.name, lambda r, t=t, a=arm: azure.check_extension(t, a, r))
+    for t in cfg.model_development_clusters:
+        attempt(
+            "modelDevelopmentClusters",
+            t.name,
+            lambda r, t=t: google.check_model_development_cluster(t, cfg.google_api, r),
+        )
+    return results
+
+
+def parse_args(argv: list[str] | None) -> Options:
+    p = argparse.ArgumentParser(prog="python -m tools.verify", description=__doc__.split("\n\n")[0])
+    p.add_argument("stack", help="stack name: reads stacks/Pulumi.STACK.yaml")
+    src = p.add_mutually_exclusive_group()
+    src.add_argument("--config-file", type=Path, help="stack config file instead of stacks/Pulumi.STACK.yaml")
+    src.add_argument(
+        "--pulumi-stack",
+        metavar="ORG/PROJECT/STACK",
+        help="read the config through the Pulumi CLI with secrets decrypted (needed for a secret kubeconfig)",
+    )
+    p.add_argument("--format", choices=("table", "json", "markdown"), default="table")
+    p.add_argument("--output", type=Path, help="write the report to this file instead of stdout")
+    p.add_argument("--wait", type=float, default=0.0, metavar="SECONDS", help="poll until every check passes")
+    p.add_argument("--interval", type=float, default=10.0, metavar="SECONDS", help="pause between polls")
+    p.add_argument("--log-lines", type=int, default=500, help="recent log lines read per Diagon pod")
+    p.add_argument(
+        "--arm-endpoint", default="https://management.azure.com", help="Azure Resource Manager URL"
+    )
+    return p.parse_args(argv, namespace=Options())
+
+
+def main(argv: list[str] | None = None) -> int:
+    opts = parse_args(argv)
+    try:
+        cfg = read_config(opts.stack, opts.config_file, opts.pulumi_stack)
+    except (ConfigError, StackConfigUnavailable) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return report.EXIT_CONFIG
+    start = time.monotonic()
+    while True:
+        results = run_once(cfg, opts)
+        code = report.exit_code(results)
+        left = opts.wait - (time.monotonic() - start)
+        if code == report.EXIT_OK or left <= 0:
+            break
+        failing = [f"{r.label} {c.name}" for r in results for c in r.failed]
+        failing += [f"{r.label} unreachable" for r in results if r.unreachable]
+        print(
+            f"[verify {time.monotonic() - start:5.0f}s] waiting ({left:.0f}s left): {', '.join(failing)}",
+            file=sys.stderr,
+            flush=True,
+        )
+        time.sleep(max(0.0, min(opts.interval, left)))
+    text = report.render(opts.stack, results, opts.format)
+    if opts.output:
+        opts.output.write_text(text)
+    else:
+        sys.stdout.write(text)
+    return code

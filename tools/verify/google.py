@@ -1,0 +1,176 @@
+"""GKE and Vertex AI checks over the REST APIs, with the REST client the dynamic providers use.
+
+Credentials are the program's: Application Default Credentials and the stack's `googleApi` settings
+(quota project, endpoints). An endpoint on the loopback interface (a local fake or emulator) is called
+without credentials, like the stack's emulator mode; any other endpoint always authenticates.
+Only GET requests are made.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from typing import Any
+from urllib.parse import urlsplit
+
+from google.auth.exceptions import GoogleAuthError
+
+from components import compat
+from components.config import GoogleApiSettings
+from components.providers.google_rest import GoogleApiError, GoogleRestClient
+from components.targets.gke import GkeClusterTarget
+from components.targets.model_development import ModelDevelopmentClusterTarget
+from tools.verify.report import TargetResult, Unreachable
+
+CONTAINER_ENDPOINT = "https://container.googleapis.com"
+AIPLATFORM_ENDPOINT = "https://{region}-aiplatform.googleapis.com"
+MDC_API_VERSION = "v1beta1"
+# Model Development Cluster states while an operation (create, update, repair, delete) is in flight.
+MDC_BUSY_STATES = ("PROVISIONING", "UPDATING", "REPAIRING", "STOPPING")
+
+
+def is_loopback(url: str) -> bool:
+    host = urlsplit(url).hostname or ""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def rest_client(
+    endpoint: str | None, default: str, version: str, google_api: GoogleApiSettings
+) -> GoogleRestClient:
+    base = (endpoint or default).rstrip("/")
+    if not base.endswith(f"/{version}"):
+        base = f"{base}/{version}"
+    return GoogleRestClient(
+        base,
+        quota_project=google_api.quota_project,
+        anonymous=bool(endpoint) and is_loopback(base),
+        custom_endpoint=bool(endpoint),
+        max_attempts=3,
+        timeout=(5.0, 30.0),
+    )
+
+
+def _get(client: GoogleRestClient, path: str, what: str) -> dict[str, Any] | None:
+    """The resource, or None when the API says it does not exist. Raises Unreachable otherwise."""
+    try:
+        return client.request("GET", path, resource=what)
+    except GoogleApiError as e:
+        if e.http_status == 404:
+            return None
+        raise Unreachable(str(e)) from None
+    except GoogleAuthError as e:
+        raise Unreachable(f"no Google credentials: {str(e).splitlines()[0][:300]}") from None
+
+
+def check_gke(
+    target: GkeClusterTarget, google_api: GoogleApiSettings, result: TargetResult
+) -> dict[str, Any] | None:
+    """Cluster status and the managed flag; returns the cluster (endpoint and CA for the in-cluster checks)."""
+    path = f"projects/{target.project}/locations/{target.location}/clusters/{target.gke_name}"
+    client = rest_client(google_api.endpoints.get("container"), CONTAINER_ENDPOINT, "v1", google_api)
+    try:
+        cluster = _get(client, path, f"GKE cluster {path}")
+    finally:
+        client.close()
+    if cluster is None:
+        result.add(
+            "gke.cluster",
+            False,
+            f"cluster {path} not found",
+            "check project, location and clusterName in the stack config; for create: true run `pulumi up`",
+        )
+        return None
+    status = cluster.get("status", "")
+    if status == "RUNNING":
+        result.add("gke.cluster", True, f"{path} RUNNING")
+    else:
+        message = cluster.get("statusMessage") or ""
+        result.add(
+            "gke.cluster",
+            False,
+            f"{path} is {status}{f': {message}' if message else ''}",
+            "wait for the running operation (`gcloud container operations list`) or rerun with --wait",
+        )
+
+    version = cluster.get("currentMasterVersion", "")
+    enabled = bool((cluster.get("managedMachineLearningDiagnosticsConfig") or {}).get("enabled", False))
+    mode = target.resolved_mode
+    if mode == "managed":
+        problems = []
+        try:
+            new_enough = compat.supports_managed(version)
+        except ValueError:
+            new_enough = False
+        if not new_enough:
+            problems.append(f"version {version or 'unknown'} is before {compat.MANAGED_MIN_VERSION}")
+        if not enabled:
+            problems.append("managed ML diagnostics is off")
+        if problems:
+            result.add(
+                "gke.managed",
+                False,
+                "; ".join(problems),
+                f"upgrade the control plane to {compat.MANAGED_MIN_VERSION} or later and run `pulumi up` (it turns "
+                "the flag on); or set mode: manual",
+            )
+        else:
+            result.add("gke.managed", True, f"flag on, version {version} >= {compat.MANAGED_MIN_VERSION}")
+    elif enabled:
+        result.add(
+            "gke.managed",
+            False,
+            "managed ML diagnostics is on while the stack installs the manual releases (two webhooks)",
+            "run `pulumi up` (it turns the flag off for mode manual), or set mode: managed / auto",
+        )
+    else:
+        result.add("gke.managed", True, f"flag off (manual install), version {version}")
+    return cluster
+
+
+def check_model_development_cluster(
+    target: ModelDevelopmentClusterTarget, google_api: GoogleApiSettings, result: TargetResult
+) -> None:
+    endpoint = google_api.endpoints.get("aiplatform")
+    default = AIPLATFORM_ENDPOINT.replace("{region}", target.region)
+    if endpoint:
+        endpoint = endpoint.replace("{region}", target.region)
+    path = f"projects/{target.project}/locations/{target.region}/modelDevelopmentClusters/{target.model_development_cluster_id}"
+    client = rest_client(endpoint, default, MDC_API_VERSION, google_api)
+    try:
+        cluster = _get(client, path, f"Model Development Cluster {path}")
+    finally:
+        client.close()
+    if cluster is None:
+        result.add(
+            "mdc.state",
+            False,
+            f"{path} not found",
+            "run `pulumi up` (or `pulumi refresh` if it was deleted by hand)",
+        )
+        return
+    status = cluster.get("clusterStatus") or {}
+    state = status.get("state", "STATE_UNSPECIFIED")
+    detail = status.get("detail") or (status.get("error") or {}).get("message") or ""
+    where = f"{path} is {state}{f': {detail}' if detail else ''}"
+    if state == "RUNNING":
+        result.add("mdc.state", True, f"{path} RUNNING, no operation pending")
+    elif state in MDC_BUSY_STATES:
+        result.add(
+            "mdc.state",
+            False,
+            f"{where} (an operation is pending)",
+            "wait for the operation to finish (rerun with --wait SECONDS); if it never ends, check the operation "
+            "in the Cloud console and run `pulumi up` again",
+        )
+    else:
+        result.add(
+            "mdc.state",
+            False,
+            where,
+            "read clusterStatus.error in the Cloud console; fix the cause (quota, reservation, image) and run "
+            "`pulumi up`; a cluster stuck in ERROR may need to be deleted and created again",
+        )
