@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import subprocess
 import sys
 import textwrap
@@ -16,7 +17,7 @@ from components.config import PLACEHOLDER_SECRET
 from tools import plan_render
 from tools.analyzer import load_pack_config, run_policies
 from tools.plan import build_report, critical_path, read_stack_file
-from tools.plan_runtime import ROOT, RecordedResource, run_config
+from tools.plan_runtime import ROOT, RecordedResource, deterministic_order, run_config
 
 STACKS = sorted(p.name.split(".")[1] for p in (ROOT / "stacks").glob("Pulumi.*.yaml"))
 SECRET_VALUE = "s3cr3t-value-that-must-never-print"
@@ -162,8 +163,8 @@ def test_images_rule_through_the_analyzer_levels_per_environment(program):
         assert "registry.example/diag:latest" in pinned[0].message
 
 
-def _plan(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
+def _plan(*args: str, cwd: Path = ROOT, hash_seed: str = "random") -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONHASHSEED=hash_seed)
     return subprocess.run(
         [sys.executable, "-m", "tools.plan", *args],
         cwd=cwd,
@@ -189,6 +190,36 @@ def test_plan_every_stack_json_shape_and_exit_code(stack):
     assert set(report["criticalPath"]) == {"depth", "urns"}
     assert PLACEHOLDER_SECRET not in proc.stdout
     assert "[plan" in proc.stderr  # progress goes to stderr, never into the JSON
+    urns = [r["urn"] for r in report["resources"]]
+    for i, r in enumerate(report["resources"]):
+        assert all(urns.index(u) < i for u in (r["parent"], r["provider"], *r["dependencies"]) if u in urns)
+
+
+def test_plan_output_is_the_same_in_every_run():
+    """Set iteration (hash seed) and the SDK's registration order change nothing in the report."""
+    one, two = (_plan("dev", "--format", "json", "-q", hash_seed=seed) for seed in ("1", "2"))
+    assert one.returncode == two.returncode == 0, one.stderr + two.stderr
+    assert one.stdout == two.stdout
+
+
+def test_deterministic_order_ignores_the_order_of_registration():
+    resources = [
+        _res("c-cluster"),
+        _res("b-provider", deps=["c-cluster"]),
+        _res("a-comp", custom=False),
+        _res("z-ns", parent="a-comp", provider="b-provider"),
+        _res("d-release", parent="a-comp", deps=["z-ns", "c-cluster"], provider="b-provider"),
+        _res("e-independent"),
+    ]
+    expected = ["a-comp", "c-cluster", "b-provider", "e-independent", "z-ns", "d-release"]
+    for seed in range(20):
+        shuffled = resources[:]
+        random.Random(seed).shuffle(shuffled)
+        for r in shuffled:
+            random.Random(seed).shuffle(r.dependencies)
+        ordered = deterministic_order(shuffled)
+        assert [r.urn for r in ordered] == expected
+        assert ordered[5].dependencies == ["c-cluster", "z-ns"]
 
 
 def test_plan_invalid_config_exits_2_with_key_path_and_no_traceback(tmp_path):

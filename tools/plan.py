@@ -112,7 +112,7 @@ def critical_path(resources: list[RecordedResource]) -> dict[str, Any]:
         if urn in best:
             return best[urn][0]
         choice, value = None, 0
-        for p in preds.get(urn, ()):
+        for p in sorted(preds.get(urn, ())):  # sorted: ties resolve the same way in every run
             if p in seen:
                 continue
             d = depth(p, seen | {urn})
@@ -133,13 +133,23 @@ def critical_path(resources: list[RecordedResource]) -> dict[str, Any]:
     return {"depth": len(chain), "urns": list(reversed(chain))}
 
 
+def _finding_order(resources: list[RecordedResource]) -> Any:
+    """Findings in resource order, then by policy; stack-level findings last."""
+    position = {r.urn: i for i, r in enumerate(resources)}
+
+    def key(v: Violation) -> tuple[int, str, str, str]:
+        return (position.get(v.urn, len(position)), v.policy, v.enforcement_level, v.message)
+
+    return key
+
+
 def build_report(result: PlanResult, violations: list[Violation]) -> dict[str, Any]:
     return {
         "project": PROJECT,
         "stack": result.stack,
         "resources": [r.to_json() for r in result.resources],
         "outputs": result.outputs,
-        "policyViolations": [v.to_json() for v in violations],
+        "policyViolations": [v.to_json() for v in sorted(violations, key=_finding_order(result.resources))],
         "criticalPath": critical_path(result.resources),
     }
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import hashlib
+import heapq
 import json
 import runpy
 import sys
@@ -217,7 +218,40 @@ def run_config(
             gc.enable()
         del loop
     masked, plain = unwire(outputs_wire)
-    return PlanResult(stack=stack, resources=monitor.recorded, outputs=masked, unmasked_outputs=plain)
+    resources = deterministic_order(monitor.recorded)
+    return PlanResult(stack=stack, resources=resources, outputs=masked, unmasked_outputs=plain)
+
+
+def deterministic_order(resources: list[RecordedResource]) -> list[RecordedResource]:
+    """Parents, providers and dependencies before what needs them; otherwise by URN.
+
+    The SDK registers resources as their inputs resolve, so the order it sends them in varies between runs;
+    this order does not.
+    """
+    by_urn = {r.urn: r for r in resources}
+    waits_for: dict[str, set[str]] = {}
+    needed_by: dict[str, list[str]] = {u: [] for u in by_urn}
+    for r in resources:
+        r.dependencies.sort()
+        for urns in r.property_dependencies.values():
+            urns.sort()
+        before = {u for u in (r.parent, r.provider, *r.dependencies) if u in by_urn and u != r.urn}
+        waits_for[r.urn] = before
+        for u in before:
+            needed_by[u].append(r.urn)
+    ready = [u for u, before in waits_for.items() if not before]
+    heapq.heapify(ready)
+    order: list[RecordedResource] = []
+    while ready:
+        urn = heapq.heappop(ready)
+        order.append(by_urn[urn])
+        for nxt in needed_by[urn]:
+            waits_for[nxt].discard(urn)
+            if not waits_for[nxt]:
+                heapq.heappush(ready, nxt)
+    placed = {r.urn for r in order}
+    # A dependency cycle cannot come from a real program (the SDK awaits dependencies first); keep all anyway.
+    return order + sorted((r for r in resources if r.urn not in placed), key=lambda r: r.urn)
 
 
 def _no_stack_trace() -> source_pb2.StackTrace:
@@ -240,4 +274,4 @@ def _ensure_loop() -> asyncio.AbstractEventLoop:
         return loop
 
 
-__all__ = ["PROJECT", "ROOT", "PlanResult", "RecordedResource", "run_config", "unwire"]
+__all__ = ["PROJECT", "ROOT", "PlanResult", "RecordedResource", "deterministic_order", "run_config", "unwire"]
