@@ -2,118 +2,63 @@
 
 Everything lives under the `ml-diagnostics:` namespace. `load()` returns a `StackConfig` or raises one
 `ConfigError` listing every problem with its key path (`ml-diagnostics:azureMl[1].inference.routerServiceType`).
-Components never read config themselves.
+Components never read config themselves. The base model and errors live in `config_base` (below the targets).
 """
 
 from __future__ import annotations
 
 import json
+import typing
 from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
-import pulumi
-from pydantic import BaseModel, ConfigDict, SecretStr, ValidationError, field_validator
-from pydantic.alias_generators import to_camel
+from pydantic import BaseModel, SecretStr, ValidationError
 
-NAMESPACE = "ml-diagnostics"
+from components.config_base import (
+    NAMESPACE,
+    PLACEHOLDER_SECRET,
+    ConfigError,
+    Issues,
+    Model,
+    Secret,
+    is_placeholder,
+    secret_inputs,
+    secret_output,
+)
+from components.targets.azure_ml import AzureMlTarget
+from components.targets.gke import GkeClusterTarget
+from components.targets.google_api import GoogleApiSettings
+from components.targets.kubernetes import KubernetesClusterTarget
+from components.targets.model_development import ModelDevelopmentClusterTarget
 
-# `tools/plan` runs without the stack's secrets provider; it substitutes a value starting with this prefix
-# (plus a digest of the ciphertext, so a changed secret still shows as changed) for every `secure:` value.
-# Validators that inspect a secret's content (PEM checks) treat it as opaque: use `is_placeholder()`.
-PLACEHOLDER_SECRET = "offline-plan-placeholder-secret"
-
-
-def is_placeholder(value: object) -> bool:
-    if isinstance(value, SecretStr):
-        value = value.get_secret_value()
-    return isinstance(value, str) and value.startswith(PLACEHOLDER_SECRET)
-
-
-class ConfigError(pulumi.RunError):
-    """A stack configuration problem. RunError: the engine prints the message without a traceback."""
-
-    def __init__(self, problems: list[str]):
-        self.problems = problems
-        lines = "\n".join(f"  - {p}" for p in problems)
-        super().__init__(f"invalid stack configuration ({len(problems)} problem(s)):\n{lines}")
-
-
-class Issues(ValueError):
-    """Raised by model validators to report problems on specific sub-paths of the model.
-
-    `problems` is a list of (relative path, message); the path may be "" for the model itself,
-    `"inference.sslCname"` or `"nodePools[2].id"`.
-    """
-
-    def __init__(self, problems: list[tuple[str, str]]):
-        self.problems = problems
-        super().__init__("; ".join(f"{p}: {m}" if p else m for p, m in problems))
-
-
-def raise_issues(problems: list[tuple[str, str]]) -> None:
-    if problems:
-        raise Issues(problems)
-
-
-class Model(BaseModel):
-    """Base of every config model: camelCase keys, unknown keys rejected, immutable."""
-
-    model_config = ConfigDict(
-        extra="forbid",
-        alias_generator=to_camel,
-        populate_by_name=True,
-        frozen=True,
-        str_strip_whitespace=True,
-        hide_input_in_errors=True,
-    )
-
-
-def _secret_from_plain(v: Any) -> Any:
-    if isinstance(v, str) and not v:
-        raise ValueError("must not be empty")
-    return v
-
-
-class TargetBase(Model):
-    """Common to every target: a name unique within its kind (used in resource names)."""
-
-    # Unique per kind; part of every resource name of the target (changing it replaces them).
-    name: str
-
-    @field_validator("name")
-    @classmethod
-    def _name_shape(cls, v: str) -> str:
-        import re
-
-        if not re.fullmatch(r"[a-z]([a-z0-9-]{0,38}[a-z0-9])?", v):
-            raise ValueError(
-                "must be 1-40 characters of lowercase letters, digits and '-', starting with a letter "
-                "and not ending with '-'"
-            )
-        return v
-
-
-# Target models are imported here (not the other way round) so that the root model knows every kind.
-from components.targets.azure_ml import AzureMlTarget  # noqa: E402
-from components.targets.gke import GkeClusterTarget  # noqa: E402
-from components.targets.google_api import GoogleApiSettings  # noqa: E402
-from components.targets.kubernetes import KubernetesClusterTarget  # noqa: E402
-from components.targets.model_development import ModelDevelopmentClusterTarget  # noqa: E402
+__all__ = [
+    "NAMESPACE",
+    "PLACEHOLDER_SECRET",
+    "ConfigError",
+    "GoogleApiSettings",
+    "Secret",
+    "StackConfig",
+    "is_placeholder",
+    "load",
+    "parse",
+    "secret_inputs",
+    "secret_output",
+]
 
 
 class StackConfig(Model):
-    # Which environment this stack is; the policy pack's strictness follows it.
     environment: Literal["dev", "staging", "prod"]
-    # GKE clusters, created or adopted; managed or manual ML Diagnostics.
+    """Which environment this stack is; the policy pack's strictness follows it."""
     gke_clusters: list[GkeClusterTarget] = []
-    # Self-managed Kubernetes clusters (always the manual install).
+    """GKE clusters, created or adopted; managed or manual ML Diagnostics."""
     kubernetes_clusters: list[KubernetesClusterTarget] = []
-    # Azure ML extension on AKS or Arc clusters.
+    """Self-managed Kubernetes clusters (always the manual install)."""
     azure_ml: list[AzureMlTarget] = []
-    # Vertex AI Model Development Clusters (Slurm).
+    """Azure ML extension on AKS or Arc clusters."""
     model_development_clusters: list[ModelDevelopmentClusterTarget] = []
-    # REST settings of the GKE adopt and Model Development Cluster resources.
+    """Vertex AI Model Development Clusters (Slurm)."""
     google_api: GoogleApiSettings = GoogleApiSettings()
+    """REST settings of the GKE adopt and Model Development Cluster resources."""
 
 
 TARGET_KINDS = ("gkeClusters", "kubernetesClusters", "azureMl", "modelDevelopmentClusters")
@@ -147,8 +92,6 @@ def _allowed_keys(model: type[BaseModel]) -> list[str]:
 
 def _model_at(loc: tuple[Any, ...]) -> type[BaseModel] | None:
     """Walks StackConfig's fields along a location to find the model that owns the last key."""
-    import typing
-
     model: Any = StackConfig
     for part in loc[:-1]:
         if isinstance(part, int):
@@ -287,10 +230,3 @@ def load() -> StackConfig:
     raw = {**runtime_config.get_config_env(), **runtime_config.CONFIG.get()}
     secret = set(runtime_config.get_config_secret_keys_env()) | set(runtime_config._SECRET_KEYS.get())
     return parse(raw, secret)
-
-
-def secret_output(value: SecretStr | None) -> pulumi.Output[str] | None:
-    """Unwraps a config secret for a resource input, keeping it a Pulumi secret end to end."""
-    if value is None:
-        return None
-    return pulumi.Output.secret(value.get_secret_value())

@@ -369,9 +369,9 @@ def test_release_train_shape():
 def test_node_selector_key_and_value():
     t = aks(nodeSelector={"kubernetes.io/os": "linux", "bad key": "x", "pool": "gpu nodes"})
     assert problems(t) == [
-        f"{P}.nodeSelector.bad key: not a Kubernetes label key: [prefix/]name, name 1-63 letters, digits, '-', "
-        "'_', '.' starting and ending with a letter or digit; prefix a DNS subdomain",
-        f"{P}.nodeSelector.pool: not a Kubernetes label value: up to 63 letters, digits, '-', '_', '.' "
+        f"{P}.nodeSelector.bad key: 'bad key' is not a Kubernetes label key: [prefix/]name, name 1-63 of "
+        "[A-Za-z0-9-_.] starting and ending with a letter or digit, prefix a DNS subdomain",
+        f"{P}.nodeSelector.pool: 'gpu nodes' is not a Kubernetes label value: up to 63 of [A-Za-z0-9-_.] "
         "starting and ending with a letter or digit",
     ]
 
@@ -385,7 +385,8 @@ def test_ssl_cname_and_secret_shapes():
     }
     assert problems(aks(inference=inf)) == [
         f"{P}.inference.sslCname: must be a DNS name such as ml.example.com",
-        f"{P}.inference.sslSecret: must be a Kubernetes secret name (lowercase letters, digits, '-' and '.')",
+        f"{P}.inference.sslSecret: 'TLS!' is not a Kubernetes secret name: up to 253 characters of lowercase "
+        "letters, digits, '-' and '.'",
     ]
 
 

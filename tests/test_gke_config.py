@@ -140,7 +140,7 @@ def test_node_pool_problems() -> None:
         f"{P}.nodePools[1].tpuTopology: only for TPU machine types (ct5lp-..., ct6e-...), not 'e2-standard-4'",
         f"{P}.nodePools[2].taints[0].effect: must be one of 'NO_SCHEDULE', 'PREFER_NO_SCHEDULE' or 'NO_EXECUTE'",
         f"{P}.nodePools[3].autoscaling.maxNodeCount: must be at least 1 and at least minNodeCount",
-        f"{P}.nodePools[3].name: must be 1-40 lowercase letters, digits and '-', starting with a letter and "
+        f"{P}.nodePools[3].name: 'Bad_Name' is not allowed: must be 1-40 lowercase letters, digits and '-', starting with a letter and "
         "not ending with '-'",
     ]
     pools[2]["taints"] = []
@@ -188,7 +188,7 @@ def test_diagon_workload_identity_needs_workload_identity() -> None:
 
 def test_location_and_cluster_name_shapes() -> None:
     assert problems(with_(ADOPTED, location="US-Central", clusterName="Shared_A")) == [
-        f"{P}.clusterName: must be 1-40 lowercase letters, digits and '-', starting with a letter and not "
+        f"{P}.clusterName: 'Shared_A' is not allowed: must be 1-40 lowercase letters, digits and '-', starting with a letter and not "
         "ending with '-'",
         f"{P}.location: must be a region (us-central1) or a zone (us-central1-a)",
     ]

@@ -107,7 +107,7 @@ def test_in_cluster_settings_are_inherited_flat():
         (
             {"workloadNamespaces": [{"name": "AI"}]},
             [
-                f"{P}.workloadNamespaces[0].name: must be a Kubernetes namespace name: 1-63 lowercase letters, "
+                f"{P}.workloadNamespaces[0].name: 'AI' is not a Kubernetes namespace name: 1-63 lowercase letters, "
                 "digits and '-', starting and ending with a letter or digit"
             ],
         ),
@@ -195,8 +195,9 @@ def test_in_cluster_settings_are_inherited_flat():
         (
             {"diagon": {"acceleratorNodeLabels": ["ok.example/gpu", "no spaces"]}},
             [
-                f"{P}.diagon.acceleratorNodeLabels[1]: 'no spaces' is not a Kubernetes label key "
-                "([prefix/]name, name up to 63 of [A-Za-z0-9-_.])"
+                f"{P}.diagon.acceleratorNodeLabels[1]: 'no spaces' is not a Kubernetes label key: "
+                "[prefix/]name, name 1-63 of [A-Za-z0-9-_.] starting and ending with a letter or digit, "
+                "prefix a DNS subdomain"
             ],
         ),
         (

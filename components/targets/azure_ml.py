@@ -41,7 +41,8 @@ from typing import Literal
 
 from pydantic import Field, SecretStr, field_validator, model_validator
 
-from components.config import Model, TargetBase, is_placeholder, raise_issues
+from components import validators
+from components.config_base import Model, TargetBase, is_placeholder, raise_issues
 
 ROUTER_SERVICE_TYPES = ("LoadBalancer", "NodePort", "ClusterIP")
 _ROUTER_BY_LOWER = {t.lower(): t for t in ROUTER_SERVICE_TYPES}
@@ -60,10 +61,6 @@ _RELEASE_TRAIN = re.compile(r"[A-Za-z][A-Za-z0-9-]*")
 _DNS_NAME = re.compile(
     r"(\*\.)?([A-Za-z0-9]([-A-Za-z0-9]{0,61}[A-Za-z0-9])?\.)*[A-Za-z0-9]([-A-Za-z0-9]{0,61}[A-Za-z0-9])?"
 )
-_K8S_NAME = re.compile(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?")
-_LABEL_NAME = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?")
-_LABEL_PREFIX = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?(\.[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)*")
-_LABEL_VALUE = re.compile(r"([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?")
 
 _PEM_BLOCK = re.compile(r"-----BEGIN ([A-Z0-9 ]+)-----\s+[A-Za-z0-9+/=:,\-\s]+?-----END \1-----")
 
@@ -103,12 +100,12 @@ class AzureClusterRef(Model):
     subscription_id: str
     resource_group: str
     name: str
-    # Azure region name as ARM returns it (`eastus`); sent lowercased like the CLI does.
     location: str
-    # Total nodes (AKS: sum of agent pool counts; Arc: totalNodeCount), as the CLI reads it from ARM.
+    """Azure region name as ARM returns it (`eastus`); sent lowercased like the CLI does."""
     node_count: int = Field(ge=1)
-    # Arc-connected OpenShift (OCP/ARO); the CLI sends `openshift=true` for that distribution.
+    """Total nodes (AKS: sum of agent pool counts; Arc: totalNodeCount), as the CLI reads it from ARM."""
     openshift: bool = False
+    """Arc-connected OpenShift (OCP/ARO); the CLI sends `openshift=true` for that distribution."""
 
     @field_validator("subscription_id")
     @classmethod
@@ -165,22 +162,22 @@ class AzureClusterRef(Model):
 
 class InferenceSettings(Model):
     enabled: bool = False
-    # LoadBalancer | NodePort | ClusterIP, any case in; the canonical spelling out.
     router_service_type: str | None = None
-    # AKS only: `azure` puts the router behind an internal load balancer.
+    """LoadBalancer | NodePort | ClusterIP, any case in; the canonical spelling out."""
     internal_load_balancer_provider: Literal["azure"] | None = None
-    # HTTP inference endpoints (dev/test only); refused in prod by policy.
+    """AKS only: `azure` puts the router behind an internal load balancer."""
     allow_insecure_connections: bool | None = None
-    # CNAME of the HTTPS inference endpoint; required unless insecure.
+    """HTTP inference endpoints (dev/test only); refused in prod by policy."""
     ssl_cname: str | None = None
-    # Name of a Kubernetes secret in the `azureml` namespace holding cert.pem and key.pem.
+    """CNAME of the HTTPS inference endpoint; required unless insecure."""
     ssl_secret: str | None = None
-    # PEM text (not a path), set with `pulumi config set --secret --path`.
+    """Name of a Kubernetes secret in the `azureml` namespace holding cert.pem and key.pem."""
     ssl_cert_pem: SecretStr | None = None
-    # PEM private key text (unencrypted), set with --secret.
+    """PEM text (not a path), set with `pulumi config set --secret --path`."""
     ssl_key_pem: SecretStr | None = None
-    # 3 router replicas; unset: derived from nodeCount like the CLI.
+    """PEM private key text (unencrypted), set with --secret."""
     router_ha: bool | None = Field(default=None, alias="routerHA")
+    """3 router replicas; unset: derived from nodeCount like the CLI."""
 
     @field_validator("router_service_type")
     @classmethod
@@ -202,8 +199,8 @@ class InferenceSettings(Model):
     @field_validator("ssl_secret")
     @classmethod
     def _ssl_secret(cls, v: str | None) -> str | None:
-        if v is not None and not _K8S_NAME.fullmatch(v):
-            raise ValueError("must be a Kubernetes secret name (lowercase letters, digits, '-' and '.')")
+        if v is not None:
+            validators.check(lambda s: validators.dns_subdomain_problem(s, "a Kubernetes secret name"), v)
         return v
 
     @field_validator("ssl_cert_pem")
@@ -230,31 +227,31 @@ class InferenceSettings(Model):
 
 class AzureMlTarget(TargetBase):
     cluster: AzureClusterRef
-    # The extension's ARM name (= Helm release name); defaults to the target name.
     extension_name: str | None = None
-    # enableTraining: training jobs and batch scoring.
+    """The extension's ARM name (= Helm release name); defaults to the target name."""
     training: bool = False
+    """enableTraining: training jobs and batch scoring."""
     inference: InferenceSettings = InferenceSettings()
-    # Restrict the extension and ML workloads to nodes with these labels.
     node_selector: dict[str, str] = {}
-    # Install the NVIDIA device plugin (default false).
+    """Restrict the extension and ML workloads to nodes with these labels."""
     install_nvidia_device_plugin: bool | None = None
-    # Install the Prometheus operator (default true).
+    """Install the NVIDIA device plugin (default false)."""
     install_prom_op: bool | None = None
-    # Install the Volcano scheduler (default true).
+    """Install the Prometheus operator (default true)."""
     install_volcano: bool | None = None
-    # Install dcgm-exporter for GPU metrics (default false).
+    """Install the Volcano scheduler (default true)."""
     install_dcgm_exporter: bool | None = None
-    # Pin the extension version (needs autoUpgradeMinorVersion: false).
+    """Install dcgm-exporter for GPU metrics (default false)."""
     version: str | None = None
-    # Let Azure upgrade minor versions (default true).
+    """Pin the extension version (needs autoUpgradeMinorVersion: false)."""
     auto_upgrade_minor_version: bool | None = None
-    # Release train (default stable).
+    """Let Azure upgrade minor versions (default true)."""
     release_train: str | None = None
-    # Only `cluster` is supported by the Azure ML extension.
+    """Release train (default stable)."""
     scope: str = "cluster"
-    # The extension's `domain` setting, sent as given; unset: `<cluster.location>.cloudapp.azure.com`.
+    """Only `cluster` is supported by the Azure ML extension."""
     domain: str | None = None
+    """The extension's `domain` setting, sent as given; unset: `<cluster.location>.cloudapp.azure.com`."""
 
     @field_validator("domain")
     @classmethod
@@ -292,28 +289,7 @@ class AzureMlTarget(TargetBase):
     @field_validator("node_selector")
     @classmethod
     def _node_selector(cls, v: dict[str, str]) -> dict[str, str]:
-        problems = []
-        for key, value in v.items():
-            prefix, _, label = key.rpartition("/")
-            if (
-                prefix and not (len(prefix) <= 253 and _LABEL_PREFIX.fullmatch(prefix))
-            ) or not _LABEL_NAME.fullmatch(label):
-                problems.append(
-                    (
-                        key,
-                        "not a Kubernetes label key: [prefix/]name, name 1-63 letters, digits, '-', '_', '.' "
-                        "starting and ending with a letter or digit; prefix a DNS subdomain",
-                    )
-                )
-            elif not _LABEL_VALUE.fullmatch(value):
-                problems.append(
-                    (
-                        key,
-                        "not a Kubernetes label value: up to 63 letters, digits, '-', '_', '.' starting and "
-                        "ending with a letter or digit",
-                    )
-                )
-        raise_issues(problems)
+        raise_issues(validators.k8s_labels_problems(v, ""))
         return v
 
     @property

@@ -32,13 +32,11 @@ from typing import Literal
 
 from pydantic import field_validator, model_validator
 
-from components import compat
-from components.config import Model, TargetBase, raise_issues
+from components import compat, validators
+from components.config_base import Model, TargetBase, raise_issues
 from components.targets.google_api import TargetGoogleApi
-from components.targets.kubernetes import InClusterSettings, _label_key_problem, manual_install_issues
+from components.targets.kubernetes import InClusterSettings, manual_install_issues
 
-_POOL_NAME = re.compile(r"[a-z]([-a-z0-9]{0,38}[a-z0-9])?")
-_CLUSTER_NAME = re.compile(r"[a-z]([-a-z0-9]{0,38}[a-z0-9])?")
 # Cloud TPU machine types on GKE: ct4p-, ct5lp-, ct5p-, ct6e-, tpu7x-...
 _TPU_MACHINE = re.compile(r"(ct\d+[a-z]*|tpu\d+[a-z]*)-[a-z0-9-]+")
 # Machine types with built-in GPUs (A2, A3, A4, G2, G4).
@@ -67,7 +65,8 @@ class Taint(Model):
 class GuestAccelerator(Model):
     """GPUs attached to each node (N1 machine types, or to size the GPUs of A2/A3/G2 types)."""
 
-    type: str  # e.g. nvidia-l4, nvidia-tesla-a100, nvidia-h100-80gb
+    type: str
+    """e.g. nvidia-l4, nvidia-tesla-a100, nvidia-h100-80gb"""
     count: int
     gpu_driver_version: Literal["DEFAULT", "LATEST", "INSTALLATION_DISABLED"] = "DEFAULT"
 
@@ -97,30 +96,26 @@ class Autoscaling(Model):
 class NodePool(Model):
     name: str
     machine_type: str
-    # Fixed size per zone; or `autoscaling`. Neither: 1 node per zone.
     node_count: int | None = None
+    """Fixed size per zone; or `autoscaling`. Neither: 1 node per zone."""
     autoscaling: Autoscaling | None = None
-    # Zones of the pool (default: the cluster's).
     node_locations: list[str] = []
-    # Spot VMs.
+    """Zones of the pool (default: the cluster's)."""
     spot: bool = False
+    """Spot VMs."""
     disk_size_gb: int | None = None
     disk_type: str | None = None
     service_account: str | None = None
     labels: dict[str, str] = {}
     taints: list[Taint] = []
     guest_accelerator: GuestAccelerator | None = None
-    # Multi-host TPU slice shape, e.g. 2x4 (TPU machine types only): COMPACT placement with this topology.
     tpu_topology: str | None = None
+    """Multi-host TPU slice shape, e.g. 2x4 (TPU machine types only): COMPACT placement with this topology."""
 
     @field_validator("name")
     @classmethod
     def _name(cls, v: str) -> str:
-        if not _POOL_NAME.fullmatch(v):
-            raise ValueError(
-                "must be 1-40 lowercase letters, digits and '-', starting with a letter and not ending with '-'"
-            )
-        return v
+        return validators.check(validators.short_name_problem, v)
 
     @property
     def accelerator(self) -> Literal["tpu", "gpu"] | None:
@@ -139,18 +134,15 @@ class NodePool(Model):
             problems.append(("nodeCount", "must be 0 or more"))
         if self.disk_size_gb is not None and self.disk_size_gb < 10:
             problems.append(("diskSizeGb", "must be at least 10"))
-        for k, v in self.labels.items():
-            if p := _label_key_problem(k):
-                problems.append((f"labels.{k}", p))
-            elif k.startswith(("cloud.google.com/", "kubernetes.io/", "k8s.io/")):
+        problems += validators.k8s_labels_problems(self.labels, "labels")
+        for k in self.labels:
+            if k.startswith(("cloud.google.com/", "kubernetes.io/", "k8s.io/")):
                 problems.append(
                     (f"labels.{k}", "is reserved (set by GKE or Kubernetes); use your own prefix")
                 )
-            elif len(v) > 63:
-                problems.append((f"labels.{k}", "label values are at most 63 characters"))
         for i, t in enumerate(self.taints):
-            if p := _label_key_problem(t.key):
-                problems.append((f"taints[{i}].key", p))
+            if p := validators.label_key_problem(t.key) or validators.label_value_problem(t.value):
+                problems.append((f"taints[{i}]", p))
         if self.tpu_topology is not None:
             if self.accelerator != "tpu":
                 problems.append(
@@ -169,31 +161,32 @@ class NodePool(Model):
 
 class GkeClusterTarget(TargetBase, InClusterSettings):
     project: str
-    location: str  # region (regional cluster) or zone (zonal cluster)
-    # True: the program creates and owns the cluster. False: it adopts an existing one.
+    location: str
+    """region (regional cluster) or zone (zonal cluster)"""
     create: bool = False
-    # The GKE cluster's name; defaults to the target name.
+    """True: the program creates and owns the cluster. False: it adopts an existing one."""
     cluster_name: str | None = None
-    # managed (GKE >= 1.35.0-gke.3065000), manual (cert-manager + webhook + operator), auto (by version).
+    """The GKE cluster's name; defaults to the target name."""
     mode: Literal["managed", "manual", "auto"] = "auto"
-    # Adopted clusters: the cluster's current master version (declared; it decides the mode).
+    """managed (GKE >= 1.35.0-gke.3065000), manual (cert-manager + webhook + operator), auto (by version)."""
     current_version: str | None = None
-    # Created clusters:
+    """Adopted clusters: the cluster's current master version (declared; it decides the mode)."""
     release_channel: Literal["RAPID", "REGULAR", "STABLE", "EXTENDED", "UNSPECIFIED"] | None = None
-    # Created clusters: minimum master version, e.g. 1.35.1-gke.1396000 (decides `auto`).
+    """Created clusters: the release channel (unset: GKE's default)."""
     min_master_version: str | None = None
-    # Created clusters: VPC network (default network when unset).
+    """Created clusters: minimum master version, e.g. 1.35.1-gke.1396000 (decides `auto`)."""
     network: str | None = None
-    # Created clusters: subnetwork.
+    """Created clusters: VPC network (default network when unset)."""
     subnetwork: str | None = None
-    # Created clusters: Workload Identity (PROJECT.svc.id.goog).
+    """Created clusters: subnetwork."""
     workload_identity: bool = True
-    # Created clusters: refuse `pulumi destroy` of the cluster.
+    """Created clusters: Workload Identity (PROJECT.svc.id.goog)."""
     deletion_protection: bool = True
-    # Created clusters: node pools (the default pool is removed).
+    """Created clusters: refuse `pulumi destroy` of the cluster."""
     node_pools: list[NodePool] = []
-    # Per-target Google credentials/retry settings (override the stack's googleApi keys).
+    """Created clusters: node pools (the default pool is removed)."""
     google_api: TargetGoogleApi | None = None
+    """Per-target Google credentials/retry settings (override the stack's googleApi keys)."""
 
     @property
     def gke_name(self) -> str:
@@ -215,13 +208,8 @@ class GkeClusterTarget(TargetBase, InClusterSettings):
     @model_validator(mode="after")
     def _target_check(self) -> GkeClusterTarget:
         problems: list[tuple[str, str]] = []
-        if self.cluster_name is not None and not _CLUSTER_NAME.fullmatch(self.cluster_name):
-            problems.append(
-                (
-                    "clusterName",
-                    "must be 1-40 lowercase letters, digits and '-', starting with a letter and not ending with '-'",
-                )
-            )
+        if self.cluster_name is not None and (p := validators.short_name_problem(self.cluster_name)):
+            problems.append(("clusterName", p))
         if not _LOCATION.fullmatch(self.location):
             problems.append(("location", "must be a region (us-central1) or a zone (us-central1-a)"))
         version_key = "minMasterVersion" if self.create else "currentVersion"

@@ -23,7 +23,7 @@ from urllib.parse import urlsplit
 
 from pydantic import Field, field_validator, model_validator
 
-from components.config import Model
+from components.config_base import Model
 
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 
@@ -52,14 +52,14 @@ class GoogleRetrySettings(Model):
     Retried: HTTP 408/429/500/502/503/504 and lost connections (Retry-After honoured), idempotent calls only.
     """
 
-    # Total time spent retrying one call (and waiting out brief operation 404s) before giving up.
     deadline_minutes: float = Field(default=5.0, gt=0, le=60)
-    # First delay; each retry multiplies it by `multiplier`, up to `maxDelaySeconds`.
+    """Total time spent retrying one call (and waiting out brief operation 404s) before giving up."""
     initial_delay_seconds: float = Field(default=1.0, gt=0, le=60)
-    # Longest single delay between two attempts.
+    """First delay; each retry multiplies it by `multiplier`, up to `maxDelaySeconds`."""
     max_delay_seconds: float = Field(default=32.0, ge=1, le=300)
-    # Growth factor of the delay.
+    """Longest single delay between two attempts."""
     multiplier: float = Field(default=2.0, ge=1, le=10)
+    """Growth factor of the delay."""
 
     @model_validator(mode="after")
     def _order(self) -> GoogleRetrySettings:
@@ -77,13 +77,14 @@ class GoogleRetrySettings(Model):
 class TargetGoogleApi(Model):
     """Per-target REST client settings (override the stack's `googleApi`)."""
 
-    # Project billed for API quota (x-goog-user-project header); also the gcp provider's billing project.
     quota_project: str | None = None
-    # Service account the REST clients, the gcp provider and kubectl impersonate (your identity needs
-    # roles/iam.serviceAccountTokenCreator on it).
+    """Project billed for API quota (x-goog-user-project header); also the gcp provider's billing project."""
     impersonate_service_account: str | None = None
-    # Retry policy of the REST clients (unset: the defaults of each key).
+    """Service account the REST clients, the gcp provider and kubectl impersonate (your identity needs
+    roles/iam.serviceAccountTokenCreator on it).
+    """
     retry: GoogleRetrySettings | None = None
+    """Retry policy of the REST clients (unset: the defaults of each key)."""
 
     @field_validator("impersonate_service_account")
     @classmethod
@@ -96,11 +97,14 @@ class TargetGoogleApi(Model):
 class GoogleApiSettings(TargetGoogleApi):
     """Stack-level REST client settings of the dynamic providers (GKE adopt, Model Development Cluster)."""
 
-    # Custom API endpoints, e.g. a private endpoint or a local fake: {"aiplatform": "https://...", "container": ...}
     endpoints: dict[Literal["aiplatform", "container"], str] = {}
-    # Emulator/loopback mode: every endpoint on 127.0.0.1, localhost or ::1, and no credentials at all
-    # (no Application Default Credentials, no impersonation). For local fakes and end-to-end tests.
+    """Custom API endpoints, e.g. a private endpoint or a local fake: {"aiplatform": "https://...",
+    "container": ...}
+    """
     emulator: bool = False
+    """Emulator/loopback mode: every endpoint on 127.0.0.1, localhost or ::1, and no credentials at all (no
+    Application Default Credentials, no impersonation). For local fakes and end-to-end tests.
+    """
 
     @field_validator("endpoints")
     @classmethod

@@ -28,51 +28,28 @@ from typing import Any
 
 from pydantic import SecretStr, field_validator, model_validator
 
-from components import compat
-from components.config import Model, TargetBase, raise_issues
+from components import compat, validators
+from components.config_base import Model, TargetBase, raise_issues
 
-_DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
-_LABEL_NAME = re.compile(r"([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)")
-_DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?")
 _GSA = re.compile(r"[a-z][a-z0-9-]{4,28}[a-z0-9]@[a-z][a-z0-9-]{4,28}[a-z0-9]\.iam\.gserviceaccount\.com")
 
 
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 
 
-def _namespace_name(v: str) -> str:
-    if not _DNS_LABEL.fullmatch(v):
-        raise ValueError(
-            "must be a Kubernetes namespace name: 1-63 lowercase letters, digits and '-', "
-            "starting and ending with a letter or digit"
-        )
-    return v
-
-
-def _label_key_problem(key: str) -> str | None:
-    prefix, _, name = key.rpartition("/")
-    if (prefix and not _DNS_SUBDOMAIN.fullmatch(prefix)) or not _LABEL_NAME.fullmatch(name):
-        return f"{key!r} is not a Kubernetes label key ([prefix/]name, name up to 63 of [A-Za-z0-9-_.])"
-    return None
-
-
-def _label_value_ok(v: str) -> bool:
-    return v == "" or bool(_LABEL_NAME.fullmatch(v))
-
-
 class WorkloadNamespace(Model):
     """A namespace whose workloads opt in to the injection-webhook (`managed-mldiagnostics-gke=true`)."""
 
     name: str
-    # True: the program creates (and owns) the namespace. False: it exists; only the label is applied.
     create: bool = False
-    # Extra labels (created namespaces only; an existing namespace keeps its own labels untouched).
+    """True: the program creates (and owns) the namespace. False: it exists; only the label is applied."""
     labels: dict[str, str] = {}
+    """Extra labels (created namespaces only; an existing namespace keeps its own labels untouched)."""
 
     @field_validator("name")
     @classmethod
     def _name(cls, v: str) -> str:
-        return _namespace_name(v)
+        return validators.check(validators.namespace_problem, v)
 
     @model_validator(mode="after")
     def _check(self) -> WorkloadNamespace:
@@ -81,26 +58,27 @@ class WorkloadNamespace(Model):
             problems.append(
                 ("labels", "allowed only with create: true (existing namespaces keep their labels)")
             )
-        for k, v in self.labels.items():
-            if k == compat.OPT_IN_LABEL:
-                problems.append((f"labels.{k}", 'is set by the program to "true"; remove it'))
-            elif p := _label_key_problem(k):
-                problems.append((f"labels.{k}", p))
-            elif not _label_value_ok(v):
-                problems.append((f"labels.{k}", f"{v!r} is not a label value (up to 63 of [A-Za-z0-9-_.])"))
+        if compat.OPT_IN_LABEL in self.labels:
+            problems.append((f"labels.{compat.OPT_IN_LABEL}", 'is set by the program to "true"; remove it'))
+        problems += validators.k8s_labels_problems(
+            {k: v for k, v in self.labels.items() if k != compat.OPT_IN_LABEL}, "labels"
+        )
         raise_issues(problems)
         return self
 
 
 class CertManagerSettings(Model):
-    # False: the cluster already runs cert-manager (pre-installed); nothing is created and nothing waits on it.
     enabled: bool = True
-    # Chart version; decides the CRD values (installCRDs before v1.15.0, crds.* after).
+    """False: the cluster already runs cert-manager (pre-installed); nothing is created and nothing waits on
+    it.
+    """
     version: str = compat.CERT_MANAGER_DEFAULT_VERSION
-    # Helm repository of the cert-manager chart.
+    """Chart version; decides the CRD values (installCRDs before v1.15.0, crds.* after)."""
     repository: str = compat.CERT_MANAGER_REPOSITORY
-    # Extra chart values, deep-merged over the defaults (CRD values by version, leader election namespace).
+    """Helm repository of the cert-manager chart."""
     values: dict[str, Any] = {}
+    """Extra chart values, deep-merged over the defaults (CRD values by version, leader election namespace).
+    """
 
     @model_validator(mode="after")
     def _check(self) -> CertManagerSettings:
@@ -119,11 +97,12 @@ class CertManagerSettings(Model):
 class ChartSettings(Model):
     """Override of one mldiagnostics chart: `chart` is a full oci:// URL or a chart name in `repository`."""
 
-    # Chart name in `repository`, or a full oci:// URL.
     chart: str | None = None
-    # Chart version; default from the version table.
+    """Chart name in `repository`, or a full oci:// URL."""
     version: str | None = None
-    repository: str | None = None  # defaults to MlDiagnosticsManualSettings.repository
+    """Chart version; default from the version table."""
+    repository: str | None = None
+    """defaults to MlDiagnosticsManualSettings.repository"""
     values: dict[str, Any] = {}
 
     @field_validator("version")
@@ -135,8 +114,8 @@ class ChartSettings(Model):
 
 
 class ConnectionOperatorSettings(ChartSettings):
-    # Controller args; replaces the chart's default args. Default: by JAX version (only 0.8.x sets them).
     args: list[str] | None = None
+    """Controller args; replaces the chart's default args. Default: by JAX version (only 0.8.x sets them)."""
 
     @field_validator("args")
     @classmethod
@@ -151,14 +130,15 @@ class ConnectionOperatorSettings(ChartSettings):
 class MlDiagnosticsManualSettings(Model):
     """The manual install (GKE before 1.35.0-gke.3065000, self-managed): injection-webhook + connection-operator."""
 
-    # JAX version of the workloads: picks the connection-operator chart and args. Required for manual mode.
     jax_version: str | None = None
-    # Where both charts live: an oci:// registry path or an https Helm repository.
+    """JAX version of the workloads: picks the connection-operator chart and args. Required for manual mode.
+    """
     repository: str = compat.MLDIAGNOSTICS_REPOSITORY
-    # Overrides for the injection-webhook chart (default 0.25.0).
+    """Where both charts live: an oci:// registry path or an https Helm repository."""
     injection_webhook: ChartSettings = ChartSettings()
-    # Overrides for the connection-operator chart (default by JAX version).
+    """Overrides for the injection-webhook chart (default 0.25.0)."""
     connection_operator: ConnectionOperatorSettings = ConnectionOperatorSettings()
+    """Overrides for the connection-operator chart (default by JAX version)."""
 
     @model_validator(mode="after")
     def _check(self) -> MlDiagnosticsManualSettings:
@@ -183,26 +163,27 @@ class DiagonSettings(Model):
 
     enabled: bool = False
     namespace: str = compat.DIAGON_DEFAULT_NAMESPACE
-    # False: the namespace exists already (e.g. kube-system) and is not created or owned by the program.
     create_namespace: bool = True
-    # Daemon image; pull policy Always only for :latest. Pin a tag or digest outside dev.
+    """False: the namespace exists already (e.g. kube-system) and is not created or owned by the program."""
     image: str = compat.DIAGON_DEFAULT_IMAGE
-    # Kubernetes ServiceAccount the daemon runs as (created).
+    """Daemon image; pull policy Always only for :latest. Pin a tag or digest outside dev."""
     service_account: str = "diagon-daemon"
-    # GKE Workload Identity: the Google service account the daemon's Kubernetes SA acts as.
+    """Kubernetes ServiceAccount the daemon runs as (created)."""
     gcp_service_account: str | None = None
-    # Runs on nodes carrying any of these labels (node affinity `Exists`); empty list: every node. Unset:
-    # GKE the GKE accelerator labels (and nvidia.com/gpu.present); self-managed every node (the vendor manifest).
+    """GKE Workload Identity: the Google service account the daemon's Kubernetes SA acts as."""
     accelerator_node_labels: list[str] | None = None
-    # Overrides the accelerator affinity: run only on nodes with exactly these labels.
+    """Runs on nodes carrying any of these labels (node affinity `Exists`); empty list: every node. Unset:
+    GKE the GKE accelerator labels (and nvidia.com/gpu.present); self-managed every node (the vendor manifest).
+    """
     node_selector: dict[str, str] | None = None
-    # RollingUpdate maxUnavailable (count or percentage).
+    """Overrides the accelerator affinity: run only on nodes with exactly these labels."""
     max_unavailable: int | str = 1
+    """RollingUpdate maxUnavailable (count or percentage)."""
 
     @field_validator("namespace", "service_account")
     @classmethod
     def _names(cls, v: str) -> str:
-        return _namespace_name(v)
+        return validators.check(validators.dns_label_problem, v)
 
     @field_validator("image")
     @classmethod
@@ -241,13 +222,9 @@ class DiagonSettings(Model):
                 )
             )
         for i, k in enumerate(self.accelerator_node_labels or ()):
-            if p := _label_key_problem(k):
+            if p := validators.label_key_problem(k):
                 problems.append((f"acceleratorNodeLabels[{i}]", p))
-        for k, v in (self.node_selector or {}).items():
-            if p := _label_key_problem(k):
-                problems.append((f"nodeSelector.{k}", p))
-            elif not _label_value_ok(v):
-                problems.append((f"nodeSelector.{k}", f"{v!r} is not a label value"))
+        problems += validators.k8s_labels_problems(self.node_selector or {}, "nodeSelector")
         if self.node_selector is not None and not self.node_selector:
             problems.append(("nodeSelector", "must name at least one label; omit it for accelerator nodes"))
         raise_issues(problems)
@@ -257,14 +234,14 @@ class DiagonSettings(Model):
 class InClusterSettings(Model):
     """Everything that runs inside one cluster. Embedded by inheritance in the cluster targets."""
 
-    # Namespaces labelled managed-mldiagnostics-gke=true (the webhook's opt-in).
     workload_namespaces: list[WorkloadNamespace] = []
-    # cert-manager, the injection-webhook's prerequisite (manual mode only).
+    """Namespaces labelled managed-mldiagnostics-gke=true (the webhook's opt-in)."""
     cert_manager: CertManagerSettings = CertManagerSettings()
-    # injection-webhook and connection-operator releases (manual mode only).
+    """cert-manager, the injection-webhook's prerequisite (manual mode only)."""
     manual_install: MlDiagnosticsManualSettings = MlDiagnosticsManualSettings()
-    # The Diagon profiling DaemonSet (preview).
+    """injection-webhook and connection-operator releases (manual mode only)."""
     diagon: DiagonSettings = DiagonSettings()
+    """The Diagon profiling DaemonSet (preview)."""
 
     @field_validator("workload_namespaces")
     @classmethod
@@ -320,12 +297,12 @@ def manual_install_issues(settings: InClusterSettings) -> list[tuple[str, str]]:
 class KubernetesClusterTarget(TargetBase, InClusterSettings):
     """A self-managed cluster reached by a kubeconfig (secret) and/or a context name. Always manual."""
 
-    # Kubeconfig text, set with --secret; or use `context` with the ambient kubeconfig.
     kubeconfig: SecretStr | None = None
-    # Kubeconfig context to use.
+    """Kubeconfig text, set with --secret; or use `context` with the ambient kubeconfig."""
     context: str | None = None
-    # manual | auto (both mean manual here); managed is GKE-only and refused.
+    """Kubeconfig context to use."""
     mode: str = "manual"
+    """manual | auto (both mean manual here); managed is GKE-only and refused."""
 
     @field_validator("mode")
     @classmethod

@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, Field, model_validator
 
-from components.config import Model, TargetBase, raise_issues
+from components.config_base import Model, TargetBase, raise_issues
 from components.providers.model_development_cluster import DEFAULT_OPERATION_TIMEOUT_MINUTES, validate_spec
 from components.targets.google_api import TargetGoogleApi
 
@@ -83,8 +83,8 @@ class NodePool(Model):
     zone: str
     enable_public_ips: bool | None = None
     boot_disk: BootDisk | None = None
-    # Unset: the service picks the machine type's current default image (see updateMode).
     node_image: str | None = None
+    """Unset: the service picks the machine type's current default image (see updateMode)."""
     provisioning_model: Literal["ON_DEMAND", "RESERVATION", "SPOT", "FLEX_START"] | None = None
     confidential_instance_config: ConfidentialInstanceConfig | None = None
     flex_start_max_duration: str | None = None
@@ -109,20 +109,20 @@ class SlurmSpec(Model):
     home_directory_storage: FilestoreName
     partitions: list[Partition]
     login_node_pool_id: str
-    # Partition jobs go to by default; must exist.
     default_partition_id: str | None = None
-    # Cluster-wide slurm.conf settings (slurm.conf names). Replaces the legacy scheduling/accounting.
+    """Partition jobs go to by default; must exist."""
     config: dict[str, str] = {}
-    # Legacy; use `config` instead (not both).
+    """Cluster-wide slurm.conf settings (slurm.conf names). Replaces the legacy scheduling/accounting."""
     scheduling: dict[str, Any] | None = None
-    # Legacy; use `config` instead (not both).
+    """Legacy; use `config` instead (not both)."""
     accounting: dict[str, Any] | None = None
-    # Per-node-pool slurm.conf settings.
+    """Legacy; use `config` instead (not both)."""
     node_sets: list[NodeSet] = []
-    # Slurm prolog scripts (the list is replaced whole).
+    """Per-node-pool slurm.conf settings."""
     prolog_bash_scripts: list[str] = []
-    # Slurm epilog scripts (the list is replaced whole).
+    """Slurm prolog scripts (the list is replaced whole)."""
     epilog_bash_scripts: list[str] = []
+    """Slurm epilog scripts (the list is replaced whole)."""
 
 
 class OrchestratorSpec(Model):
@@ -142,21 +142,21 @@ class ModelDevelopmentClusterTarget(TargetBase):
     project: str
     region: str
     model_development_cluster_id: str
-    # Display name (updated in place).
     display_name: str | None = None
+    """Display name (updated in place)."""
     labels: dict[str, str] = {}
     network: Network
     node_pools: list[NodePool]
     orchestrator_spec: OrchestratorSpec
     runtime_spec: RuntimeSpec | None = None
-    # USER_ONLY keeps unpinned node images and service-managed fields as they are.
     update_mode: Literal["USER_AND_SERVICE", "USER_ONLY"] = "USER_AND_SERVICE"
-    # DELETE; ABANDON (leave the cluster); PREVENT (refuse to delete or replace).
+    """USER_ONLY keeps unpinned node images and service-managed fields as they are."""
     deletion_policy: Literal["DELETE", "ABANDON", "PREVENT"] = "DELETE"
-    # Deadline for each long-running operation.
+    """DELETE; ABANDON (leave the cluster); PREVENT (refuse to delete or replace)."""
     operation_timeout_minutes: int = Field(default=DEFAULT_OPERATION_TIMEOUT_MINUTES, ge=1, le=1440)
-    # Per-target Google credentials/retry settings (override the stack's googleApi keys).
+    """Deadline for each long-running operation."""
     google_api: TargetGoogleApi | None = None
+    """Per-target Google credentials/retry settings (override the stack's googleApi keys)."""
 
     @model_validator(mode="after")
     def _rules(self) -> ModelDevelopmentClusterTarget:
