@@ -113,14 +113,12 @@ class Options(argparse.Namespace):
     arm_endpoint: str
 
 
-def _in_cluster(
-    api: Any, result: TargetResult, settings: Any, mode: str, self_managed: bool, opts: Options
-) -> None:
+def _in_cluster(api: Any, result: TargetResult, settings: Any, mode: str, opts: Options) -> None:
     from tools.verify import kube
 
     try:
         kube.probe(api)
-        kube.check_cluster(api, result, settings, mode, self_managed=self_managed, log_lines=opts.log_lines)
+        kube.check_cluster(api, result, settings, mode, log_lines=opts.log_lines)
     finally:
         api.close()
 
@@ -133,7 +131,7 @@ def verify_kubernetes(target: Any, result: TargetResult, opts: Options) -> None:
             "(the Pulumi CLI decrypts it)"
         )
     mode = compat.resolve_mode(target.mode, None, self_managed=True)
-    _in_cluster(kube_client(kubeconfig, target.context), result, target, mode, True, opts)
+    _in_cluster(kube_client(kubeconfig, target.context), result, target, mode, opts)
 
 
 def verify_gke(target: Any, cfg: StackConfig, result: TargetResult, opts: Options) -> None:
@@ -149,7 +147,7 @@ def verify_gke(target: Any, cfg: StackConfig, result: TargetResult, opts: Option
     if not endpoint:
         raise Unreachable("the GKE API reports no endpoint for the cluster")
     text = gke_kubeconfig(target.project, target.location, target.gke_name, endpoint, ca)
-    _in_cluster(kube_client(text, None), result, target, target.resolved_mode, False, opts)
+    _in_cluster(kube_client(text, None), result, target, target.resolved_mode, opts)
 
 
 def run_once(cfg: StackConfig, opts: Options) -> list[TargetResult]:

@@ -89,11 +89,15 @@ def check_gke(
         result.add("gke.cluster", True, f"{path} RUNNING")
     else:
         message = cluster.get("statusMessage") or ""
+        busy = status in ("PROVISIONING", "RECONCILING", "STOPPING")
         result.add(
             "gke.cluster",
             False,
             f"{path} is {status}{f': {message}' if message else ''}",
-            "wait for the running operation (`gcloud container operations list`) or rerun with --wait",
+            "an operation is running (`gcloud container operations list`): rerun with --wait SECONDS"
+            if busy
+            else f"`gcloud container clusters describe {target.gke_name} --location {target.location}` and "
+            "`gcloud container operations list` show what failed; repair or recreate the failing node pool",
         )
 
     version = cluster.get("currentMasterVersion", "")
