@@ -44,10 +44,13 @@ def test_wait_gives_up_at_the_deadline_with_the_last_result(
 ) -> None:
     healthy_lab.logs[("diagon", "diagon-daemon-0", "diagon-daemon")] = "nothing yet\n"
     config = stack_file(tmp_path, {"environment": "dev", "kubernetesClusters": [lab_target()]})
-    code, report, err = run_verify(capsys, config, "--wait", "0.3", "--interval", "0.1")
+    code, report, err = run_verify(capsys, config, "--wait", "0.5", "--interval", "0.1")
     assert code == 1
     assert checks(report)["diagon.logs"]["ok"] is False
-    assert err.count("waiting") >= 2
+    lines = err.splitlines()
+    assert lines and all(
+        " waiting (" in ln and ln.endswith("kubernetesClusters/lab diagon.logs") for ln in lines
+    )
 
 
 def test_invalid_config_exits_2_naming_the_key_path(

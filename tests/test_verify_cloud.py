@@ -128,7 +128,7 @@ def gke_config(tmp_path: Path, gke: FakeGkeApi, *targets: dict[str, Any]) -> Pat
         {
             "environment": "staging",
             "gkeClusters": list(targets),
-            "googleApi": {"endpoints": {"container": gke.url}},
+            "googleApi": {"emulator": True, "endpoints": {"container": gke.url}},
         },
     )
 
@@ -265,7 +265,7 @@ def test_model_development_cluster_state(
             {
                 "environment": "dev",
                 "modelDevelopmentClusters": [mdc_target()],
-                "googleApi": {"endpoints": {"aiplatform": vertex.endpoint}},
+                "googleApi": {"emulator": True, "endpoints": {"aiplatform": vertex.endpoint}},
             },
         )
         got_code, report, _ = run_verify(capsys, config)

@@ -14,7 +14,7 @@ from typing import Any
 import requests
 
 from components.targets.azure_ml import AzureMlTarget
-from tools.verify.google import is_loopback
+from components.targets.google_api import is_loopback_url
 from tools.verify.report import TargetResult, Unreachable
 
 ARM_ENDPOINT = "https://management.azure.com"
@@ -29,7 +29,7 @@ class Arm:
     def __init__(self, endpoint: str = ARM_ENDPOINT, session: requests.Session | None = None) -> None:
         self.endpoint = endpoint.rstrip("/")
         self.session = session or requests.Session()
-        self._anonymous = is_loopback(self.endpoint)
+        self._anonymous = is_loopback_url(self.endpoint)
         self._credential: Any = None
 
     def _headers(self) -> dict[str, str]:

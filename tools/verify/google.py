@@ -1,23 +1,20 @@
 """GKE and Vertex AI checks over the REST APIs, with the REST client the dynamic providers use.
 
-Credentials are the program's: Application Default Credentials and the stack's `googleApi` settings
-(quota project, endpoints). An endpoint on the loopback interface (a local fake or emulator) is called
-without credentials, like the stack's emulator mode; any other endpoint always authenticates.
-Only GET requests are made.
+Credentials are the program's: Application Default Credentials with the stack's `googleApi` settings as
+the target sees them (`googleApi.for_target`: quota project, `impersonateServiceAccount`, endpoints), and
+none at all in its emulator mode (loopback endpoints only). Only GET requests are made.
 """
 
 from __future__ import annotations
 
-import ipaddress
 from typing import Any
-from urllib.parse import urlsplit
 
 from google.auth.exceptions import GoogleAuthError
 
 from components import compat
-from components.config import GoogleApiSettings
-from components.providers.google_rest import GoogleApiError, GoogleRestClient
+from components.providers.google_rest import CLOUD_PLATFORM_SCOPE, GoogleApiError, GoogleRestClient
 from components.targets.gke import GkeClusterTarget
+from components.targets.google_api import GoogleApiSettings
 from components.targets.model_development import ModelDevelopmentClusterTarget
 from tools.verify.report import TargetResult, Unreachable
 
@@ -28,27 +25,38 @@ MDC_API_VERSION = "v1beta1"
 MDC_BUSY_STATES = ("PROVISIONING", "UPDATING", "REPAIRING", "STOPPING")
 
 
-def is_loopback(url: str) -> bool:
-    host = urlsplit(url).hostname or ""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
+def _impersonated_session(service_account: str) -> Any:
+    import google.auth
+    from google.auth import impersonated_credentials
+    from google.auth.transport.requests import AuthorizedSession
+
+    source, _ = google.auth.default(scopes=[CLOUD_PLATFORM_SCOPE])
+    creds = impersonated_credentials.Credentials(
+        source_credentials=source, target_principal=service_account, target_scopes=[CLOUD_PLATFORM_SCOPE]
+    )
+    return AuthorizedSession(creds)
 
 
 def rest_client(
-    endpoint: str | None, default: str, version: str, google_api: GoogleApiSettings
+    endpoint: str | None, default: str, version: str, settings: GoogleApiSettings
 ) -> GoogleRestClient:
+    """A client as the program's: emulator mode without credentials, else ADC (impersonating when set)."""
     base = (endpoint or default).rstrip("/")
     if not base.endswith(f"/{version}"):
         base = f"{base}/{version}"
+    anonymous = settings.emulator and bool(endpoint)
+    session = None
+    if settings.impersonate_service_account and not anonymous:
+        try:
+            session = _impersonated_session(settings.impersonate_service_account)
+        except GoogleAuthError as e:
+            raise Unreachable(f"no Google credentials: {str(e).splitlines()[0][:300]}") from None
     return GoogleRestClient(
         base,
-        quota_project=google_api.quota_project,
-        anonymous=bool(endpoint) and is_loopback(base),
+        quota_project=settings.quota_project,
+        anonymous=anonymous,
         custom_endpoint=bool(endpoint),
+        session=session,
         max_attempts=3,
         timeout=(5.0, 30.0),
     )
@@ -70,6 +78,7 @@ def check_gke(
     target: GkeClusterTarget, google_api: GoogleApiSettings, result: TargetResult
 ) -> dict[str, Any] | None:
     """Cluster status and the managed flag; returns the cluster (endpoint and CA for the in-cluster checks)."""
+    google_api = google_api.for_target(target.google_api)
     path = f"projects/{target.project}/locations/{target.location}/clusters/{target.gke_name}"
     client = rest_client(google_api.endpoints.get("container"), CONTAINER_ENDPOINT, "v1", google_api)
     try:
@@ -138,6 +147,7 @@ def check_gke(
 def check_model_development_cluster(
     target: ModelDevelopmentClusterTarget, google_api: GoogleApiSettings, result: TargetResult
 ) -> None:
+    google_api = google_api.for_target(target.google_api)
     endpoint = google_api.endpoints.get("aiplatform")
     default = AIPLATFORM_ENDPOINT.replace("{region}", target.region)
     if endpoint:
