@@ -40,7 +40,8 @@ def check_levels(pack, policy, resources):
 
 
 @pytest.mark.parametrize(
-    "version", ["1.35.0-gke.3065000", "1.35.1-gke.1", "1.36.4-gke.1247000", "1.36", "v1.40.0-gke.5"]
+    "version",
+    ["1.35.0-gke.3065000", "1.35.1-gke.1", "1.36.4-gke.1247000", "1.36", "v1.40.0-gke.5", "1.35.1", "1.36.0"],
 )
 def test_min_version_accepts_supported_versions(pack, version):
     assert (
@@ -59,7 +60,8 @@ def test_min_version_ignores_clusters_with_the_flag_off(pack):
     [
         ("1.35.0-gke.3064999", "the cluster runs 1.35.0-gke.3064999"),
         ("1.34.9-gke.9999999", "the cluster runs 1.34.9-gke.9999999"),
-        ("1.35", "version '1.35' does not pin a GKE version that can be compared with the threshold"),
+        ("1.35", "version '1.35' includes builds before the threshold (from 1.35.0-gke.0)"),
+        ("1.35.0", "version '1.35.0' includes builds before the threshold (from 1.35.0-gke.0)"),
         ("latest", "version 'latest' does not pin a GKE version that can be compared with the threshold"),
         (None, "no version is declared"),
     ],

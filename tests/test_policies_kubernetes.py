@@ -354,11 +354,23 @@ def test_cert_manager_crds(pack):
         "Helm release 'cert-manager' (chart 'cert-manager') v1.13.0 sets both installCRDs and crds.*; the chart "
         "refuses that combination. Remediation: keep only the style version v1.13.0 takes: {'installCRDs': True}."
     )
-    wrong = res(RELEASE, "cm", cert_manager("v1.16.1", {"installCRDs": True}))
-    assert body(one(pack, "helm-cert-manager-crds", [wrong])) == (
-        "Helm release 'cert-manager' (chart 'cert-manager'): cert-manager v1.16.1 (v1.15.0 and later) takes "
-        "crds.enabled/crds.keep, not installCRDs. Remediation: set {'crds': {'enabled': True, 'keep': True}} "
-        "instead."
+    # the chart's defaults: crds.keep is true from v1.15.0; installCRDs is deprecated there but honoured
+    enabled_only = res(RELEASE, "cm", cert_manager("v1.15.0", {"crds": {"enabled": True}}))
+    deprecated = res(RELEASE, "cm", cert_manager("v1.16.1", {"installCRDs": True}))
+    assert pack.findings("helm-cert-manager-crds", [enabled_only, deprecated]) == []
+    assert pack.findings("helm-cert-manager-installcrds-deprecated", [enabled_only]) == []
+    (note,) = pack.findings("helm-cert-manager-installcrds-deprecated", [deprecated])
+    assert note.enforcement_level == "advisory"
+    assert body(note).startswith(
+        "Helm release 'cert-manager' (chart 'cert-manager') v1.16.1 sets installCRDs"
+    )
+    old_style_new_values = res(RELEASE, "cm", cert_manager("v1.13.0", {"crds": {"enabled": True}}))
+    assert "does not install its CRDs (installCRDs: true missing)" in body(
+        one(pack, "helm-cert-manager-crds", [old_style_new_values])
+    )
+    off = res(RELEASE, "cm", cert_manager("v1.15.0", {"crds": {"enabled": False}}))
+    assert "does not install its CRDs (crds.enabled: true missing)" in body(
+        one(pack, "helm-cert-manager-crds", [off])
     )
     none = res(RELEASE, "cm", cert_manager(values={"installCRDs": False}))
     assert "does not install its CRDs (installCRDs: true missing)" in body(

@@ -33,6 +33,16 @@ NOT_EXPRESSIBLE = {
     "aks-managed-identity-local-accounts": "no component declares AKS clusters (they are attached, not created)",
     "mdc-node-pool-references": "the config loader refuses undefined node pool and partition ids",
     "mdc-slurm-config-exclusive": "the config loader refuses config together with scheduling/accounting",
+    "k8s-diagon-no-cpu-limit": "the Diagon component sets no CPU limit; no config adds one",
+    "k8s-host-network-dns-policy": "the Diagon component sets dnsPolicy ClusterFirstWithHostNet with hostNetwork",
+    "k8s-opt-in-label-value": "WorkloadOptIn always writes the label value 'true'",
+    "helm-cert-manager-installcrds-deprecated": "the config loader refuses installCRDs from v1.15.0 on",
+    "azureml-setting-keys-case": "AzureMlExtension writes setting keys from typed config",
+    "azureml-internal-lb-aks-only": "the config loader allows internalLoadBalancerProvider only for kind aks",
+    "azureml-inference-router-ha": "no component declares AKS clusters (they are attached, not created)",
+    "aks-no-pod-identity": "no component declares AKS clusters (they are attached, not created)",
+    "aks-node-size-minimum": "no component declares AKS clusters (they are attached, not created)",
+    "aks-authorized-ip-ranges": "no component declares AKS clusters (they are attached, not created)",
 }
 
 

@@ -162,16 +162,66 @@ def config(args: Any, defaults: Mapping[str, tuple[dict[str, Any], Any]]) -> dic
 Validate = Callable[[Any, ReportViolation], None]
 
 
+class _View:
+    """A resource (or its args) seen in its canonical form: same urn, name, provider, options, config."""
+
+    def __init__(self, inner: Any, resource_type: str, props: Any):
+        self._inner = inner
+        self.resource_type = resource_type
+        self.props = props
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+class _StackView:
+    def __init__(self, inner: Any, resources: list[Any]):
+        self._inner = inner
+        self.resources = resources
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+def _normalised(args: Any, report: ReportViolation, validate: Validate) -> None:
+    from . import forms  # forms uses this module's helpers
+
+    if hasattr(args, "resources"):
+        views, unread = [], []
+        for r in args.resources:
+            found, missing = forms.expand(r.resource_type, plain(r.props))
+            views += [_View(r, f.type, f.props) for f in found]
+            unread += [f"{r.urn}: {m}" for m in missing]
+        validate(_StackView(args, views), report)
+        if unread:
+            raise PreviewUnknown(unread)
+        return
+    found, unread = forms.expand(args.resource_type, plain(args.props))
+    for f in found:
+        if f.where:
+            label = f"{args.resource_type.rsplit(':', 1)[-1]} '{args.name}' {f.where}"
+
+            def located(message: str, urn: str | None = None, label: str = label) -> None:
+                report(f"{label}: {message}", urn)
+
+            validate(_View(args, f.type, f.props), located)
+        else:
+            validate(_View(args, f.type, f.props), report)
+    if unread:
+        raise PreviewUnknown(unread)
+
+
 def cited(validate: Validate, url: str) -> Validate:
-    """`validate` whose violation messages end with the documentation link, and whose invalid options
-    are reported as one violation (key path and what is allowed) instead of an exception."""
+    """`validate` run on every canonical form of the resource(s) (see forms.py), with violation messages
+    ending in the documentation link and invalid options reported as one violation (key path and what is
+    allowed) instead of an exception."""
 
     def run(args: Any, report: ReportViolation) -> None:
         def cite(message: str, urn: str | None = None) -> None:
             report(f"{message}\nSee {url}", urn)
 
         try:
-            validate(args, cite)
+            _normalised(args, cite, validate)
         except ConfigProblem as e:
             report(
                 f"this policy's options in the policy pack config are invalid: {e}. Remediation: fix them in "

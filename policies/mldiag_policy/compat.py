@@ -61,6 +61,21 @@ def _gke(v: GkeVersion | str) -> GkeVersion:
     return v if isinstance(v, GkeVersion) else GkeVersion.parse(v)
 
 
+_GKE_PREFIX = re.compile(r"v?(\d+)\.(\d+)(?:\.(\d+))?")
+
+
+def gke_version_floor(text: str) -> GkeVersion | None:
+    """The lowest GKE version a declared version can resolve to: itself when full; for a prefix (`1.35.1`,
+    `1.36`, as GKE accepts them) its first build. None when it floats (`latest`, empty) or is not a version."""
+    try:
+        return GkeVersion.parse(text)
+    except ValueError:
+        m = _GKE_PREFIX.fullmatch(str(text).strip()) if text else None
+        if not m:
+            return None
+        return GkeVersion(int(m.group(1)), int(m.group(2)), int(m.group(3) or 0), 0)
+
+
 def supports_managed(version: GkeVersion | str) -> bool:
     """True from 1.35.0-gke.3065000 on (that version included)."""
     return _gke(version) >= MANAGED_MIN_VERSION
@@ -207,6 +222,19 @@ def cert_manager_crd_values(version: str) -> dict[str, Any]:
     if parse_semver(version) < CERT_MANAGER_CRDS_VALUES_FROM:
         return {"installCRDs": True}
     return {"crds": {"enabled": True, "keep": True}}
+
+
+# The chart's own defaults for the CRD values (values.yaml of each chart version).
+CERT_MANAGER_CRD_DEFAULTS_BEFORE_1_15 = {"installCRDs": False}
+CERT_MANAGER_CRD_DEFAULTS_FROM_1_15 = {"installCRDs": False, "crds": {"enabled": False, "keep": True}}
+
+
+def cert_manager_effective_crd_values(version: str, values: Mapping[str, Any]) -> dict[str, Any]:
+    """The chart's CRD values after the user's values are merged over the chart's defaults."""
+    from_1_15 = parse_semver(version) >= CERT_MANAGER_CRDS_VALUES_FROM
+    defaults = CERT_MANAGER_CRD_DEFAULTS_FROM_1_15 if from_1_15 else CERT_MANAGER_CRD_DEFAULTS_BEFORE_1_15
+    merged = deep_merge(defaults, {k: v for k, v in values.items() if k in ("installCRDs", "crds")})
+    return {k: merged[k] for k in defaults}
 
 
 def cert_manager_values_problem(version: str, values: Mapping[str, Any]) -> str | None:

@@ -1,6 +1,6 @@
 """Every rule of the ml-diagnostics policy pack, grouped by concern (see policies/README.md)."""
 
-from .rules import azure_ml, gke, helm, images, kubernetes, model_development
+from .rules import aks, azure_ml, diagnostics, gke, helm, images, kubernetes, model_development
 
 POLICIES = [
     # Kubernetes workloads
@@ -8,10 +8,14 @@ POLICIES = [
     images.images_allowed_registries,
     kubernetes.privileged_only_diagon,
     kubernetes.daemonset_memory_limit,
+    diagnostics.diagon_no_cpu_limit,
+    diagnostics.host_network_dns_policy,
+    diagnostics.opt_in_label_value,
     # Helm releases
     helm.chart_version_pinned,
     helm.allowed_repositories,
     helm.cert_manager_crds,
+    helm.installcrds_deprecated,
     helm.connection_operator_jax,
     helm.requires_cert_manager,
     # GKE
@@ -26,6 +30,12 @@ POLICIES = [
     azure_ml.arc_relay,
     azure_ml.allowed_subscriptions,
     azure_ml.aks_identity,
+    aks.setting_keys_case,
+    aks.internal_lb_aks_only,
+    aks.inference_router_ha,
+    aks.no_pod_identity,
+    aks.node_size_minimum,
+    aks.authorized_ip_ranges,
     # Model Development Cluster
     model_development.node_pool_references,
     model_development.slurm_config_exclusive,

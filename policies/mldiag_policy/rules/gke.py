@@ -8,7 +8,6 @@ itself. The threshold lives in components/compat.py.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from pulumi_policy import (
@@ -30,32 +29,20 @@ ADOPTED_TYPE = "pulumi-python:dynamic/gke:ManagedMlDiagnostics"
 K8S_PROVIDER_TYPE = "pulumi:providers:kubernetes"
 MANAGED_BLOCK = "managedMachineLearningDiagnosticsConfig"
 
-_PARTIAL = re.compile(r"v?(\d+)\.(\d+)(?:\.(\d+))?")
-
 
 def version_problem(version: Any) -> str | None:
     """Why `version` does not guarantee GKE >= the managed threshold; None when it does."""
     if not version:
         return "no version is declared"
-    try:
-        v = compat.GkeVersion.parse(version)
-    except ValueError:
-        m = _PARTIAL.fullmatch(str(version).strip())
-        # A prefix such as "1.36" means "latest 1.36.x": fine when every such version is past the threshold.
-        if (
-            m
-            and m.group(3) is None
-            and (int(m.group(1)), int(m.group(2)))
-            > (
-                compat.MANAGED_MIN_VERSION.major,
-                compat.MANAGED_MIN_VERSION.minor,
-            )
-        ):
-            return None
+    # A prefix ("1.35.1", "1.36") means any build of it: fine when its first build is past the threshold.
+    floor = compat.gke_version_floor(version)
+    if floor is None:
         return f"version {version!r} does not pin a GKE version that can be compared with the threshold"
-    if compat.supports_managed(v):
+    if compat.supports_managed(floor):
         return None
-    return f"the cluster runs {v}"
+    if str(floor) != str(version).strip().removeprefix("v"):
+        return f"version {version!r} includes builds before the threshold (from {floor})"
+    return f"the cluster runs {floor}"
 
 
 def _remedy(field: str) -> str:

@@ -230,20 +230,20 @@ def _validate_cert_manager_crds(args: ResourceValidationArgs, report: ReportViol
         )
         unknowns.finish()
         return
-    problem = compat.cert_manager_values_problem(version, values if isinstance(values, dict) else {})
-    if problem:
-        report(
-            f"{_label(info)}: {problem}. Remediation: set {compat.cert_manager_crd_values(version)} instead."
-        )
+    values = values if isinstance(values, dict) else {}
+    for path, _ in _leaves({k: v for k, v in values.items() if k in ("installCRDs", "crds")}):
+        unknowns.hit(dig(values, *path), "values." + ".".join(path))
+    if unknowns.paths:
         unknowns.finish()
-        return
+    # Judged on the chart's documented defaults: from v1.15.0 crds.keep defaults to true, and the
+    # deprecated installCRDs is still honoured (helm-cert-manager-installcrds-deprecated notes it).
+    effective = compat.cert_manager_effective_crd_values(version, values)
+    installs = (
+        as_bool(effective.get("installCRDs")) is True or as_bool(dig(effective, "crds", "enabled")) is True
+    )
     missing = []
-    for path, want in _leaves(compat.cert_manager_crd_values(version)):
-        got = dig(values, *path)
-        if unknowns.hit(got, "values." + ".".join(path)):
-            continue
-        if as_bool(got) != want:
-            missing.append(f"{'.'.join(path)}: {str(want).lower()}")
+    if not installs:
+        missing = [f"{'.'.join(p)}: true" for p, _ in _leaves(compat.cert_manager_crd_values(version))][:1]
     if missing:
         report(
             f"{_label(info)} {version} does not install its CRDs ({', '.join(missing)} missing); the "
@@ -264,6 +264,42 @@ cert_manager_crds = ResourceValidationPolicy(
     url=GKE_DOCS,
     severity=Severity.HIGH,
     remediation_steps="Set the CRD values that match the chart version; never both styles.",
+)
+
+# --- helm-cert-manager-installcrds-deprecated -----------------------------------------------------
+
+
+def _validate_installcrds_deprecated(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    if args.resource_type != RELEASE_TYPE:
+        return
+    info = release_info(plain(args.props), args.name)
+    if release_kind(info) != "cert-manager" or not isinstance(info.values, dict):
+        return
+    if "installCRDs" not in info.values or "crds" in info.values:
+        return
+    try:
+        from_1_15 = compat.parse_semver(info.version or "") >= compat.CERT_MANAGER_CRDS_VALUES_FROM
+    except ValueError:
+        return
+    if from_1_15:
+        report(
+            f"{_label(info)} {info.version} sets installCRDs, which the chart deprecated in v1.15.0 in favour of "
+            "crds.enabled (it still honours it today). Remediation: replace installCRDs with crds.enabled: true "
+            "(crds.keep defaults to true)."
+        )
+
+
+installcrds_deprecated = ResourceValidationPolicy(
+    name="helm-cert-manager-installcrds-deprecated",
+    description=(
+        "cert-manager releases from chart v1.15.0 on use crds.enabled rather than the deprecated installCRDs, "
+        "which the chart still honours (a deprecation note, never a block)."
+    ),
+    enforcement_level=EnforcementLevel.ADVISORY,
+    validate=cited(_validate_installcrds_deprecated, GKE_DOCS),
+    url=GKE_DOCS,
+    severity=Severity.LOW,
+    remediation_steps="Replace installCRDs with crds.enabled: true.",
 )
 
 # --- helm-connection-operator-jax ----------------------------------------------------------------
@@ -310,7 +346,14 @@ def _validate_connection_operator(args: ResourceValidationArgs, report: ReportVi
     rows = [
         r
         for r in compat.CONNECTION_OPERATOR_BY_JAX
-        if (r.args is None and given is None) or (r.args is not None and given == list(r.args))
+        # the flags are a set: their order does not matter to the controller
+        if (r.args is None and given is None)
+        or (
+            r.args is not None
+            and isinstance(given, list)
+            and all(isinstance(a, str) for a in given)
+            and sorted(given) == sorted(r.args)
+        )
     ]
     if not rows:
         if not cfg["allowCustomArgs"]:

@@ -16,6 +16,7 @@ from pulumi_policy import (
 
 from .. import compat
 from ..common import GKE_DOCS, Unknowns, cited, config, name_of, plain, schema
+from ..forms import is_patch
 from .kubernetes import WORKLOAD_TYPES, containers
 
 
@@ -50,8 +51,8 @@ def _validate_pinned(args: ResourceValidationArgs, report: ReportViolation) -> N
     unknowns = Unknowns()
     for path, c in containers(args.resource_type, props, unknowns):
         image = c.get("image")
-        if unknowns.hit(image, f"{path}.image"):
-            continue
+        if unknowns.hit(image, f"{path}.image") or (image is None and is_patch(args.resource_type)):
+            continue  # a patch that leaves the image out leaves it unchanged
         where = _where(args, props, c)
         try:
             _, tag, digest = compat.parse_image(image if isinstance(image, str) else "")

@@ -20,6 +20,7 @@ from pulumi_policy import (
 
 from .. import compat
 from ..common import GKE_DOCS, Unknowns, cited, config, dig, is_unknown, name_of, plain, schema
+from ..forms import is_patch
 
 WORKLOAD_TYPES = frozenset(
     f"kubernetes:{group}:{kind}{suffix}"
@@ -232,6 +233,8 @@ def _validate_memory(args: ResourceValidationArgs, report: ReportViolation) -> N
         if unknowns.hit(limit, f"{path}.resources.limits.memory"):
             continue
         cname = c.get("name")
+        if limit is None and is_patch(args.resource_type):
+            continue  # absent in a patch: the limit the DaemonSet has stays
         if limit is None:
             report(
                 f"{ds} container '{cname}' declares no memory limit: a DaemonSet runs on every selected node, "

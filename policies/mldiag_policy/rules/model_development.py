@@ -161,6 +161,11 @@ def _validate_images(args: ResourceValidationArgs, report: ReportViolation) -> N
         return
     props = plain(args.props)
     unknowns = Unknowns()
+    mode = props.get("update_mode")
+    if unknowns.hit(mode, "update_mode") or mode == "USER_ONLY":
+        # USER_ONLY updates that omit node_image keep the images the nodes run (the docs' update modes)
+        unknowns.finish()
+        return
     unpinned = []
     for i, pool in enumerate(_known_list(props.get("node_pools"), "node_pools", unknowns)):
         if not isinstance(pool, dict):

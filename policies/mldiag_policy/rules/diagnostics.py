@@ -1,0 +1,153 @@
+"""Rules from the Diagon manifest and the workload labelling step of the ML Diagnostics docs: Diagon gets no
+CPU limit, Diagon on the host network resolves cluster names (dnsPolicy ClusterFirstWithHostNet), and the
+webhook's opt-in label is exactly the string "true".
+"""
+
+from __future__ import annotations
+
+from pulumi_policy import (
+    EnforcementLevel,
+    ReportViolation,
+    ResourceValidationArgs,
+    ResourceValidationPolicy,
+    Severity,
+)
+
+from .. import compat
+from ..common import GKE_DOCS, Unknowns, cited, config, dig, name_of, plain, schema
+from ..forms import K8S_KINDS, is_patch
+from .kubernetes import _DIAGON_NAMESPACES, DAEMONSET_TYPES, containers, is_diagon, pod_spec_path
+
+DIAGON_DEFAULTS = {"diagonNamespaces": _DIAGON_NAMESPACES}
+
+# --- k8s-diagon-no-cpu-limit ---------------------------------------------------------------------
+
+
+def _validate_cpu(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    if args.resource_type not in DAEMONSET_TYPES:
+        return
+    cfg = config(args, DIAGON_DEFAULTS)
+    props = plain(args.props)
+    unknowns = Unknowns()
+    diagon = is_diagon(props, cfg["diagonNamespaces"])
+    if diagon is None:
+        unknowns.note("metadata.namespace")
+    elif diagon:
+        for path, c in containers(args.resource_type, props, unknowns):
+            cpu = dig(c, "resources", "limits", "cpu")
+            if not unknowns.hit(cpu, f"{path}.resources.limits.cpu") and cpu is not None:
+                report(
+                    f"Diagon DaemonSet '{name_of(props, args.name)}' container '{c.get('name')}' sets a CPU limit "
+                    f"({cpu}); the vendor manifest requests 10m CPU and sets no CPU limit, because a throttled "
+                    "daemon misses profiling samples. Remediation: remove resources.limits.cpu (keep the 256Mi "
+                    "memory limit)."
+                )
+    unknowns.finish()
+
+
+diagon_no_cpu_limit = ResourceValidationPolicy(
+    name="k8s-diagon-no-cpu-limit",
+    description=(
+        "The Diagon DaemonSet's containers set no CPU limit (ML Diagnostics docs, Diagon manifest: "
+        "requests 10m CPU, limits memory only: '# No CPU limit')."
+    ),
+    enforcement_level=EnforcementLevel.MANDATORY,
+    config_schema=schema(DIAGON_DEFAULTS),
+    validate=cited(_validate_cpu, GKE_DOCS),
+    url=GKE_DOCS,
+    severity=Severity.MEDIUM,
+    remediation_steps="Remove resources.limits.cpu from the Diagon containers.",
+)
+
+# --- k8s-host-network-dns-policy -----------------------------------------------------------------
+
+HOST_NET_DNS = "ClusterFirstWithHostNet"
+
+
+def _validate_dns(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    if args.resource_type not in DAEMONSET_TYPES:
+        return
+    cfg = config(args, DIAGON_DEFAULTS)
+    props = plain(args.props)
+    unknowns = Unknowns()
+    diagon = is_diagon(props, cfg["diagonNamespaces"])
+    if diagon is None:
+        unknowns.note("metadata.namespace")
+    elif diagon:
+        path = pod_spec_path(args.resource_type)
+        spec = dig(props, *path)
+        where = ".".join(path)
+        if not unknowns.hit(spec, where) and isinstance(spec, dict):
+            host, dns = spec.get("hostNetwork"), spec.get("dnsPolicy")
+            known = not unknowns.hit(host, f"{where}.hostNetwork") and not unknowns.hit(
+                dns, f"{where}.dnsPolicy"
+            )
+            # a patch that leaves dnsPolicy out keeps the one the DaemonSet has
+            if (
+                known
+                and host is True
+                and dns != HOST_NET_DNS
+                and not (dns is None and is_patch(args.resource_type))
+            ):
+                report(
+                    f"Diagon DaemonSet '{name_of(props, args.name)}' runs on the host network with dnsPolicy "
+                    f"{dns or 'ClusterFirst (the default)'}; on the host network that falls back to the node's "
+                    "resolver, so the daemon cannot resolve cluster names. Remediation: set "
+                    f"{where}.dnsPolicy: {HOST_NET_DNS}, as the vendor manifest does."
+                )
+    unknowns.finish()
+
+
+host_network_dns_policy = ResourceValidationPolicy(
+    name="k8s-host-network-dns-policy",
+    description=(
+        "A Diagon DaemonSet with hostNetwork: true sets dnsPolicy: ClusterFirstWithHostNet "
+        "(ML Diagnostics docs, Diagon manifest)."
+    ),
+    enforcement_level=EnforcementLevel.MANDATORY,
+    config_schema=schema(DIAGON_DEFAULTS),
+    validate=cited(_validate_dns, GKE_DOCS),
+    url=GKE_DOCS,
+    severity=Severity.MEDIUM,
+    remediation_steps="Set dnsPolicy ClusterFirstWithHostNet next to hostNetwork: true.",
+)
+
+# --- k8s-opt-in-label-value ----------------------------------------------------------------------
+
+LABELLED_TYPES = frozenset(K8S_KINDS.values()) | frozenset(t + "Patch" for t in K8S_KINDS.values())
+
+
+def _validate_opt_in(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    if args.resource_type not in LABELLED_TYPES:
+        return
+    props = plain(args.props)
+    unknowns = Unknowns()
+    labels = dig(props, "metadata", "labels")
+    if (
+        not unknowns.hit(labels, "metadata.labels")
+        and isinstance(labels, dict)
+        and compat.OPT_IN_LABEL in labels
+    ):
+        value = labels[compat.OPT_IN_LABEL]
+        if not unknowns.hit(value, f"metadata.labels.{compat.OPT_IN_LABEL}") and value != "true":
+            kind = args.resource_type.rsplit(":", 1)[-1]
+            report(
+                f"{kind} '{name_of(props, args.name)}' sets label {compat.OPT_IN_LABEL}={value!r}; the injection "
+                'webhook acts only on the exact string "true", so this workload gets no ML Diagnostics metadata. '
+                f'Remediation: set {compat.OPT_IN_LABEL}: "true" (a quoted string), or remove the label.'
+            )
+    unknowns.finish()
+
+
+opt_in_label_value = ResourceValidationPolicy(
+    name="k8s-opt-in-label-value",
+    description=(
+        f'The workload/namespace opt-in label {compat.OPT_IN_LABEL}, where set, is exactly the string "true" '
+        "(ML Diagnostics docs, labelling workloads)."
+    ),
+    enforcement_level=EnforcementLevel.MANDATORY,
+    validate=cited(_validate_opt_in, GKE_DOCS),
+    url=GKE_DOCS,
+    severity=Severity.MEDIUM,
+    remediation_steps=f'Set {compat.OPT_IN_LABEL}: "true".',
+)
