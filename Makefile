@@ -3,7 +3,7 @@ PY := .venv/bin/python
 STACK ?= dev
 FORMAT ?= table
 
-.PHONY: plan test lint bench venv clean diff verify
+.PHONY: plan test lint bench venv clean diff verify e2e
 
 venv: .venv/.installed
 
@@ -38,3 +38,9 @@ WAIT ?= 0
 verify: venv
 	$(PY) -m tools.verify $(STACK) --format $(FORMAT) --wait $(WAIT) \
 		$(if $(PULUMI_STACK),--pulumi-stack $(PULUMI_STACK)) $(if $(CONFIG_FILE),--config-file $(CONFIG_FILE))
+
+# End-to-end tier: builds (or reuses) the toolchain from Go modules, then runs tests/e2e with the real CLI
+# against a loopback control plane. See README "End-to-end tests".
+e2e: venv
+	bash tools/e2e/toolchain.sh
+	MLDIAG_E2E=1 $(PY) -m pytest -x -p no:cacheprovider tests/e2e -v

@@ -3,4 +3,5 @@
 pytest_plugins: list[str] = [
     "tests.fixtures.policies",
     "tests.fixtures.verify",
+    "tests.fixtures.e2e",
 ]

@@ -1,0 +1,283 @@
+"""The e2e scenarios of issue 19, in order, on one scratch stack: the real CLI, language host, Kubernetes
+provider, policy pack and dynamic provider against a loopback control plane, chart repository and Vertex
+fake. Each test builds on the state the previous one left (that is the point: up, then no-op preview,
+refresh, change, drift, destroy), so they run in file order and stop at the first failure (-x)."""
+
+from __future__ import annotations
+
+import base64
+import copy
+import gzip
+import json
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from components import compat
+from tests.fixtures.e2e import E2E_ENABLED, SKIP_REASON, TIMINGS
+from tools.e2e import plan_fidelity
+from tools.e2e.harness import REPO, Project
+
+pytestmark = pytest.mark.skipif(not E2E_ENABLED, reason=SKIP_REASON)
+
+HERE = Path(__file__).parent
+STACK = "e2e"
+BAD_STACK = "e2e-bad"
+PREEXISTING_NS = "research"
+PREEXISTING_LABELS = {"owner": "platform", "cost-center": "ml-42"}
+IMAGE_V1 = "us-docker.pkg.dev/hypercomputediagon-release/daemon/diagon-daemon:v2.1.0"
+IMAGE_V2 = "us-docker.pkg.dev/hypercomputediagon-release/daemon/diagon-daemon:v2.1.1"
+
+
+@dataclass
+class E2E:
+    project: Project
+    cp: Any
+    repo: Any
+    vertex: Any
+    policy_config: Path
+    base_config: dict[str, Any]
+
+    def pulumi(self, *args: str, **kw: Any):
+        return self.project.pulumi(*args, stack=kw.pop("stack", STACK), **kw)
+
+    def policy_args(self) -> list[str]:
+        return ["--policy-pack", "policies", "--policy-pack-config", str(self.policy_config)]
+
+
+def stack_config(repo_url: str, vertex_url: str) -> dict[str, Any]:
+    text = (HERE / "Pulumi.e2e.yaml").read_text()
+    text = text.replace("@CHART_REPO@", repo_url).replace("@VERTEX_API@", vertex_url)
+    return {k.split(":", 1)[1]: v for k, v in yaml.safe_load(text)["config"].items()}
+
+
+@pytest.fixture(scope="module")
+def e2e(e2e_project, control_plane, chart_repo, vertex_fake) -> E2E:
+    project = e2e_project
+    policy = json.loads((project.root / "policies/config/staging.json").read_text())
+    policy["helm-allowed-repositories"] = {
+        "enforcementLevel": "mandatory",
+        "allowedRepositories": [chart_repo.url],
+    }
+    policy_path = project.root / "policy-e2e.json"
+    policy_path.write_text(json.dumps(policy, indent=2))
+    config = stack_config(chart_repo.url, vertex_fake.endpoint)
+    project.init_stack(
+        STACK, config, {"kubernetesClusters[0].kubeconfig": control_plane.kubeconfig.read_text()}
+    )
+    # The pre-existing namespace, created as a cluster admin would, with labels of its own.
+    control_plane.api(
+        "POST",
+        "/api/v1/namespaces",
+        json={"metadata": {"name": PREEXISTING_NS, "labels": PREEXISTING_LABELS}},
+    ).raise_for_status()
+    return E2E(project, control_plane, chart_repo, vertex_fake, policy_path, config)
+
+
+def steps(preview_json: dict[str, Any]) -> dict[str, str]:
+    """urn -> op for every step that is not `same`."""
+    return {s["urn"]: s["op"] for s in preview_json.get("steps", []) if s["op"] != "same"}
+
+
+def short(urn: str) -> str:
+    return urn.rsplit("::", 1)[-1]
+
+
+def subset_mismatches(expected: Any, live: Any, path: str = "") -> list[str]:
+    """Paths where `live` differs from `expected` (extra live fields are fine)."""
+    if isinstance(expected, dict):
+        if not isinstance(live, dict):
+            return [f"{path}: {live!r} is not a map"]
+        out: list[str] = []
+        for k, v in expected.items():
+            out += subset_mismatches(v, live.get(k), f"{path}.{k}")
+        return out
+    if isinstance(expected, list):
+        if not isinstance(live, list) or len(live) != len(expected):
+            return [f"{path}: {live!r} != {expected!r}"]
+        return [
+            m
+            for i, (e, x) in enumerate(zip(expected, live, strict=True))
+            for m in subset_mismatches(e, x, f"{path}[{i}]")
+        ]
+    return [] if expected == live else [f"{path}: {live!r} != {expected!r}"]
+
+
+# -- 1. preview with the policy pack --------------------------------------------------------------------------
+def test_1_preview_with_policy_pack_passes(e2e: E2E) -> None:
+    res = e2e.pulumi("preview", *e2e.policy_args())
+    TIMINGS["preview"] = res.seconds
+    assert "Policies:" in res.stdout or "ml-diagnostics@v0.1.0" in res.stdout, res.stdout
+    plan = steps(e2e.pulumi("preview", "--json", *e2e.policy_args()).json())
+    created = sorted(short(u) for u, op in plan.items() if op == "create")
+    for name in (
+        "k8s-lab-mldiag-cert-manager-release",
+        "k8s-lab-mldiag-manual-injection-webhook",
+        "k8s-lab-mldiag-manual-connection-operator",
+        "k8s-lab-mldiag-diagon-daemonset",
+        "k8s-lab-mldiag-opt-in-ai-workloads",
+        "k8s-lab-mldiag-opt-in-research",
+        "mdc-cpu-cluster",
+    ):
+        assert any(c == name for c in created), (name, created)
+    assert e2e.vertex.clusters == {}, "a preview must not create the cluster"
+
+
+def test_1_bad_variant_fails_on_a_mandatory_policy(e2e: E2E) -> None:
+    bad = copy.deepcopy(e2e.base_config)
+    bad["kubernetesClusters"][0]["diagon"]["image"] = compat.DIAGON_DEFAULT_IMAGE  # :latest
+    e2e.project.init_stack(
+        BAD_STACK, bad, {"kubernetesClusters[0].kubeconfig": e2e.cp.kubeconfig.read_text()}
+    )
+    res = e2e.pulumi("preview", *e2e.policy_args(), stack=BAD_STACK, check=False)
+    assert res.returncode != 0
+    assert "k8s-images-pinned" in res.output and "mandatory" in res.output, res.output[-3000:]
+    e2e.pulumi("stack", "rm", "--yes", "--force", stack=BAD_STACK)
+
+
+def test_1_offline_plan_matches_preview(e2e: E2E) -> None:
+    """URN, type, parent and inputs of every resource: the offline plan vs the engine's preview."""
+    out = subprocess.run(
+        [sys.executable, "-m", "tools.plan", STACK, "--config-file", str(e2e.project.stack_file(STACK)),
+         "--format", "json", "--skip-policies", "-q"],
+        cwd=REPO, capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    plan = json.loads(out.stdout)
+    preview = e2e.pulumi("preview", "--json").json()
+    both, diffs = plan_fidelity.compare(plan, preview)
+    unexplained = [str(d) for d in diffs if plan_fidelity.accepted_reason(d) is None]
+    TIMINGS["plan critical path depth"] = plan["criticalPath"]["depth"]
+    TIMINGS["plan/preview resources compared"] = both
+    TIMINGS["accepted plan/preview differences"] = len(diffs) - len(unexplained)
+    assert unexplained == []
+    assert both == len(plan["resources"])
+
+
+# -- 2. up, the objects in the API server, then no changes and no drift ---------------------------------------
+def test_2_up_creates_everything(e2e: E2E) -> None:
+    res = e2e.pulumi("up", "--yes", "--skip-preview", *e2e.policy_args())
+    TIMINGS["up"] = res.seconds
+    cp = e2e.cp
+    ns = cp.get("/api/v1/namespaces/ai-workloads")["metadata"]["labels"]
+    assert ns["team"] == "ml-research" and ns[compat.OPT_IN_LABEL] == "true"
+    research = cp.get(f"/api/v1/namespaces/{PREEXISTING_NS}")["metadata"]["labels"]
+    assert research == {
+        **PREEXISTING_LABELS,
+        compat.OPT_IN_LABEL: "true",
+        "kubernetes.io/metadata.name": PREEXISTING_NS,
+    }
+
+
+def test_2_daemonset_is_the_vendor_manifest(e2e: E2E) -> None:
+    vendor = yaml.safe_load((HERE / "diagon-daemonset.yaml").read_text())
+    container = vendor["spec"]["template"]["spec"]["containers"][0]
+    container["image"], container["imagePullPolicy"] = IMAGE_V1, "IfNotPresent"  # pinned by config
+    live = e2e.cp.get("/apis/apps/v1/namespaces/diagon/daemonsets/diagon-daemon")
+    assert subset_mismatches(vendor["metadata"], live["metadata"]) == []
+    assert subset_mismatches(vendor["spec"], live["spec"]) == []
+    # zero nodes: the controller manager has seen it and nothing is scheduled
+    assert live["status"]["observedGeneration"] == live["metadata"]["generation"]
+    assert live["status"]["desiredNumberScheduled"] == 0
+
+
+def test_2_helm_releases_are_recorded(e2e: E2E) -> None:
+    for ns, release, version in (
+        ("cert-manager", "cert-manager", "v1.13.0"),
+        (compat.MLDIAGNOSTICS_NAMESPACE, compat.INJECTION_WEBHOOK_RELEASE, "0.25.0"),
+        (compat.MLDIAGNOSTICS_NAMESPACE, compat.CONNECTION_OPERATOR_RELEASE, "0.24.0"),
+    ):
+        secrets = e2e.cp.get(f"/api/v1/namespaces/{ns}/secrets?labelSelector=owner=helm,name={release}")[
+            "items"
+        ]
+        assert [s["metadata"]["labels"]["status"] for s in secrets] == ["deployed"], (release, secrets)
+        record = json.loads(
+            gzip.decompress(base64.b64decode(base64.b64decode(secrets[0]["data"]["release"])))
+        )
+        assert (record["name"], record["namespace"], record["chart"]["metadata"]["version"]) == (
+            release,
+            ns,
+            version,
+        )
+    # the values the program sets reach the chart: JAX 0.8 controller args, cert-manager CRDs
+    op = e2e.cp.get(
+        f"/apis/apps/v1/namespaces/{compat.MLDIAGNOSTICS_NAMESPACE}/deployments/mldiagnostics-connection-operator"
+    )
+    assert op["spec"]["template"]["spec"]["containers"][0]["args"] == list(compat.JAX_08_CONTROLLER_ARGS)
+    e2e.cp.get("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/certificates.cert-manager.io")
+    assert "/charts/index.yaml" in e2e.repo.requests
+
+
+def test_2_model_development_cluster_created_through_the_fake(e2e: E2E) -> None:
+    names = list(e2e.vertex.clusters)
+    assert names == ["projects/mldiag-e2e/locations/us-central1/modelDevelopmentClusters/e2ecpu"]
+    cluster = e2e.vertex.clusters[names[0]]
+    assert cluster["displayName"] == "e2e CPU cluster" and cluster["labels"] == {"env": "e2e"}
+
+
+def test_2_preview_shows_no_changes(e2e: E2E) -> None:
+    res = e2e.pulumi("preview", "--expect-no-changes", "--json", *e2e.policy_args())
+    assert steps(res.json()) == {}
+
+
+def test_2_refresh_finds_no_drift(e2e: E2E) -> None:
+    res = e2e.pulumi("refresh", "--yes", "--expect-no-changes", "--skip-preview")
+    TIMINGS["refresh"] = res.seconds
+
+
+# -- 3. a config change updates only what it should; drift made in the API server is found by refresh ----------
+def test_3_config_change_updates_only_the_daemonset_and_namespace(e2e: E2E) -> None:
+    changed = copy.deepcopy(e2e.base_config)
+    lab = changed["kubernetesClusters"][0]
+    lab["diagon"]["image"] = IMAGE_V2
+    lab["workloadNamespaces"][0]["labels"]["team"] = "ml-platform"
+    e2e.project.set_config(STACK, changed)
+    plan = steps(e2e.pulumi("preview", "--json", *e2e.policy_args()).json())
+    assert {short(u): op for u, op in plan.items()} == {
+        "k8s-lab-mldiag-diagon-daemonset": "update",
+        "k8s-lab-mldiag-opt-in-ai-workloads": "update",
+    }
+    e2e.pulumi("up", "--yes", "--skip-preview", *e2e.policy_args())
+    live = e2e.cp.get("/apis/apps/v1/namespaces/diagon/daemonsets/diagon-daemon")
+    assert live["spec"]["template"]["spec"]["containers"][0]["image"] == IMAGE_V2
+    labels = e2e.cp.get("/api/v1/namespaces/ai-workloads")["metadata"]["labels"]
+    assert labels["team"] == "ml-platform" and labels[compat.OPT_IN_LABEL] == "true"
+
+
+def test_3_drift_in_the_api_server_is_found_by_refresh(e2e: E2E) -> None:
+    # What the vendor doc's `kubectl set image ... diagon-daemon=...:v2.1.0` does by hand.
+    e2e.cp.api(
+        "PATCH",
+        "/apis/apps/v1/namespaces/diagon/daemonsets/diagon-daemon",
+        headers={"Content-Type": "application/strategic-merge-patch+json"},
+        params={"fieldManager": "kubectl-set"},
+        json={"spec": {"template": {"spec": {"containers": [{"name": "diagon-daemon", "image": IMAGE_V1}]}}}},
+    ).raise_for_status()
+    res = e2e.pulumi("refresh", "--preview-only", "--expect-no-changes", check=False)
+    assert res.returncode != 0, res.output
+    assert "k8s-lab-mldiag-diagon-daemonset" in res.stdout, res.stdout
+    e2e.pulumi("refresh", "--yes", "--skip-preview")
+    e2e.pulumi("up", "--yes", "--skip-preview", *e2e.policy_args())
+    live = e2e.cp.get("/apis/apps/v1/namespaces/diagon/daemonsets/diagon-daemon")
+    assert live["spec"]["template"]["spec"]["containers"][0]["image"] == IMAGE_V2
+
+
+# -- 5. destroy leaves the pre-existing namespace with its other labels ---------------------------------------
+def test_5_destroy_keeps_the_preexisting_namespace(e2e: E2E) -> None:
+    res = e2e.pulumi("destroy", "--yes", "--skip-preview")
+    TIMINGS["destroy"] = res.seconds
+    research = e2e.cp.get(f"/api/v1/namespaces/{PREEXISTING_NS}")
+    assert research["status"]["phase"] == "Active"
+    assert research["metadata"]["labels"] == {
+        **PREEXISTING_LABELS,
+        "kubernetes.io/metadata.name": PREEXISTING_NS,
+    }
+    for ns in ("ai-workloads", "diagon", compat.MLDIAGNOSTICS_NAMESPACE):
+        r = e2e.cp.api("GET", f"/api/v1/namespaces/{ns}")
+        assert r.status_code == 404, (ns, r.status_code)
+    assert e2e.vertex.clusters == {}
+    e2e.pulumi("stack", "rm", "--yes")
