@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import requests
 import yaml
 
 from components import compat
@@ -281,3 +282,90 @@ def test_5_destroy_keeps_the_preexisting_namespace(e2e: E2E) -> None:
         assert r.status_code == 404, (ns, r.status_code)
     assert e2e.vertex.clusters == {}
     e2e.pulumi("stack", "rm", "--yes")
+
+
+# -- 4. adoption (after the main stack is gone): what the vendor procedure made by hand is taken over ----------
+ADOPT_STACK = "e2e-adopt"
+ADOPTED_NS = "ml-team"
+
+
+def _vendor_procedure(e2e: E2E) -> None:
+    """The doc's commands, as direct API calls: kubectl create/label namespace, kubectl apply of the Diagon
+    manifest (namespace, ServiceAccount, DaemonSet), and the Model Development Cluster created with curl."""
+    cp = e2e.cp
+    cp.api(
+        "POST",
+        "/api/v1/namespaces",
+        json={"metadata": {"name": ADOPTED_NS, "labels": {compat.OPT_IN_LABEL: "true"}}},
+    ).raise_for_status()
+    cp.api("POST", "/api/v1/namespaces", json={"metadata": {"name": "diagon"}}).raise_for_status()
+    cp.api(
+        "POST", "/api/v1/namespaces/diagon/serviceaccounts", json={"metadata": {"name": "diagon-daemon"}}
+    ).raise_for_status()
+    from components.providers.model_development_cluster import cluster_path, to_rest
+    from components.targets.model_development import ModelDevelopmentClusterTarget
+
+    spec = ModelDevelopmentClusterTarget.model_validate(e2e.base_config["modelDevelopmentClusters"][0]).spec()
+    parent, cid = cluster_path(spec).rsplit("/", 1)
+    requests.post(
+        f"{e2e.vertex.endpoint}/v1beta1/{parent}",
+        params={"modelDevelopmentClusterId": cid},
+        json=to_rest(spec),
+        timeout=30,
+    ).raise_for_status()
+    manifest = yaml.safe_load((HERE / "diagon-daemonset.yaml").read_text())
+    cp.api(
+        "PATCH",
+        "/apis/apps/v1/namespaces/diagon/daemonsets/diagon-daemon",
+        params={"fieldManager": "kubectl-client-side-apply", "force": "true"},
+        headers={"Content-Type": "application/apply-patch+yaml"},
+        data=yaml.safe_dump(manifest),
+    ).raise_for_status()
+
+
+def _uids(e2e: E2E) -> dict[str, str]:
+    paths = (
+        f"/api/v1/namespaces/{ADOPTED_NS}",
+        "/api/v1/namespaces/diagon",
+        "/api/v1/namespaces/diagon/serviceaccounts/diagon-daemon",
+        "/apis/apps/v1/namespaces/diagon/daemonsets/diagon-daemon",
+    )
+    return {p: e2e.cp.get(p)["metadata"]["uid"] for p in paths}
+
+
+def test_4_adoption_takes_over_without_replacing(e2e: E2E) -> None:
+    from components.targets.kubernetes import WorkloadNamespace
+
+    if "adopt" not in WorkloadNamespace.model_fields:
+        pytest.skip("adoption (issue 15) is not in this tree yet")
+    _vendor_procedure(e2e)
+    before = _uids(e2e)
+    config = copy.deepcopy(e2e.base_config)
+    config["environment"] = "dev"  # the doc's Diagon image is :latest, advisory in dev
+    lab = config["kubernetesClusters"][0]
+    lab["workloadNamespaces"] = [{"name": ADOPTED_NS, "create": True, "adopt": True}]
+    lab["diagon"] = {"enabled": True, "adopt": True, "image": compat.DIAGON_DEFAULT_IMAGE}
+    config["modelDevelopmentClusters"][0]["adopt"] = True
+    e2e.project.init_stack(
+        ADOPT_STACK, config, {"kubernetesClusters[0].kubeconfig": e2e.cp.kubeconfig.read_text()}
+    )
+    plan = {
+        short(u): op for u, op in steps(e2e.pulumi("preview", "--json", stack=ADOPT_STACK).json()).items()
+    }
+    for name in (
+        f"k8s-lab-mldiag-opt-in-{ADOPTED_NS}",
+        "k8s-lab-mldiag-diagon-namespace",
+        "k8s-lab-mldiag-diagon-service-account",
+        "k8s-lab-mldiag-diagon-daemonset",
+        "mdc-cpu-cluster",
+    ):
+        assert plan.get(name) == "import", (name, plan)
+    creates_before = len([r for r in e2e.vertex.api_requests() if r.method == "POST"])
+    e2e.pulumi("up", "--yes", "--skip-preview", stack=ADOPT_STACK)
+    assert _uids(e2e) == before, "adoption replaced an object"
+    assert len([r for r in e2e.vertex.api_requests() if r.method == "POST"]) == creates_before, (
+        "cluster re-created"
+    )
+    e2e.pulumi("preview", "--expect-no-changes", stack=ADOPT_STACK)
+    e2e.pulumi("destroy", "--yes", "--skip-preview", stack=ADOPT_STACK)
+    e2e.pulumi("stack", "rm", "--yes", stack=ADOPT_STACK)

@@ -74,7 +74,8 @@ class LanguageHost(language_pb2_grpc.LanguageRuntimeServicer):
         deps = [
             language_pb2.DependencyInfo(name=d.metadata["Name"], version=d.version)
             for d in metadata.distributions()
-            if d.metadata["Name"] in ("pulumi", "pulumi-kubernetes", "pulumi-policy")
+            if d.metadata["Name"].lower().replace("_", "-")
+            in ("pulumi", "pulumi-kubernetes", "pulumi-policy")
         ]
         return language_pb2.GetProgramDependenciesResponse(dependencies=deps)
 

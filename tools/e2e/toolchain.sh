@@ -29,8 +29,12 @@ export GOFLAGS="-buildvcs=false -trimpath"
 export CGO_ENABLED=0
 TOTAL_START=$(date +%s)
 
+ONLY="${ONLY:-}"  # ONLY=etcd,kube-apiserver+kube-controller-manager: build just these steps (parallel runs)
 step() { # step NAME CHECK_FILE FUNCTION
   local name=$1 check=$2 fn=$3 t0 t1
+  if [[ -n "$ONLY" && ",$ONLY," != *",$name,"* ]]; then
+    return 0
+  fi
   if [[ -x "$BIN/$check" ]]; then
     echo "toolchain: $name: cached ($BIN/$check)"
     return 0
@@ -133,7 +137,7 @@ step kube-apiserver+kube-controller-manager kube-controller-manager build_kube
 #   github.com/pulumi/pulumi/sdk/python/cmd/pulumi-language-python/v3 (the Python language host)
 #   github.com/pulumi/pulumi-gcp/provider/v9 (the gcp provider plugin)
 # The e2e runner uses tools/e2e/language_host.py in place of the first.
-rm -rf "$CACHE/work"
+[[ -n "$ONLY" ]] || rm -rf "$CACHE/work"
 echo "toolchain: total $(( $(date +%s) - TOTAL_START ))s; $(du -sh "$CACHE" | cut -f1) in $CACHE"
 if ((${#FAILED[@]})); then
   echo "toolchain: FAILED: ${FAILED[*]}"
