@@ -116,6 +116,9 @@ def _documents(props: dict) -> tuple[list[tuple[str, Any]], list[str]]:
         unread.append("yaml")
     else:
         for i, text in enumerate(texts if isinstance(texts, list) else [texts] if texts else []):
+            if not isinstance(text, str):
+                unread.append(f"yaml[{i}] (not a string)")
+                continue
             try:
                 docs += [(f"yaml[{i}] document {j}", d) for j, d in enumerate(yaml.safe_load_all(text)) if d]
             except (yaml.YAMLError, TypeError):
@@ -125,7 +128,7 @@ def _documents(props: dict) -> tuple[list[tuple[str, Any]], list[str]]:
         try:
             text = Path(f).read_text()
             docs += [(f"{f} document {j}", d) for j, d in enumerate(yaml.safe_load_all(text)) if d]
-        except (OSError, TypeError, ValueError, yaml.YAMLError):
+        except (OSError, TypeError, ValueError, AttributeError, yaml.YAMLError):
             unread.append(f"files[{i}] ({f})")
     return docs, unread
 

@@ -1,6 +1,17 @@
 """Every rule of the ml-diagnostics policy pack, grouped by concern (see policies/README.md)."""
 
-from .rules import aks, azure_ml, diagnostics, gke, helm, images, kubernetes, model_development
+from .rules import (
+    aks,
+    azure_ml,
+    azure_ml_settings,
+    diagnostics,
+    gke,
+    helm,
+    helm_mldiagnostics,
+    images,
+    kubernetes,
+    model_development,
+)
 
 POLICIES = [
     # Kubernetes workloads
@@ -16,8 +27,8 @@ POLICIES = [
     helm.allowed_repositories,
     helm.cert_manager_crds,
     helm.installcrds_deprecated,
-    helm.connection_operator_jax,
-    helm.requires_cert_manager,
+    helm_mldiagnostics.connection_operator_jax,
+    helm_mldiagnostics.requires_cert_manager,
     # GKE
     gke.managed_min_version,
     gke.managed_explicit,
@@ -28,11 +39,11 @@ POLICIES = [
     azure_ml.secrets_protected,
     azure_ml.cluster_scope,
     azure_ml.arc_relay,
-    azure_ml.allowed_subscriptions,
-    azure_ml.aks_identity,
-    aks.setting_keys_case,
-    aks.internal_lb_aks_only,
-    aks.inference_router_ha,
+    azure_ml_settings.allowed_subscriptions,
+    aks.aks_identity,
+    azure_ml_settings.setting_keys_case,
+    azure_ml_settings.internal_lb_aks_only,
+    azure_ml_settings.inference_router_ha,
     aks.no_pod_identity,
     aks.node_size_minimum,
     aks.authorized_ip_ranges,

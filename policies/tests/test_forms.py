@@ -74,3 +74,12 @@ def test_unreadable_manifests_are_named_not_skipped(tmp_path):
 def test_patches_are_patches():
     assert forms.is_patch("kubernetes:apps/v1:DaemonSetPatch")
     assert not forms.is_patch("kubernetes:apps/v1:DaemonSet")
+
+
+@pytest.mark.parametrize(
+    "props",
+    [{"yaml": 123}, {"yaml": [None]}, {"objs": "x"}, {"files": [1]}, {"file": {"a": 1}}, {"objs": [1, None]}],
+)
+def test_malformed_manifest_inputs_never_raise(props):
+    found, unread = forms.expand("kubernetes:yaml/v2:ConfigGroup", props)
+    assert found == []

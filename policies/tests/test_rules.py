@@ -4,7 +4,8 @@ Analyzer protocol)."""
 from __future__ import annotations
 
 from harness import check, check_stack
-from mldiag_policy.rules.aks import vm_size, wrong_case
+from mldiag_policy.rules.aks import vm_size
+from mldiag_policy.rules.azure_ml_settings import wrong_case
 
 DS = "kubernetes:apps/v1:DaemonSet"
 PATCH = "kubernetes:apps/v1:DaemonSetPatch"

@@ -1,13 +1,12 @@
-"""Azure ML extension settings and AKS cluster rules from the extension docs' settings table and limitations:
-setting keys in their exact case, internalLoadBalancerProvider on AKS only, inferenceRouterHA=False below 3
-nodes, no Entra pod identity, the production size minimum (4 vCPU, 14 GB), authorised IP ranges (advisory).
+"""AKS cluster rules from the Azure ML extension docs (prerequisites and limitations): managed identity and
+local accounts, no Entra pod identity, the production size minimum (4 vCPU, 14 GB), authorised IP ranges
+(advisory).
 """
 
 from __future__ import annotations
 
 import ipaddress
 import re
-from typing import Any
 
 from pulumi_policy import (
     EnforcementLevel,
@@ -15,190 +14,59 @@ from pulumi_policy import (
     ResourceValidationArgs,
     ResourceValidationPolicy,
     Severity,
-    StackValidationArgs,
-    StackValidationPolicy,
 )
 
 from ..common import AZUREML_DOCS, Unknowns, as_bool, cited, config, dig, plain, schema
-from ..forms import AGENT_POOL, MANAGED_CLUSTER
-from .azure_ml import Settings, _ext, is_arc, is_azureml
+from ..forms import MANAGED_CLUSTER
+from .azure_ml_settings import _pool_nodes
 
-# Keys from the settings table and the CLI's own keys; the extension reads them case-sensitively.
-KNOWN_KEYS = (
-    "enableTraining", "enableInference", "allowInsecureConnections", "inferenceRouterServiceType",
-    "internalLoadBalancerProvider", "sslSecret", "sslCname", "inferenceRouterHA", "installNvidiaDevicePlugin",
-    "installPromOp", "installVolcano", "installDcgmExporter", "sslCertPemFile", "sslKeyPemFile",
-    "clusterId", "cluster_name", "domain", "location", "jobSchedulerLocation", "cluster_name_friendly",
-    "clusterPurpose", "relayserver.enabled", "relayserver.hybridConnectionResourceID",
-    "relayserver.hybridConnectionName", "relayserver.relayConnectionString", "servicebus.enabled",
-    "scoringFe.sslCert", "scoringFe.sslKey", "scoringFe.sslSecret", "scoringFe.namespace",
-)  # fmt: skip
-PREFIX_KEYS = ("nodeSelector.",)
-_BY_LOWER = {k.lower(): k for k in KNOWN_KEYS}
-
-# --- azureml-setting-keys-case -------------------------------------------------------------------
+# --- aks-managed-identity-local-accounts ---------------------------------------------------------
 
 
-def wrong_case(key: str) -> str | None:
-    """The spelling the extension reads when `key` differs from it only in case, else None."""
-    want = _BY_LOWER.get(key.lower())
-    if want is not None and want != key:
-        return want
-    for prefix in PREFIX_KEYS:
-        if key.lower().startswith(prefix.lower()) and not key.startswith(prefix):
-            return prefix + key[len(prefix) :]
-    return None
-
-
-def _validate_keys(args: ResourceValidationArgs, report: ReportViolation) -> None:
-    if not is_azureml(args):
+def _validate_aks(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    if args.resource_type != MANAGED_CLUSTER:
         return
     props = plain(args.props)
     unknowns = Unknowns()
-    st = Settings(props)
-    for field, known, settings in (
-        ("configurationSettings", st.plain_unknown, st.plain),
-        ("configurationProtectedSettings", st.protected_unknown, st.protected),
-    ):
-        if known:
-            unknowns.note(field)
-            continue
-        for key in sorted(settings):
-            want = wrong_case(key)
-            if want:
-                report(
-                    f"{_ext(args, props)} {field} has key '{key}'; the extension reads '{want}' and silently "
-                    f"ignores '{key}', so the setting has no effect. Remediation: rename it to '{want}'."
-                )
+    name = f"AKS cluster '{props.get('resourceName') or args.name}'"
+    id_type = dig(props, "identity", "type")
+    sp_client = dig(props, "servicePrincipalProfile", "clientId")
+    problems = []
+    if not unknowns.hit(id_type, "identity.type"):
+        kinds = {t.strip().lower() for t in id_type.split(",")} if isinstance(id_type, str) else set()
+        if not kinds & {"systemassigned", "userassigned"}:
+            problems.append(f"identity.type is {id_type!r}, not SystemAssigned or UserAssigned")
+    if not unknowns.hit(sp_client, "servicePrincipalProfile.clientId") and sp_client and sp_client != "msi":
+        problems.append("it uses a service principal (servicePrincipalProfile.clientId)")
+    if problems:
+        report(
+            f"{name}: {'; '.join(problems)}. Azure ML does not support AKS with a service principal; the cluster "
+            "must use a system- or user-assigned managed identity (Azure ML extension docs, limitations). Remediation: set "
+            "identity.type SystemAssigned (or UserAssigned) and no servicePrincipalProfile; a cluster converted "
+            "from a service principal needs its node pools deleted and re-created before installing the extension."
+        )
+    disabled = props.get("disableLocalAccounts")
+    if not unknowns.hit(disabled, "disableLocalAccounts") and disabled is True:
+        report(
+            f"{name} sets disableLocalAccounts=true, which Azure ML does not support (Azure ML extension docs, limitations). "
+            "Remediation: remove disableLocalAccounts (local accounts are enabled by default)."
+        )
     unknowns.finish()
 
 
-setting_keys_case = ResourceValidationPolicy(
-    name="azureml-setting-keys-case",
+aks_identity = ResourceValidationPolicy(
+    name="aks-managed-identity-local-accounts",
     description=(
-        "Azure ML extension setting keys are spelled exactly as the settings table does (e.g. inferenceRouterHA, "
-        "not InferenceRouterHA); a key in another case is silently ignored (Azure ML extension docs)."
+        "AKS clusters use a managed identity (no service principal) and keep local accounts enabled, the two "
+        "AKS settings the Azure ML extension docs list as unsupported by Azure ML."
     ),
     enforcement_level=EnforcementLevel.MANDATORY,
-    validate=cited(_validate_keys, AZUREML_DOCS),
+    validate=cited(_validate_aks, AZUREML_DOCS),
     url=AZUREML_DOCS,
     severity=Severity.HIGH,
-    remediation_steps="Spell setting keys exactly as the settings table does.",
+    remediation_steps="Use a managed identity and leave local accounts enabled.",
 )
 
-# --- azureml-internal-lb-aks-only ----------------------------------------------------------------
-
-
-def _validate_internal_lb(args: ResourceValidationArgs, report: ReportViolation) -> None:
-    if not is_azureml(args):
-        return
-    props = plain(args.props)
-    unknowns = Unknowns()
-    st = Settings(props)
-    if st.plain_unknown:
-        unknowns.note("configurationSettings")
-    elif "internalLoadBalancerProvider" in st.plain:
-        value = st.plain["internalLoadBalancerProvider"]
-        if not unknowns.hit(props.get("clusterRp"), "clusterRp") and is_arc(props):
-            report(
-                f"{_ext(args, props)} sets internalLoadBalancerProvider on an Arc cluster; the setting applies only "
-                "to AKS clusters. Remediation: remove it and expose azureml-fe with inferenceRouterServiceType "
-                "nodePort or clusterIP behind your own load balancer."
-            )
-        elif not unknowns.hit(value, "internalLoadBalancerProvider") and value != "azure":
-            report(
-                f"{_ext(args, props)} sets internalLoadBalancerProvider to {value!r}; the only value is 'azure'. "
-                "Remediation: set internalLoadBalancerProvider=azure or remove it."
-            )
-    unknowns.finish()
-
-
-internal_lb_aks_only = ResourceValidationPolicy(
-    name="azureml-internal-lb-aks-only",
-    description=(
-        "internalLoadBalancerProvider is set only on AKS clusters and only to 'azure' "
-        "(Azure ML extension docs, settings table)."
-    ),
-    enforcement_level=EnforcementLevel.MANDATORY,
-    validate=cited(_validate_internal_lb, AZUREML_DOCS),
-    url=AZUREML_DOCS,
-    severity=Severity.MEDIUM,
-    remediation_steps="Use internalLoadBalancerProvider=azure on AKS only.",
-)
-
-# --- azureml-inference-router-ha (stack) ---------------------------------------------------------
-
-
-def _pool_nodes(pool: Any) -> int | None:
-    if not isinstance(pool, dict):
-        return None
-    n = pool.get("minCount") if pool.get("enableAutoScaling") is True else pool.get("count")
-    if n is None:
-        return 1  # the API's default count
-    # numbers arrive as doubles over the protocol
-    return (
-        int(n) if isinstance(n, (int, float)) and not isinstance(n, bool) and float(n).is_integer() else None
-    )
-
-
-def cluster_nodes(resources: list[Any]) -> dict[str, int | None]:
-    """Worker nodes per AKS cluster name declared in the stack (None when a count is unknown)."""
-    out: dict[str, int | None] = {}
-    for r in resources:
-        props = plain(r.props)
-        if r.resource_type == MANAGED_CLUSTER:
-            name = props.get("resourceName") or r.name
-            counts = [_pool_nodes(p) for p in props.get("agentPoolProfiles") or []]
-        elif r.resource_type == AGENT_POOL:
-            name, counts = props.get("resourceName"), [_pool_nodes(props)]
-        else:
-            continue
-        prev = out.get(name, 0)
-        out[name] = None if prev is None or None in counts else prev + sum(counts)
-    return out
-
-
-def _validate_router_ha(args: StackValidationArgs, report: ReportViolation) -> None:
-    nodes = cluster_nodes(args.resources)
-    unknowns = Unknowns()
-    for r in args.resources:
-        if not is_azureml(r):
-            continue
-        props = plain(r.props)
-        if is_arc(props) or props.get("clusterName") not in nodes:
-            continue  # the cluster's size is not declared here
-        st = Settings(props)
-        if st.plain_unknown:
-            unknowns.note(f"{r.urn}: configurationSettings")
-            continue
-        count = nodes[props.get("clusterName")]
-        if count is None:
-            unknowns.note(f"{r.urn}: node count of cluster {props.get('clusterName')}")
-            continue
-        ha = st.plain.get("inferenceRouterHA")
-        if as_bool(st.plain.get("enableInference")) is True and count < 3 and as_bool(ha) is not False:
-            report(
-                f"{_ext(r, props)} enables inference on AKS cluster '{props.get('clusterName')}' with {count} "
-                f"worker node(s) and inferenceRouterHA {'unset (default True)' if ha is None else repr(ha)}; the "
-                "extension then deploys 3 azureml-fe replicas, which need at least 3 nodes. Remediation: set "
-                "inferenceRouterHA=False (exactly that key), or give the cluster at least 3 nodes.",
-                r.urn,
-            )
-    unknowns.finish()
-
-
-inference_router_ha = StackValidationPolicy(
-    name="azureml-inference-router-ha",
-    description=(
-        "An inference-enabled Azure ML extension on an AKS cluster with fewer than 3 worker nodes sets "
-        "inferenceRouterHA=False (Azure ML extension docs, settings table)."
-    ),
-    enforcement_level=EnforcementLevel.MANDATORY,
-    validate=cited(_validate_router_ha, AZUREML_DOCS),
-    url=AZUREML_DOCS,
-    severity=Severity.HIGH,
-    remediation_steps="Set inferenceRouterHA=False below 3 nodes.",
-)
 
 # --- aks-no-pod-identity -------------------------------------------------------------------------
 

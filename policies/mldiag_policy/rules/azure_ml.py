@@ -21,15 +21,12 @@ from pulumi_policy import (
     ResourceValidationArgs,
     ResourceValidationPolicy,
     Severity,
-    StackValidationArgs,
-    StackValidationPolicy,
 )
 
 from ..common import AZUREML_DOCS, Unknowns, as_bool, cited, config, dig, is_unknown, plain, schema
 
 EXTENSION_TYPE_TOKEN = "azure-native:kubernetesconfiguration:Extension"
 AZUREML_EXTENSION = "microsoft.azureml.kubernetes"
-MANAGED_CLUSTER_TYPE = "azure-native:containerservice:ManagedCluster"
 RELEASE_NAMESPACE = "azureml"
 ROUTER_SERVICE_TYPES = ("loadBalancer", "nodePort", "clusterIP")
 
@@ -358,141 +355,4 @@ arc_relay = ResourceValidationPolicy(
     url=AZUREML_DOCS,
     severity=Severity.HIGH,
     remediation_steps="Create the Azure Relay for the Arc cluster and pass its settings.",
-)
-
-# --- azureml-allowed-subscriptions (stack) -------------------------------------------------------
-
-SUBSCRIPTION_DEFAULTS = {
-    "allowedSubscriptions": (
-        {
-            "type": "array",
-            "items": {"type": "string"},
-            "description": "Subscription ids whose clusters may get the extension (the workspace's subscription).",
-        },
-        [],
-    ),
-}
-_ARM_SUB = re.compile(r"^/subscriptions/([^/]+)/", re.IGNORECASE)
-
-
-def extension_subscription(resource: Any, props: dict, unknowns: Unknowns) -> tuple[str | None, str]:
-    """(subscription id, where it came from) for an extension: its cluster's ARM id, else its provider.
-    Unknown values met on the way are noted; (None, "") when nothing known names the subscription."""
-    st = Settings(props)
-    if unknowns.hit(props.get("configurationSettings"), f"{resource.urn}: configurationSettings"):
-        return None, ""
-    for key in ("clusterId", "cluster_name"):
-        v = st.plain.get(key)
-        if unknowns.hit(v, f"{resource.urn}: configurationSettings.{key}"):
-            return None, ""
-        if isinstance(v, str):
-            m = _ARM_SUB.match(v)
-            if m:
-                return m.group(1).lower(), f"configurationSettings.{key}"
-    if resource.provider is not None:
-        sub = plain(resource.provider.props).get("subscriptionId")
-        if unknowns.hit(sub, f"{resource.provider.urn}: subscriptionId"):
-            return None, ""
-        if isinstance(sub, str) and sub:
-            return sub.lower(), "the azure-native provider's subscriptionId"
-    return None, ""
-
-
-def _validate_subscriptions(args: StackValidationArgs, report: ReportViolation) -> None:
-    cfg = config(args, SUBSCRIPTION_DEFAULTS)
-    allowed_subs = [s.lower() for s in cfg["allowedSubscriptions"]]
-    unknowns = Unknowns()
-    for r in args.resources:
-        if not is_azureml(r):
-            continue
-        props = plain(r.props)
-        before = len(unknowns.paths)
-        sub, source = extension_subscription(r, props, unknowns)
-        name = f"Azure ML extension '{props.get('extensionName') or r.name}'"
-        if len(unknowns.paths) > before:
-            continue
-        if sub is None:
-            report(
-                f"{name}: the cluster's subscription cannot be determined (no ARM id in clusterId/cluster_name and "
-                "no subscriptionId on its provider). Remediation: set an explicit azure-native provider with "
-                "subscriptionId, or the cluster's ARM id in the settings (the component does).",
-                r.urn,
-            )
-        elif not allowed_subs:
-            report(
-                f"{name} attaches a cluster in subscription {sub}, but this environment lists no allowed "
-                "subscriptions. Remediation: set allowedSubscriptions for azureml-allowed-subscriptions in "
-                "policies/config/<stack>.json to the Azure ML workspace's subscription.",
-                r.urn,
-            )
-        elif sub not in allowed_subs:
-            report(
-                f"{name} attaches a cluster in subscription {sub} ({source}), which is not an allowed "
-                f"subscription ({', '.join(allowed_subs)}); Azure ML does not attach AKS clusters across "
-                "subscriptions (Azure ML extension docs). Remediation: use a cluster in the workspace's subscription, or connect "
-                "the cluster to Azure Arc and register it in the workspace's subscription.",
-                r.urn,
-            )
-    unknowns.finish()
-
-
-allowed_subscriptions = StackValidationPolicy(
-    name="azureml-allowed-subscriptions",
-    description=(
-        "Every Azure ML extension's cluster is in an allowed subscription (the workspace's): Azure ML does not "
-        "attach clusters across subscriptions (Azure ML extension docs, limitations)."
-    ),
-    enforcement_level=EnforcementLevel.MANDATORY,
-    config_schema=schema(SUBSCRIPTION_DEFAULTS),
-    validate=cited(_validate_subscriptions, AZUREML_DOCS),
-    url=AZUREML_DOCS,
-    severity=Severity.HIGH,
-    remediation_steps="Attach clusters from the workspace's subscription or via Azure Arc.",
-)
-
-# --- aks-managed-identity-local-accounts ---------------------------------------------------------
-
-
-def _validate_aks(args: ResourceValidationArgs, report: ReportViolation) -> None:
-    if args.resource_type != MANAGED_CLUSTER_TYPE:
-        return
-    props = plain(args.props)
-    unknowns = Unknowns()
-    name = f"AKS cluster '{props.get('resourceName') or args.name}'"
-    id_type = dig(props, "identity", "type")
-    sp_client = dig(props, "servicePrincipalProfile", "clientId")
-    problems = []
-    if not unknowns.hit(id_type, "identity.type"):
-        kinds = {t.strip().lower() for t in id_type.split(",")} if isinstance(id_type, str) else set()
-        if not kinds & {"systemassigned", "userassigned"}:
-            problems.append(f"identity.type is {id_type!r}, not SystemAssigned or UserAssigned")
-    if not unknowns.hit(sp_client, "servicePrincipalProfile.clientId") and sp_client and sp_client != "msi":
-        problems.append("it uses a service principal (servicePrincipalProfile.clientId)")
-    if problems:
-        report(
-            f"{name}: {'; '.join(problems)}. Azure ML does not support AKS with a service principal; the cluster "
-            "must use a system- or user-assigned managed identity (Azure ML extension docs, limitations). Remediation: set "
-            "identity.type SystemAssigned (or UserAssigned) and no servicePrincipalProfile; a cluster converted "
-            "from a service principal needs its node pools deleted and re-created before installing the extension."
-        )
-    disabled = props.get("disableLocalAccounts")
-    if not unknowns.hit(disabled, "disableLocalAccounts") and disabled is True:
-        report(
-            f"{name} sets disableLocalAccounts=true, which Azure ML does not support (Azure ML extension docs, limitations). "
-            "Remediation: remove disableLocalAccounts (local accounts are enabled by default)."
-        )
-    unknowns.finish()
-
-
-aks_identity = ResourceValidationPolicy(
-    name="aks-managed-identity-local-accounts",
-    description=(
-        "AKS clusters use a managed identity (no service principal) and keep local accounts enabled, the two "
-        "AKS settings the Azure ML extension docs list as unsupported by Azure ML."
-    ),
-    enforcement_level=EnforcementLevel.MANDATORY,
-    validate=cited(_validate_aks, AZUREML_DOCS),
-    url=AZUREML_DOCS,
-    severity=Severity.HIGH,
-    remediation_steps="Use a managed identity and leave local accounts enabled.",
 )

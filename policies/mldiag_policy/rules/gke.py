@@ -22,7 +22,8 @@ from pulumi_policy import (
 
 from .. import compat
 from ..common import GKE_DOCS, Unknowns, cited, dig, is_unknown, plain
-from .helm import RELEASE_TYPE, provider_key, release_info, release_kind
+from .helm import RELEASE_TYPE, release_info, release_kind
+from .helm_mldiagnostics import provider_key
 
 CLUSTER_TYPE = "gcp:container/cluster:Cluster"
 ADOPTED_TYPE = "pulumi-python:dynamic/gke:ManagedMlDiagnostics"
