@@ -173,7 +173,9 @@ def test_image_bump_is_an_update_of_one_daemonset_field() -> None:
     d = diff_plans(base, head)
     assert d["summary"] == {
         "add": 0,
+        "import": 0,
         "update": 1,
+        "rename": 0,
         "replace": 0,
         "delete": 0,
         "unchanged": 1,
@@ -523,11 +525,11 @@ def test_markdown_for_500_targets_stays_under_the_comment_limit(scenario: str) -
     assert len(md) < GITHUB_COMMENT_LIMIT
     lines = md.splitlines()
     assert lines[0] == "### Offline plan diff: stack `dev`"
-    summary = "| resources | 2500 | 0 | 0 | 0 | 0 | 200 | 0 |" if scenario == "all-new" else None
+    summary = "| resources | 2500 | 0 | 0 | 0 | 0 | 0 | 0 | 200 | 0 |" if scenario == "all-new" else None
     if summary:
         assert summary in lines
     else:
-        assert "| resources | 0 | 500 | 0 | 0 | 2000 | 200 | 0 |" in lines
+        assert "| resources | 0 | 0 | 500 | 0 | 0 | 0 | 2000 | 200 | 0 |" in lines
     assert md.index("| resources |") < md.index("<details>")
     assert md.count("<details>") == md.count("</details>") > 10
     shown = md.count("<details>") + md.count("<p>+ <b>add</b>")
@@ -631,7 +633,7 @@ def test_run_diff_stack_absent_at_base_is_all_adds_and_mandatory_exit(fake_repo:
     write_plan(fake_repo, "qa", plan(ds, violations=[violation("k8s-images-pinned", ds["urn"])]))
     text, code = run_diff("qa", "main", "markdown", project_dir=fake_repo)
     assert code == 1
-    assert "| resources | 1 | 0 | 0 | 0 | 0 | 1 | 0 |" in text
+    assert "| resources | 1 | 0 | 0 | 0 | 0 | 0 | 0 | 1 | 0 |" in text
     assert "stack qa does not exist at main: every resource is new" in text
     assert_clean(fake_repo)
 
@@ -692,7 +694,7 @@ def test_diff_cli_reports_a_failing_stack_without_hiding_the_others(
     assert code == 2
     text = out.read_text()
     dev, prod = text.split("### Offline plan diff: stack `prod`")
-    assert "| resources | 0 | 1 | 0 | 0 | 1 | 0 | 0 |" in dev
+    assert "| resources | 0 | 0 | 1 | 0 | 0 | 0 | 1 | 0 | 0 |" in dev
     assert "❌ The offline plan failed (base `main`):" in prod
     assert "<pre>the working tree plan of stack prod failed:\nerror: no plan for prod</pre>" in prod
     assert "error: stack prod: the working tree plan of stack prod failed" in capsys.readouterr().err

@@ -210,7 +210,7 @@ def _described(r: RecordedResource, by_urn: dict[str, RecordedResource]) -> dict
 
 
 def _options(r: RecordedResource) -> analyzer_pb2.AnalyzerResourceOptions:
-    return analyzer_pb2.AnalyzerResourceOptions(parent=r.parent or "")
+    return analyzer_pb2.AnalyzerResourceOptions(parent=r.parent or "", protect=r.protect, aliases=r.aliases)
 
 
 def _provider(p: RecordedResource | None) -> analyzer_pb2.AnalyzerProviderResource | None:

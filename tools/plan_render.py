@@ -40,6 +40,15 @@ def _tree(report: dict[str, Any]) -> list[tuple[int, dict[str, Any], bool]]:
     return rows
 
 
+def lifecycle(r: dict[str, Any]) -> str:
+    """The lifecycle options a reviewer must see: adoption by import (with its id), protection."""
+    flags = [f"import {r['importId']}"] if r.get("importId") else []
+    flags += [
+        f for f, on in (("protect", r.get("protect")), ("retainOnDelete", r.get("retainOnDelete"))) if on
+    ]
+    return f"  [{', '.join(flags)}]" if flags else ""
+
+
 def render_table(report: dict[str, Any]) -> str:
     out: list[str] = []
     res = report["resources"]
@@ -50,7 +59,8 @@ def render_table(report: dict[str, Any]) -> str:
     for depth, r, _last in _tree(report):
         mark = "" if r["custom"] else " (component)"
         flag = f"  !{findings_by_urn[r['urn']]}" if findings_by_urn.get(r["urn"]) else ""
-        out.append(f"{'  ' * depth}{'+ ' if depth else ''}{r['type']}  {r['name']}{mark}{flag}")
+        op = "= " if r.get("importId") else "+ "
+        out.append(f"{'  ' * depth}{op if depth else ''}{r['type']}  {r['name']}{mark}{lifecycle(r)}{flag}")
     cp = report["criticalPath"]
     out.append("")
     out.append(f"critical path: {cp['depth']} step(s)")
@@ -81,10 +91,12 @@ def render_markdown(report: dict[str, Any]) -> str:
     vs = report["policyViolations"]
     mandatory = sum(1 for v in vs if v["enforcementLevel"] == "mandatory")
     status = "❌ blocked by policy" if mandatory else "✅ no mandatory policy violation"
+    imports = sum(1 for r in res if r.get("importId"))
     out = [f"### Offline plan: `{report['stack']}` — {status}", ""]
     out.append(
         f"{len(res)} resources ({sum(1 for r in res if r['custom'])} custom), "
-        f"{len(vs)} policy finding(s) ({mandatory} mandatory), critical path {report['criticalPath']['depth']} step(s)."
+        f"{len(vs)} policy finding(s) ({mandatory} mandatory), critical path {report['criticalPath']['depth']} step(s)"
+        + (f", {imports} to import." if imports else ".")
     )
     out.append("")
     by_type = Counter(r["type"] for r in res)
@@ -104,7 +116,7 @@ def render_markdown(report: dict[str, Any]) -> str:
         out.append("")
     out += ["<details><summary>Resources</summary>", "", "```"]
     for depth, r, _ in _tree(report):
-        out.append(f"{'  ' * depth}{r['type']}  {r['name']}")
+        out.append(f"{'  ' * depth}{r['type']}  {r['name']}{lifecycle(r)}")
     out += ["```", "", "</details>", ""]
     return "\n".join(out)
 

@@ -47,6 +47,11 @@ class RecordedResource:
     unmasked_inputs: dict[str, Any] = field(repr=False)
     secret_digests: dict[str, str] = field(default_factory=dict)
     protobuf_inputs: Any = field(default=None, repr=False)
+    # Lifecycle options as the engine receives them: adopt by import, earlier URNs (renames), protection.
+    import_id: str | None = None
+    aliases: list[str] = field(default_factory=list)
+    protect: bool = False
+    retain_on_delete: bool = False
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -59,6 +64,10 @@ class RecordedResource:
             "dependencies": self.dependencies,
             "inputs": self.inputs,
             "secretDigests": self.secret_digests,
+            "importId": self.import_id,
+            "aliases": self.aliases,
+            "protect": self.protect,
+            "retainOnDelete": self.retain_on_delete,
         }
 
 
@@ -137,6 +146,8 @@ class RecordingMonitor(mocks.MockMonitor):
     def __init__(self, mock: mocks.Mocks) -> None:
         super().__init__(mock)
         self.recorded: list[RecordedResource] = []
+        self._names: dict[str, str] = {}  # urn -> name, to derive children's inherited aliases
+        self._aliases: dict[str, list[str]] = {}
 
     def RegisterResource(self, request):  # noqa: N802 (gRPC method name)
         response = super().RegisterResource(request)
@@ -146,6 +157,8 @@ class RecordingMonitor(mocks.MockMonitor):
         wire = json_format.MessageToDict(request.object)
         masked, plain = unwire(wire, "", digests)
         prop_deps = {k: list(v.urns) for k, v in request.propertyDependencies.items()}
+        aliases = self._resolve_aliases(request)
+        self._names[response.urn], self._aliases[response.urn] = request.name, aliases
         self.recorded.append(
             RecordedResource(
                 urn=response.urn,
@@ -160,9 +173,46 @@ class RecordingMonitor(mocks.MockMonitor):
                 unmasked_inputs=plain,
                 secret_digests=digests,
                 protobuf_inputs=request.object,
+                import_id=request.importId or None,
+                aliases=aliases,
+                protect=bool(request.protect),
+                retain_on_delete=bool(request.retainOnDelete),
             )
         )
         return response
+
+    def _urn(self, parent: str, type_: str, name: str, stack: str = "", project: str = "") -> str:
+        # As MockMonitor.make_urn builds the URNs this plan records (parent's own type only), so an alias
+        # matches the URN the same resource had in another offline plan.
+        if parent:
+            type_ = f"{parent.split('::')[2].split('$')[-1]}${type_}"
+        return f"urn:pulumi:{stack or settings.get_stack()}::{project or settings.get_project()}::{type_}::{name}"
+
+    def _resolve_aliases(self, request: Any) -> list[str]:
+        """Every earlier URN of the resource: its own aliases, then those inherited from its parent's
+        aliases (child name prefix renamed with the parent), as the engine derives them from alias specs."""
+        own: list[str] = list(request.aliasURNs)
+        for alias in request.aliases:
+            if alias.WhichOneof("alias") == "urn":
+                own.append(alias.urn)
+                continue
+            spec = alias.spec
+            parent = "" if spec.noParent else spec.parentUrn or request.parent
+            name, type_ = spec.name or request.name, spec.type or request.type
+            own.append(self._urn(parent, type_, name, spec.stack, spec.project))
+        out = list(own)
+        parent_name = self._names.get(request.parent, "")
+        for parent_alias in self._aliases.get(request.parent, []):
+            for name, type_ in [(request.name, request.type)] + [_name_and_type(u) for u in own]:
+                if parent_name and name.startswith(parent_name):
+                    name = parent_alias.rsplit("::", 1)[-1] + name[len(parent_name) :]
+                out.append(self._urn(parent_alias, type_, name))
+        return sorted(set(out) - {self._urn(request.parent, request.type, request.name)})
+
+
+def _name_and_type(urn: str) -> tuple[str, str]:
+    parts = urn.split("::")
+    return parts[3], parts[2].split("$")[-1]
 
 
 def _provider_urn(ref: str) -> str | None:

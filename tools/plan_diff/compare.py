@@ -9,7 +9,8 @@ from tools.plan_common import EXIT_ERROR, EXIT_MANDATORY, EXIT_OK
 from tools.plan_diff.inputs import diff_inputs, flatten, has_secret, under
 from tools.plan_diff.rules import REFUSED, ProviderDiffRule, Rule, default_rules, replace_reasons
 
-ACTIONS = ("replace", "delete", "update", "add")  # most consequential first
+ACTIONS = ("replace", "delete", "update", "rename", "import", "add")  # most consequential first
+SUMMARY_ACTIONS = ("add", "import", "update", "rename", "replace", "delete")
 
 
 def _qualified(urn: str) -> tuple[str, str, str]:
@@ -56,6 +57,158 @@ def compare_violations(
     return new, resolved
 
 
+def _skeleton(r: dict[str, Any]) -> dict[str, Any]:
+    """What the graph needs of a resource (diff JSON alone draws it: see tools/plan_graph.py)."""
+    return {
+        "urn": r["urn"],
+        "type": r["type"],
+        "name": r["name"],
+        "custom": r.get("custom", True),
+        "parent": r.get("parent"),
+        "provider": r.get("provider"),
+        "dependencies": r.get("dependencies") or [],
+    }
+
+
+class _Diff:
+    """State of one diff_plans call: the resources of both sides and what was found so far."""
+
+    def __init__(self, base: dict[str, Any], head: dict[str, Any], rules: dict[str, Rule]) -> None:
+        self.rules = rules
+        self.old_by = {r["urn"]: r for r in base.get("resources", [])}
+        self.new_by = {r["urn"]: r for r in head.get("resources", [])}
+        self.notes: list[str] = []
+        self.changed: list[dict[str, Any]] = []
+        self.unchanged: list[dict[str, Any]] = []
+        self.digests_missing = False
+        self.default_moves: Counter[tuple[str, str]] = Counter()
+        removed = [u for u in self.old_by if u not in self.new_by]
+        added = [u for u in self.new_by if u not in self.old_by]
+        # An alias naming a removed URN: the engine moves that resource to the new URN (a rename).
+        self.renamed: dict[str, str] = {}
+        claimed: set[str] = set()
+        for u in added:
+            old = next(
+                (a for a in self.new_by[u].get("aliases") or [] if a in removed and a not in claimed), None
+            )
+            if old is not None:
+                self.renamed[u] = old
+                claimed.add(old)
+        # Same parent chain and name but another type: Pulumi deletes the old and creates the new one.
+        old_keys: dict[tuple[str, str, str], list[str]] = {}
+        for u in removed:
+            if u not in claimed:
+                old_keys.setdefault(_qualified(u), []).append(u)
+        self.retyped: dict[str, str] = {}
+        for u in added:
+            cands = old_keys.get(_qualified(u))
+            if (
+                u not in self.renamed
+                and cands
+                and len(cands) == 1
+                and self.new_by[u]["type"] != self.old_by[cands[0]]["type"]
+            ):
+                self.retyped[u] = cands.pop()
+        self.removed = [u for u in removed if u not in claimed and u not in set(self.retyped.values())]
+
+    def add(self, r: dict[str, Any], action: str, **extra: Any) -> None:
+        e = _skeleton(r)
+        e["action"] = action
+        e.update(extra)
+        self.changed.append(e)
+
+    def run(self) -> None:
+        for urn, new in self.new_by.items():
+            if urn in self.retyped:
+                old = self.old_by[self.retyped[urn]]
+                changes = diff_inputs(old.get("inputs") or {}, new.get("inputs") or {})
+                reason = f"type changed from {old['type']} to {new['type']} (no alias)"
+                self.add(new, "replace", oldUrn=old["urn"], replaceReasons=[reason], changes=changes)
+            elif urn in self.old_by or urn in self.renamed:
+                self.compare(self.old_by[self.renamed.get(urn, urn)], new)
+            elif new.get("importId"):
+                self.add(
+                    new, "import", importId=new["importId"], changes=diff_inputs({}, new.get("inputs") or {})
+                )
+            else:
+                self.add(new, "add", changes=diff_inputs({}, new.get("inputs") or {}))
+        for urn in self.removed:
+            old = self.old_by[urn]
+            self.add(old, "delete", changes=diff_inputs(old.get("inputs") or {}, {}))
+
+    def compare(self, old: dict[str, Any], new: dict[str, Any]) -> None:
+        old_in, new_in = old.get("inputs") or {}, new.get("inputs") or {}
+        res_notes: list[str] = []
+        changes = self.changes(old, new, res_notes)
+        reasons: list[str] = []
+        op, np_ = old.get("provider") or None, new.get("provider") or None
+        if op != self.renamed.get(np_ or "", np_):
+            if _is_default_provider(op) and _is_default_provider(np_):
+                self.default_moves[(op, np_)] += 1
+            else:
+                reasons.append(f"provider changed from {op} to {np_}")
+        forced = replace_reasons(
+            new["type"], old_in, new_in, [c["path"] for c in changes], self.rules, res_notes
+        )
+        for c in changes:
+            if any(under(c["path"], f) or under(f, c["path"]) for f in forced):
+                c["forcesReplace"] = True
+        if isinstance(self.rules.get(new["type"]), ProviderDiffRule):
+            reasons += [f"{f} cannot change in place (the provider's own diff)" for f in forced]
+        else:
+            reasons += [f"{f} changed" for f in forced]
+        # A refusal fails the real preview: repeat it where the summary shows it.
+        self.notes.extend(f"{new['name']}: {n}" for n in res_notes if n.startswith(REFUSED))
+        extra: dict[str, Any] = {"oldUrn": old["urn"]} if old["urn"] != new["urn"] else {}
+        if reasons:
+            self.add(new, "replace", **extra, replaceReasons=reasons, changes=changes, notes=res_notes)
+        elif extra:
+            self.add(new, "rename", **extra, changes=changes, notes=res_notes)
+        elif changes:
+            self.add(new, "update", changes=changes, notes=res_notes)
+        else:
+            self.unchanged.append(_skeleton(new))
+
+    def changes(self, old: dict[str, Any], new: dict[str, Any], res_notes: list[str]) -> list[dict[str, Any]]:
+        """Changed input leaves, secrets included: a secret changed when its digest did."""
+        old_in, new_in = old.get("inputs") or {}, new.get("inputs") or {}
+        changes = diff_inputs(old_in, new_in)
+        od, nd = old.get("secretDigests"), new.get("secretDigests")
+        if od is None or nd is None:
+            if has_secret(old_in) or has_secret(new_in):
+                self.digests_missing = True
+                res_notes.append("secret values not compared (no secretDigests in the plan)")
+            return changes
+        by_path = {c["path"]: c for c in changes}
+        flat_old, flat_new = flatten(old_in), flatten(new_in)
+        for p in sorted(set(od) | set(nd)):
+            if od.get(p) == nd.get(p):
+                continue
+            c = by_path.get(p)
+            if c is None:
+                c = {"path": p}
+                if p in flat_old:
+                    c["old"] = flat_old[p]
+                if p in flat_new:
+                    c["new"] = flat_new[p]
+                changes.append(c)
+            c["secret"] = True
+        return sorted(changes, key=lambda c: c["path"])
+
+    def final_notes(self) -> list[str]:
+        notes = list(self.notes)
+        for (op, np_), n in sorted(self.default_moves.items()):
+            notes.append(
+                f"{n} resource(s) move from default provider {op} to {np_}: not a replacement by itself "
+                "(the engine compares default providers by their configuration)"
+            )
+        if self.digests_missing:
+            notes.append(
+                "the plans carry no secretDigests: secret values could not be compared and are treated as unchanged"
+            )
+        return notes
+
+
 def diff_plans(
     base: dict[str, Any] | None,
     head: dict[str, Any],
@@ -63,141 +216,40 @@ def diff_plans(
 ) -> dict[str, Any]:
     """Compares two offline plan reports (the JSON of `python -m tools.plan STACK --format json`).
 
-    `base` None (the stack does not exist at the base ref) makes everything an add. Returns
-    {"project", "stack", "summary", "resources": [...changed...], "newPolicyViolations",
+    `base` None (the stack does not exist at the base ref) makes everything an add (or an import). Returns
+    {"project", "stack", "summary", "resources": [...changed...], "unchangedResources", "newPolicyViolations",
     "resolvedPolicyViolations", "headMandatoryViolations", "criticalPath", "notes"}.
     """
-    rules = default_rules() if rules is None else rules
     base = base or {"resources": [], "policyViolations": [], "criticalPath": {"depth": 0, "urns": []}}
-    old_by = {r["urn"]: r for r in base.get("resources", [])}
-    new_by = {r["urn"]: r for r in head.get("resources", [])}
-    notes: list[str] = []
-    changed: list[dict[str, Any]] = []
-    unchanged = 0
-    digests_missing = False
-    default_moves: Counter[tuple[str, str]] = Counter()
-
-    removed = [u for u in old_by if u not in new_by]
-    added = [u for u in new_by if u not in old_by]
-    # Same parent chain and name but another type: Pulumi deletes the old and creates the new one.
-    old_keys: dict[tuple[str, str, str], list[str]] = {}
-    for u in removed:
-        old_keys.setdefault(_qualified(u), []).append(u)
-    retyped: dict[str, str] = {}
-    for u in added:
-        cands = old_keys.get(_qualified(u))
-        if cands and len(cands) == 1 and new_by[u]["type"] != old_by[cands[0]]["type"]:
-            retyped[u] = cands.pop()
-
-    def entry(r: dict[str, Any], action: str, **extra: Any) -> dict[str, Any]:
-        e = {"urn": r["urn"], "type": r["type"], "name": r["name"], "custom": r.get("custom", True)}
-        e["action"] = action
-        e.update(extra)
-        return e
-
-    for urn, new in new_by.items():
-        if urn in retyped:
-            old = old_by[retyped[urn]]
-            changes = diff_inputs(old.get("inputs") or {}, new.get("inputs") or {})
-            reason = f"type changed from {old['type']} to {new['type']} (no alias)"
-            changed.append(entry(new, "replace", oldUrn=old["urn"], replaceReasons=[reason], changes=changes))
-            continue
-        if urn not in old_by:
-            changes = diff_inputs({}, new.get("inputs") or {})
-            changed.append(entry(new, "add", changes=changes))
-            continue
-        old = old_by[urn]
-        old_in, new_in = old.get("inputs") or {}, new.get("inputs") or {}
-        changes = diff_inputs(old_in, new_in)
-        od, nd = old.get("secretDigests"), new.get("secretDigests")
-        res_notes: list[str] = []
-        if od is None or nd is None:
-            if has_secret(old_in) or has_secret(new_in):
-                digests_missing = True
-                res_notes.append("secret values not compared (no secretDigests in the plan)")
-        else:
-            by_path = {c["path"]: c for c in changes}
-            flat_old, flat_new = flatten(old_in), flatten(new_in)
-            for p in sorted(set(od) | set(nd)):
-                if od.get(p) == nd.get(p):
-                    continue
-                c = by_path.get(p)
-                if c is None:
-                    c = {"path": p}
-                    if p in flat_old:
-                        c["old"] = flat_old[p]
-                    if p in flat_new:
-                        c["new"] = flat_new[p]
-                    changes.append(c)
-                c["secret"] = True
-            changes.sort(key=lambda c: c["path"])
-        reasons: list[str] = []
-        if (old.get("provider") or None) != (new.get("provider") or None):
-            op, np_ = old.get("provider"), new.get("provider")
-            if _is_default_provider(op) and _is_default_provider(np_):
-                default_moves[(op, np_)] += 1
-            else:
-                reasons.append(f"provider changed from {op} to {np_}")
-        forced = replace_reasons(new["type"], old_in, new_in, [c["path"] for c in changes], rules, res_notes)
-        for c in changes:
-            if any(under(c["path"], f) or under(f, c["path"]) for f in forced):
-                c["forcesReplace"] = True
-        if isinstance(rules.get(new["type"]), ProviderDiffRule):
-            reasons += [f"{f} cannot change in place (the provider's own diff)" for f in forced]
-        else:
-            reasons += [f"{f} changed" for f in forced]
-        # A refusal fails the real preview: repeat it where the summary shows it.
-        notes.extend(f"{new['name']}: {n}" for n in res_notes if n.startswith(REFUSED))
-        if reasons:
-            changed.append(entry(new, "replace", replaceReasons=reasons, changes=changes, notes=res_notes))
-        elif changes:
-            changed.append(entry(new, "update", changes=changes, notes=res_notes))
-        else:
-            unchanged += 1
-    retyped_old = set(retyped.values())
-    for urn in removed:
-        if urn not in retyped_old:
-            changed.append(
-                entry(old_by[urn], "delete", changes=diff_inputs(old_by[urn].get("inputs") or {}, {}))
-            )
-
+    d = _Diff(base, head, default_rules() if rules is None else rules)
+    d.run()
     order = {a: i for i, a in enumerate(ACTIONS)}
-    changed.sort(key=lambda e: (order[e["action"]], e["type"], e["urn"]))
-    for (op, np_), n in sorted(default_moves.items()):
-        notes.append(
-            f"{n} resource(s) move from default provider {op} to {np_}: not a replacement by itself "
-            "(the engine compares default providers by their configuration)"
-        )
-    if digests_missing:
-        notes.append(
-            "the plans carry no secretDigests: secret values could not be compared and are treated as unchanged"
-        )
-
+    d.changed.sort(key=lambda e: (order[e["action"]], e["type"], e["urn"]))
     new_v, resolved_v = compare_violations(base.get("policyViolations", []), head.get("policyViolations", []))
     mandatory = [v for v in head.get("policyViolations", []) if v.get("enforcementLevel") == "mandatory"]
-    counts = Counter(e["action"] for e in changed)
+    counts = Counter(e["action"] for e in d.changed)
+    head_path = head.get("criticalPath") or {}
     return {
         "project": head.get("project"),
         "stack": head.get("stack"),
         "summary": {
-            "add": counts["add"],
-            "update": counts["update"],
-            "replace": counts["replace"],
-            "delete": counts["delete"],
-            "unchanged": unchanged,
+            **{a: counts[a] for a in SUMMARY_ACTIONS},
+            "unchanged": len(d.unchanged),
             "newPolicyViolations": len(new_v),
             "resolvedPolicyViolations": len(resolved_v),
             "mandatoryViolations": len(mandatory),
         },
-        "resources": changed,
+        "resources": d.changed,
+        "unchangedResources": sorted(d.unchanged, key=lambda r: r["urn"]),
         "newPolicyViolations": new_v,
         "resolvedPolicyViolations": resolved_v,
         "headMandatoryViolations": mandatory,
         "criticalPath": {
             "base": (base.get("criticalPath") or {}).get("depth", 0),
-            "head": (head.get("criticalPath") or {}).get("depth", 0),
+            "head": head_path.get("depth", 0),
+            "headUrns": head_path.get("urns", []),
         },
-        "notes": notes,
+        "notes": d.final_notes(),
     }
 
 

@@ -8,10 +8,11 @@ from collections import Counter
 from typing import Any
 
 from tools.plan_common import GITHUB_COMMENT_LIMIT, SECRET_MASK, code, md
+from tools.plan_diff.compare import SUMMARY_ACTIONS
 
 DEFAULT_MARKDOWN_BUDGET = 60_000  # leaves room for a header the caller may add
 FORMATS = ("table", "json", "markdown")
-SYMBOL = {"add": "+", "update": "~", "replace": "+-", "delete": "-"}
+SYMBOL = {"add": "+", "import": "=", "update": "~", "rename": "~>", "replace": "+-", "delete": "-"}
 
 
 def _short(value: Any, limit: int = 120) -> str:
@@ -30,6 +31,12 @@ def _change_text(c: dict[str, Any], limit: int = 120) -> str:
     return f"{c['path']}: {old} => {new}" + (f"  [{', '.join(flags)}]" if flags else "")
 
 
+def _identity_lines(e: dict[str, Any]) -> list[str]:
+    """Where an imported resource comes from, and the URN a renamed or retyped one had."""
+    out = [f"import id: {e['importId']}"] if e.get("importId") else []
+    return out + ([f"was: {e['oldUrn']}"] if e.get("oldUrn") else [])
+
+
 def _base_label(diff: dict[str, Any]) -> str:
     ref = diff.get("baseRef")
     if diff.get("baseMissing"):
@@ -43,16 +50,18 @@ def render_table(diff: dict[str, Any]) -> str:
     s = diff["summary"]
     lines = [
         f"Offline diff of stack {diff.get('stack')}: {_base_label(diff)} -> working tree",
-        f"  + add {s['add']}   ~ update {s['update']}   +- replace {s['replace']}   - delete {s['delete']}"
-        f"   unchanged {s['unchanged']}",
+        "  "
+        + "   ".join(f"{SYMBOL[a]} {a} {s.get(a, 0)}" for a in SUMMARY_ACTIONS)
+        + f"   unchanged {s['unchanged']}",
         f"  critical path depth {diff['criticalPath']['base']} -> {diff['criticalPath']['head']}",
         "",
     ]
     for e in diff["resources"]:
         lines.append(f"{SYMBOL[e['action']]:>2} {e['action']:<8} {e['type']}  {e['name']}")
+        lines += [f"      {line}" for line in _identity_lines(e)]
         for r in e.get("replaceReasons", []):
             lines.append(f"      replace: {r}")
-        if e["action"] in ("update", "replace"):
+        if e["action"] in ("update", "replace", "rename"):
             lines += [f"      {_change_text(c)}" for c in e["changes"]]
         lines += [f"      note: {n}" for n in e.get("notes", [])]
     if diff["newPolicyViolations"]:
@@ -82,11 +91,11 @@ def _value(value: Any, limit: int = 120) -> str:
 
 def _resource_details(e: dict[str, Any], max_rows: int = 40) -> str:
     n = len(e["changes"])
-    what = {"add": "input", "delete": "input"}.get(e["action"], "change")
+    what = {"add": "input", "import": "input", "delete": "input"}.get(e["action"], "change")
     summary = f"{SYMBOL[e['action']]} <b>{e['action']}</b> {code(e['type'])} <b>{md(e['name'])}</b>" + (
         f" ({n} {what}{'s' if n != 1 else ''})" if n else ""
     )
-    if not e["changes"] and not e.get("replaceReasons") and not e.get("notes"):
+    if not e["changes"] and not e.get("replaceReasons") and not e.get("notes") and not _identity_lines(e):
         return f"<p>{summary}</p>\n"
     out = [f"<details><summary>{summary}</summary>", ""]
     for r in e.get("replaceReasons", []):
@@ -94,9 +103,10 @@ def _resource_details(e: dict[str, Any], max_rows: int = 40) -> str:
     for note in e.get("notes", []):
         out.append(f"- note: {md(note)}")
     out.append(f"- urn: {code(e['urn'])}")
+    out += [f"- {line.split(': ', 1)[0]}: {code(line.split(': ', 1)[1])}" for line in _identity_lines(e)]
     out.append("")
     if e["changes"]:
-        if e["action"] in ("add", "delete"):
+        if e["action"] in ("add", "import", "delete"):
             out += ["| path | value |", "| --- | --- |"]
             for c in e["changes"][:max_rows]:
                 out.append(f"| {code(c['path'])} | {_value(c.get('new', c.get('old')))} |")
@@ -145,22 +155,28 @@ def render_markdown(
         f"Base `{md(_base_label(diff))}` → this change. {status}. "
         f"Critical path depth {diff['criticalPath']['base']} → {diff['criticalPath']['head']}.",
         "",
-        "| | + add | ~ update | +- replace | - delete | unchanged | new policy findings | resolved findings |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
-        f"| resources | {s['add']} | {s['update']} | {s['replace']} | {s['delete']} | {s['unchanged']}"
-        f" | {s['newPolicyViolations']} | {s['resolvedPolicyViolations']} |",
+        "| | "
+        + " | ".join(f"{SYMBOL[a]} {a}" for a in SUMMARY_ACTIONS)
+        + " | unchanged | new policy findings | resolved findings |",
+        "| --- |" + " ---: |" * (len(SUMMARY_ACTIONS) + 3),
+        "| resources | "
+        + " | ".join(str(s.get(a, 0)) for a in SUMMARY_ACTIONS)
+        + f" | {s['unchanged']} | {s['newPolicyViolations']} | {s['resolvedPolicyViolations']} |",
         "",
     ]
     by_type: dict[str, Counter] = {}
     for e in diff["resources"]:
         by_type.setdefault(e["type"], Counter())[e["action"]] += 1
     if by_type:
-        head += ["| type | + | ~ | +- | - |", "| --- | ---: | ---: | ---: | ---: |"]
+        head += [
+            "| type | " + " | ".join(SYMBOL[a] for a in SUMMARY_ACTIONS) + " |",
+            "| --- |" + " ---: |" * len(SUMMARY_ACTIONS),
+        ]
         rows = sorted(by_type.items())
         for t, c in rows[:40]:
-            head.append(f"| {code(t)} | {c['add']} | {c['update']} | {c['replace']} | {c['delete']} |")
+            head.append(f"| {code(t)} | " + " | ".join(str(c[a]) for a in SUMMARY_ACTIONS) + " |")
         if len(rows) > 40:
-            head.append(f"| … {len(rows) - 40} more types | | | | |")
+            head.append(f"| … {len(rows) - 40} more types |" + " |" * len(SUMMARY_ACTIONS))
         head.append("")
     if diff["newPolicyViolations"]:
         head += [
