@@ -19,6 +19,7 @@ from components.cert_manager import CertManager
 from components.diagon import Diagon
 from components.mldiagnostics_manual import MlDiagnosticsManual
 from components.targets.kubernetes import InClusterSettings
+from components.verify_rbac import VerifyRbac
 from components.workload_opt_in import WorkloadOptIn
 
 
@@ -29,6 +30,7 @@ class ClusterMlDiagnostics(pulumi.ComponentResource):
     cert_manager: CertManager | None = None
     manual: MlDiagnosticsManual | None = None
     diagon: Diagon | None = None
+    verify_rbac: VerifyRbac | None = None
 
     def __init__(
         self,
@@ -72,6 +74,10 @@ class ClusterMlDiagnostics(pulumi.ComponentResource):
         self.opt_in = WorkloadOptIn(f"{name}-opt-in", list(settings.workload_namespaces), opts=child)
         if settings.diagon.enabled:
             self.diagon = Diagon(f"{name}-diagon", settings.diagon, opts=child, self_managed=self_managed)
+        if settings.verify_rbac.enabled:
+            # Roles go into the namespaces the releases and Diagon create, so they wait for those.
+            creators = [c for c in (self.cert_manager, self.manual, self.diagon) if c is not None]
+            self.verify_rbac = VerifyRbac(f"{name}-verify-rbac", settings, mode, opts=child, after=creators)
 
         self.mode = pulumi.Output.from_input(mode)
         self.workload_monitoring = pulumi.Output.from_input(

@@ -30,6 +30,7 @@ from pydantic import SecretStr, field_validator, model_validator
 
 from components import compat, validators
 from components.config_base import Model, TargetBase, raise_issues
+from components.targets.verify_rbac import VerifyRbacSettings
 
 _GSA = re.compile(r"[a-z][a-z0-9-]{4,28}[a-z0-9]@[a-z][a-z0-9-]{4,28}[a-z0-9]\.iam\.gserviceaccount\.com")
 
@@ -242,6 +243,8 @@ class InClusterSettings(Model):
     """injection-webhook and connection-operator releases (manual mode only)."""
     diagon: DiagonSettings = DiagonSettings()
     """The Diagon profiling DaemonSet (preview)."""
+    verify_rbac: VerifyRbacSettings = VerifyRbacSettings()
+    """Optional read-only role for `python -m tools.verify` (README "After `pulumi up`")."""
 
     @field_validator("workload_namespaces")
     @classmethod
