@@ -88,6 +88,14 @@ class Project:
         host = wrappers / "pulumi-language-python"
         host.write_text(f'#!/bin/sh\nexec "{venv}/bin/python" "{REPO}/tools/e2e/language_host.py" "$@"\n')
         host.chmod(0o755)
+        # The CLI looks for its bundled plugins (language host, Python dynamic provider) next to its own
+        # executable, and warns when it takes them from PATH: so the CLI runs from here too (hard links).
+        for name in ("pulumi", "pulumi-resource-pulumi-python"):
+            try:
+                os.link(bin_dir / name, wrappers / name)
+            except OSError:
+                shutil.copy2(bin_dir / name, wrappers / name)
+        self.cli = wrappers / "pulumi"
         self.env = {
             **os.environ,
             "PATH": os.pathsep.join([str(wrappers), str(bin_dir), os.environ.get("PATH", "")]),
@@ -103,6 +111,7 @@ class Project:
         }
         for var in ("PULUMI_ACCESS_TOKEN", "PULUMI_BACKEND_URL", "GOOGLE_APPLICATION_CREDENTIALS"):
             self.env.pop(var, None)
+        (root / "state").mkdir()
         self.pulumi("login", f"file://{root / 'state'}")
 
     # -- running the CLI ------------------------------------------------------------------------------------
@@ -111,7 +120,7 @@ class Project:
     ) -> Result:
         flags = ["--non-interactive", *(["--stack", stack] if stack else [])]
         split = args.index("--") if "--" in args else len(args)  # flags go before a `--`
-        argv = [str(self.bin_dir / "pulumi"), *args[:split], *flags, *args[split:]]
+        argv = [str(self.cli), *args[:split], *flags, *args[split:]]
         t0 = time.monotonic()
         proc = subprocess.run(
             argv, cwd=self.root, env=self.env, capture_output=True, text=True, timeout=timeout, check=False

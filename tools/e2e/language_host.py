@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import queue
+import signal
 import subprocess
 import sys
 import threading
@@ -153,6 +154,9 @@ def main(argv: list[str]) -> None:
     language_pb2_grpc.add_LanguageRuntimeServicer_to_server(LanguageHost(engine), server)
     port = server.add_insecure_port("127.0.0.1:0")
     server.start()
+    # The CLI interrupts its plugins when it is done: stop quietly, as the real host does.
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: server.stop(grace=None))
     print(port, flush=True)
     server.wait_for_termination()
 

@@ -89,8 +89,9 @@ build_k8s_provider() {
   rm -rf "$d" && mkdir -p "$d" && cp -r "$src/." "$d/" && chmod -R u+w "$d"
   cd "$d"
   go mod edit -dropreplace github.com/pulumi/pulumi-kubernetes/sdk/v4   # ../sdk is not in the zip
-  (cd cmd/pulumi-resource-kubernetes && VERSION="${K8S_PROVIDER_VERSION#v}" go run generate.go)
-  go build -p 2 -ldflags "-s -w -X github.com/pulumi/pulumi-kubernetes/provider/v4/pkg/version.Version=${K8S_PROVIDER_VERSION#v}" \
+  (cd cmd/pulumi-resource-kubernetes && VERSION="${K8S_PROVIDER_VERSION#v}" go run -mod=mod generate.go)
+  # -mod=mod: the sdk/v4 the provider required through its local replace needs go.sum lines
+  go build -mod=mod -p 2 -ldflags "-s -w -X github.com/pulumi/pulumi-kubernetes/provider/v4/pkg/version.Version=${K8S_PROVIDER_VERSION#v}" \
     -o "$BIN/pulumi-resource-kubernetes" ./cmd/pulumi-resource-kubernetes
 }
 
@@ -124,7 +125,8 @@ build_kube() {
   local pkgv=k8s.io/component-base/version
   local ld="-s -w -X $pkgv.gitVersion=$KUBE_VERSION -X $pkgv.gitMajor=1 -X $pkgv.gitMinor=$minor -X $pkgv.gitTreeState=clean -X $pkgv.buildDate=1970-01-01T00:00:00Z"
   ld="$ld -X k8s.io/client-go/pkg/version.gitVersion=$KUBE_VERSION -X k8s.io/client-go/pkg/version.gitMajor=1 -X k8s.io/client-go/pkg/version.gitMinor=$minor"
-  go build -p 2 -ldflags "$ld" -o "$BIN/" k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager
+  # -mod=mod: go.sum lines for the rest of k8s.io/kubernetes's dependency graph are added as needed
+  go build -mod=mod -p 2 -ldflags "$ld" -o "$BIN/" k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager
 }
 
 echo "toolchain: cache $CACHE"
