@@ -75,13 +75,30 @@ def test_configure_merges_all_level_policy_levels_and_schema_defaults():
     assert levels == {"a": "advisory", "b": "mandatory"}
 
 
+def test_configure_validates_nested_options_with_the_policy_schema():
+    info = analyzer_pb2.AnalyzerInfo(name="p")
+    pol = info.policies.add(name="a", enforcementLevel=analyzer_pb2.ADVISORY)
+    pol.configSchema.properties.update(
+        {"kinds": {"type": "array", "items": {"enum": ["DELETE", "PREVENT"]}, "default": ["PREVENT"]}}
+    )
+    pol.configSchema.required.append("kinds")
+    req, _ = build_configure_request(info, {"a": {"kinds": ["DELETE"]}})
+    assert list(req.policyConfig["a"].properties["kinds"]) == ["DELETE"]
+    with pytest.raises(PolicyConfigError) as e:
+        build_configure_request(info, {"a": {"kinds": ["DELETE", "NEVER"]}})
+    assert (
+        str(e.value)
+        == "invalid policy pack config:\n  - a.kinds.1: 'NEVER' is not one of ['DELETE', 'PREVENT']"
+    )
+
+
 def test_configure_rejects_bad_levels_types_and_unknown_names():
     with pytest.raises(PolicyConfigError, match="unknown policies: c; known: a, b"):
         build_configure_request(_info(), {"c": "advisory"})
     with pytest.raises(PolicyConfigError) as e:
         build_configure_request(_info(), {"a": {"cap": "big", "mode": "z", "extra": 1}, "b": "fatal"})
     text = str(e.value)
-    assert "a.cap: must be of type integer" in text
-    assert "a.mode: must be one of ['x', 'y']" in text
+    assert "a.cap: 'big' is not of type 'integer'" in text
+    assert "a.mode: 'z' is not one of ['x', 'y']" in text
     assert "a.extra: unknown property; allowed: cap, mode" in text
     assert "b: enforcement level 'fatal' must be one of advisory, mandatory, remediate, disabled" in text

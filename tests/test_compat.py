@@ -364,3 +364,10 @@ def test_config_validators_and_pack_share_the_prerelease_rule():
             {"jaxVersion": "0.9", "connectionOperator": {"version": "0.24.0-alpha"}}
         )
     assert "needs connection-operator chart 0.24.0 or later, not 0.24.0-alpha" in str(e.value)
+
+
+def test_same_version_by_precedence():
+    assert compat.same_version("v0.24.0", "0.24.0+build.1")
+    assert not compat.same_version("0.24.0-rc.1", "0.24.0")
+    with pytest.raises(ValueError):
+        compat.same_version("latest", "0.24.0")

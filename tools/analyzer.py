@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import grpc
+import jsonschema
 from google.protobuf import empty_pb2, json_format, struct_pb2
 from pulumi.runtime.proto import analyzer_pb2, analyzer_pb2_grpc
 
@@ -231,16 +232,6 @@ def _violations(resp: analyzer_pb2.AnalyzeResponse, default_urn: str) -> list[Vi
     ]
 
 
-_JSON_TYPES: dict[str, tuple[type, ...]] = {
-    "string": (str,),
-    "boolean": (bool,),
-    "integer": (int,),
-    "number": (int, float),
-    "array": (list,),
-    "object": (dict,),
-}
-
-
 def load_pack_config(path: Path | None) -> dict[str, Any]:
     if path is None or not path.exists():
         return {}
@@ -287,23 +278,24 @@ def build_configure_request(
         for key, spec in schema.items():
             if key not in props and isinstance(spec, dict) and "default" in spec:
                 props[key] = spec["default"]
+        for key in sorted(set(props) - set(schema)):
+            problems.append(
+                f"{p.name}.{key}: unknown property; allowed: {', '.join(sorted(schema)) or 'none'}"
+            )
         for key, value in props.items():
-            spec = schema.get(key)
-            if spec is None:
-                problems.append(
-                    f"{p.name}.{key}: unknown property; allowed: {', '.join(sorted(schema)) or 'none'}"
-                )
-                continue
-            want = _JSON_TYPES.get(spec.get("type", ""))
-            if spec.get("type") == "integer" and isinstance(value, float) and value.is_integer():
-                value = props[key] = int(value)  # protobuf Struct numbers are doubles
-            if want and (not isinstance(value, want) or (isinstance(value, bool) and bool not in want)):
-                problems.append(f"{p.name}.{key}: must be of type {spec['type']}")
-            if "enum" in spec and value not in spec["enum"]:
-                problems.append(f"{p.name}.{key}: must be one of {spec['enum']}")
-        for key in p.configSchema.required if p.configSchema else []:
-            if key not in props:
-                problems.append(f"{p.name}.{key}: required property is missing")
+            if (
+                schema.get(key, {}).get("type") == "integer"
+                and isinstance(value, float)
+                and value.is_integer()
+            ):
+                props[key] = int(value)  # protobuf Struct numbers are doubles
+        # the policy's own JSON schema, checked by jsonschema (nested items and enums included)
+        spec = {"type": "object", "properties": schema, "required": list(p.configSchema.required)}
+        for e in sorted(
+            jsonschema.Draft7Validator(spec).iter_errors(props), key=lambda e: str(e.absolute_path)
+        ):
+            where = ".".join(map(str, e.absolute_path))
+            problems.append(f"{p.name}.{where}: {e.message}" if where else f"{p.name}: {e.message}")
         cfg = analyzer_pb2.PolicyConfig(enforcementLevel=LEVELS[level])
         cfg.properties.update(props)
         request.policyConfig[p.name].CopyFrom(cfg)

@@ -197,8 +197,10 @@ def parse_semver(text: str) -> semver.Version:
         ) from None
 
 
-def same_version(a: semver.Version, b: semver.Version) -> bool:
-    """Equal by SemVer precedence: pre-release counts, build metadata does not."""
+def same_version(a: semver.Version | str, b: semver.Version | str) -> bool:
+    """Equal by SemVer precedence: pre-release counts, build metadata does not (ValueError if not versions)."""
+    a = a if isinstance(a, semver.Version) else parse_semver(a)
+    b = b if isinstance(b, semver.Version) else parse_semver(b)
     return a.compare(b) == 0
 
 

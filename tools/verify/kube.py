@@ -113,7 +113,10 @@ def expected_releases(settings: InClusterSettings) -> list[tuple[str, str, str]]
 
 
 def _same_version(a: str, b: str) -> bool:
-    return a.lstrip("v") == b.lstrip("v")
+    try:
+        return compat.same_version(a, b)  # the program's one semver rule (pre-release counts)
+    except ValueError:
+        return a.lstrip("v") == b.lstrip("v")
 
 
 def _release(
