@@ -108,3 +108,16 @@ def test_pack_serves_the_analyzer_protocol_from_its_own_directory():
         proc.wait(timeout=10)
         proc.stdout.close()
         proc.stderr.close()
+
+
+def test_the_pack_reads_no_private_pulumi_policy_names():
+    import ast
+
+    for path in (PACK_DIR / "mldiag_policy").rglob("*.py"):
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("pulumi_policy"):
+                assert not any(a.name.startswith("_") for a in node.names), (path, node.module)
+                assert not any(part.startswith("_") for part in node.module.split(".")), (path, node.module)
+            if isinstance(node, ast.Constant) and node.value == "__target":
+                raise AssertionError(f"{path} reads the proxy's private target")
