@@ -12,9 +12,10 @@ import hashlib
 
 import pulumi
 from pulumi_azure_native import kubernetesconfiguration, relay
+from pulumi_azure_native.provider import Provider as AzureProvider
 
 from components import config
-from components.targets.azure_ml import AzureMlTarget
+from components.targets.azure_ml import AzureClusterRef, AzureMlTarget
 
 EXTENSION_TYPE = "Microsoft.AzureML.Kubernetes"
 RELEASE_NAMESPACE = "azureml"
@@ -107,6 +108,16 @@ def configuration_settings(target: AzureMlTarget) -> dict[str, str]:
     return s
 
 
+def provider_args(cluster: AzureClusterRef) -> dict[str, str]:
+    """The azure-native provider inputs that bind a target's resources to its own account scope."""
+    args = {"subscription_id": cluster.subscription_id}
+    if cluster.tenant_id:
+        args["tenant_id"] = cluster.tenant_id
+    if cluster.cloud_environment:
+        args["environment"] = cluster.cloud_environment
+    return args
+
+
 def _pem_base64(pem: str) -> str:
     # The CLI base64s the file as read in text mode: LF line ends, and a PEM file ends with a newline
     # (config values arrive stripped).
@@ -130,12 +141,18 @@ class AzureMlExtension(pulumi.ComponentResource):
             protected["scoringFe.sslCert"] = config.secret_output(inf.ssl_cert_pem).apply(_pem_base64)
             protected["scoringFe.sslKey"] = config.secret_output(inf.ssl_key_pem).apply(_pem_base64)
 
+        # An explicit provider bound to the target's subscription (and tenant/cloud): without it the extension
+        # and relay would land in whatever subscription the deployer's ambient login points at.
+        self.provider = AzureProvider(
+            f"{name}-provider", **provider_args(cluster), opts=pulumi.ResourceOptions(parent=self)
+        )
+        child = pulumi.ResourceOptions(parent=self, provider=self.provider)
+
         depends_on: list[pulumi.Resource] = []
         self.relay_namespace: relay.Namespace | None = None
         self.hybrid_connection: relay.HybridConnection | None = None
         if cluster.kind == "arc":
             ns_name = relay_namespace_name(cluster.name, cluster.subscription_id, cluster.resource_group)
-            child = pulumi.ResourceOptions(parent=self)
             namespace = relay.Namespace(
                 f"{name}-relay",
                 namespace_name=ns_name,
@@ -150,7 +167,7 @@ class AzureMlExtension(pulumi.ComponentResource):
                 namespace_name=ns_name,
                 resource_group_name=cluster.resource_group,
                 requires_client_authorization=True,
-                opts=pulumi.ResourceOptions(parent=self, depends_on=[namespace]),
+                opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[namespace])),
             )
             rule = relay.HybridConnectionAuthorizationRule(
                 f"{name}-relay-rule",
@@ -159,14 +176,14 @@ class AzureMlExtension(pulumi.ComponentResource):
                 namespace_name=ns_name,
                 resource_group_name=cluster.resource_group,
                 rights=RELAY_RIGHTS,
-                opts=pulumi.ResourceOptions(parent=self, depends_on=[hybrid]),
+                opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[hybrid])),
             )
             keys = relay.list_hybrid_connection_keys_output(
                 authorization_rule_name=RELAY_AUTH_RULE,
                 hybrid_connection_name=cluster.name,
                 namespace_name=ns_name,
                 resource_group_name=cluster.resource_group,
-                opts=pulumi.InvokeOutputOptions(parent=self, depends_on=[rule]),
+                opts=pulumi.InvokeOutputOptions(parent=self, provider=self.provider, depends_on=[rule]),
             )
             connection_string = pulumi.Output.secret(keys.primary_connection_string.apply(lambda v: v or ""))
             settings["relayserver.hybridConnectionResourceID"] = hybrid.id
@@ -198,10 +215,11 @@ class AzureMlExtension(pulumi.ComponentResource):
             configuration_settings=settings,
             configuration_protected_settings=protected,
             # The SDK does not mark it secret; keep whatever ARM echoes back out of plain state.
-            opts=pulumi.ResourceOptions(
-                parent=self,
-                depends_on=depends_on,
-                additional_secret_outputs=["configurationProtectedSettings"],
+            opts=pulumi.ResourceOptions.merge(
+                child,
+                pulumi.ResourceOptions(
+                    depends_on=depends_on, additional_secret_outputs=["configurationProtectedSettings"]
+                ),
             ),
         )
         self.extension = ext

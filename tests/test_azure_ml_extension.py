@@ -30,6 +30,9 @@ EXT = "azure-native:kubernetesconfiguration:Extension"
 RELAY_NS = "azure-native:relay:Namespace"
 RELAY_HC = "azure-native:relay:HybridConnection"
 RELAY_RULE = "azure-native:relay:HybridConnectionAuthorizationRule"
+PROVIDER = "pulumi:providers:azure-native"
+SUB_2 = "0c9d8e7f-6a5b-4c3d-2e1f-0a9b8c7d6e5f"
+TENANT = "72f988bf-86f1-41af-91ab-2d7cd011db47"
 
 # Test PEMs (shape only) with CRLF line ends, as a file copied from Windows would have.
 CERT_BODY = "MIIBszCCAVmgAwIBAgIUXk9wZW5BSS1tbGRpYWctdGVzdC1jZXJ0"
@@ -121,6 +124,7 @@ def test_scenario_1_aks_proof_of_concept():
     result = plan([SCENARIO_1])
     assert [(r.type, r.name) for r in result.resources] == [
         ("mldiag:index:AzureMlExtension", "azureml-poc"),
+        (PROVIDER, "azureml-poc-provider"),  # bound to the target's subscription
         (EXT, "azureml-poc-extension"),  # AKS: no relay
     ]
     ext = result.one(EXT)
@@ -211,6 +215,7 @@ def assert_relay(
 ) -> None:
     assert [(r.type, r.name) for r in result.resources] == [
         ("mldiag:index:AzureMlExtension", f"azureml-{target}"),
+        (PROVIDER, f"azureml-{target}-provider"),
         (RELAY_NS, f"azureml-{target}-relay"),
         (RELAY_HC, f"azureml-{target}-relay-hc"),
         (RELAY_RULE, f"azureml-{target}-relay-rule"),
@@ -244,6 +249,36 @@ def assert_relay(
         "rights": ["Manage", "Send", "Listen"],
     }
     assert hybrid.urn in rule.dependencies
+
+
+def test_every_azure_resource_uses_the_explicit_provider_of_its_subscription():
+    second = {**SCENARIO_2, "name": "other", "cluster": {**SCENARIO_2["cluster"], "subscriptionId": SUB_2}}
+    result = plan([SCENARIO_1, SCENARIO_2, second])
+    report = build_report(result, [])
+    providers = {r["urn"]: r for r in report["resources"] if r["type"] == PROVIDER}
+    # Two distinct subscriptions, three targets: one explicit provider per target, bound to its subscription.
+    assert sorted(p["inputs"]["subscriptionId"] for p in providers.values()) == sorted([SUB, SUB, SUB_2])
+    target_sub = {"azureml-poc": SUB, "azureml-arc-train": SUB, "azureml-other": SUB_2}
+    azure = [r for r in report["resources"] if r["type"].startswith("azure-native:")]
+    assert len(azure) == 1 + 3 + 3 + 1 + 1  # AKS extension; two Arc targets with relay (3) + extension
+    for r in azure:
+        component = next(t for t in target_sub if r["name"].startswith(t + "-"))
+        assert r["provider"] in providers, r["name"]
+        assert providers[r["provider"]]["inputs"]["subscriptionId"] == target_sub[component], r["name"]
+        assert providers[r["provider"]]["name"] == f"{component}-provider"
+    assert {p["inputs"]["environment"] for p in providers.values()} == {"public"}  # the SDK's default
+
+
+def test_tenant_and_cloud_environment_reach_the_provider():
+    target = {**SCENARIO_1, "cluster": {**SCENARIO_1["cluster"], "tenantId": TENANT.upper()}}
+    target["cluster"]["cloudEnvironment"] = "usgovernment"
+    result = plan([target])
+    assert result.one(PROVIDER).unmasked_inputs == {
+        "subscriptionId": SUB,
+        "tenantId": TENANT,
+        "environment": "usgovernment",
+    }
+    assert result.one(EXT).provider == result.one(PROVIDER).urn
 
 
 # --- seed scenario 3: AKS production, HTTPS, public load balancer -------------------------------------------

@@ -12,6 +12,8 @@ plus the seed's limits, checked before any resource is registered.
         resourceGroup: rg-ml              # Arc: the Azure Relay goes here too
         name: aks-ml
         location: koreacentral
+        tenantId: <guid>                  # optional: the subscription's tenant (explicit provider)
+        cloudEnvironment: public          # optional: public | usgovernment | china
         nodeCount: 5                      # < 3: clusterPurpose=DevTest, inferenceRouterHA=false (as the CLI)
         openshift: false                  # arc only
       training: true                      # enableTraining
@@ -106,6 +108,17 @@ class AzureClusterRef(Model):
     """Total nodes (AKS: sum of agent pool counts; Arc: totalNodeCount), as the CLI reads it from ARM."""
     openshift: bool = False
     """Arc-connected OpenShift (OCP/ARO); the CLI sends `openshift=true` for that distribution."""
+    tenant_id: str | None = None
+    """Entra tenant of the subscription (the target's azure-native provider authenticates there); unset: ambient."""
+    cloud_environment: Literal["public", "usgovernment", "china"] | None = None
+    """Azure cloud of the subscription (the provider's `environment`); unset: public."""
+
+    @field_validator("tenant_id")
+    @classmethod
+    def _tenant(cls, v: str | None) -> str | None:
+        if v is not None and not _GUID.fullmatch(v):
+            raise ValueError("must be a tenant GUID like 00000000-0000-0000-0000-000000000000")
+        return v.lower() if v else v
 
     @field_validator("subscription_id")
     @classmethod
