@@ -2,7 +2,7 @@
 
 import pulumi
 
-from components import config
+from components import config, lifecycle
 
 cfg = config.load()
 pulumi.export("environment", cfg.environment)
@@ -11,14 +11,21 @@ pulumi.export("environment", cfg.environment)
 from components.kubernetes_cluster import KubernetesCluster  # noqa: E402
 
 for kc in cfg.kubernetes_clusters:
-    k8s = KubernetesCluster(f"k8s-{kc.name}", kc)
+    k8s = KubernetesCluster(f"k8s-{kc.name}", kc, lifecycle.rename_options("k8s", kc.previous_name))
     pulumi.export(f"kubernetesCluster:{kc.name}", {"mode": k8s.mode, "workloadMonitoring": k8s.monitoring})
 
 # gkeClusters: created or adopted GKE clusters (issue: GKE managed ML Diagnostics)
 from components.gke_cluster import GkeCluster  # noqa: E402
 
 for gc in cfg.gke_clusters:
-    gke = GkeCluster(f"gke-{gc.name}", gc, cfg.google_api)
+    gke = GkeCluster(
+        f"gke-{gc.name}",
+        gc,
+        cfg.google_api,
+        lifecycle.rename_options("gke", gc.previous_name),
+        # Created clusters are expensive and stateful: protected in prod unless the config says otherwise.
+        deletion_policy=lifecycle.effective_policy(gc.deletion_policy, cfg.environment, expensive=gc.create),
+    )
     pulumi.export(
         f"gkeCluster:{gc.name}",
         {"endpoint": gke.endpoint, "mode": gke.mode, "workloadMonitoring": gke.workload_monitoring},
@@ -28,11 +35,19 @@ for gc in cfg.gke_clusters:
 from components.azure_ml import AzureMlExtension  # noqa: E402
 
 for am in cfg.azure_ml:
-    pulumi.export(f"azureMl:{am.name}", AzureMlExtension(f"azureml-{am.name}", am).extension_id)
+    ext = AzureMlExtension(f"azureml-{am.name}", am, lifecycle.rename_options("azureml", am.previous_name))
+    pulumi.export(f"azureMl:{am.name}", ext.extension_id)
 
 # modelDevelopmentClusters: Vertex AI Model Development Clusters (issue: Model Development Cluster)
 from components.model_development import ModelDevelopmentCluster  # noqa: E402
 
 for mc in cfg.model_development_clusters:
-    mdc = ModelDevelopmentCluster(f"mdc-{mc.name}", mc, cfg.google_api)
+    # deletionPolicy unset: PREVENT (protect) in prod. Protect on the component reaches the cluster resource.
+    explicit = mc.deletion_policy if "deletion_policy" in mc.model_fields_set else None
+    policy = lifecycle.effective_policy(explicit, cfg.environment, expensive=True)
+    opts = pulumi.ResourceOptions.merge(
+        lifecycle.rename_options("mdc", mc.previous_name),
+        pulumi.ResourceOptions(protect=True) if policy == "PREVENT" else None,
+    )
+    mdc = ModelDevelopmentCluster(f"mdc-{mc.name}", mc, cfg.google_api, opts)
     pulumi.export(f"modelDevelopmentCluster:{mc.name}", {"name": mdc.cluster_name, "state": mdc.state})

@@ -122,9 +122,16 @@ class TargetBase(Model):
     """Common to every target: a name unique within its kind (used in resource names)."""
 
     name: str
-    """Unique per kind; part of every resource name of the target (changing it replaces them)."""
+    """Unique per kind; part of every resource name of the target (rename with previousName, see README)."""
+    previous_name: str | None = None
+    """The target's name before a rename: its resources are aliased to the old names (no replacement)."""
 
     @field_validator("name")
     @classmethod
     def _name_shape(cls, v: str) -> str:
         return validators.check(validators.target_name_problem, v)
+
+    @field_validator("previous_name")
+    @classmethod
+    def _previous_name_shape(cls, v: str | None) -> str | None:
+        return None if v is None else validators.check(validators.target_name_problem, v)

@@ -20,6 +20,7 @@ import pulumi
 from pulumi_gcp import container
 from pulumi_kubernetes.provider import Provider as KubernetesProvider
 
+from components import lifecycle
 from components.cluster_ml_diagnostics import ClusterMlDiagnostics
 from components.config import GoogleApiSettings
 from components.providers.gke_managed_diagnostics import ManagedMlDiagnostics
@@ -109,7 +110,10 @@ class GkeCluster(pulumi.ComponentResource):
         target: GkeClusterTarget,
         google_api: GoogleApiSettings | None = None,
         opts: pulumi.ResourceOptions | None = None,
+        *,
+        deletion_policy: lifecycle.DeletionPolicy = "DELETE",
     ):
+        """`deletion_policy`: what removing a created cluster does (components.lifecycle)."""
         super().__init__("mldiag:index:GkeCluster", name, None, opts)
         google_api = google_api or GoogleApiSettings()
         t = target
@@ -135,7 +139,7 @@ class GkeCluster(pulumi.ComponentResource):
                     {"workload_pool": f"{t.project}.svc.id.goog"} if t.workload_identity else None
                 ),
                 managed_machine_learning_diagnostics_config={"enabled": managed},
-                opts=child,
+                opts=pulumi.ResourceOptions.merge(child, lifecycle.deletion_options(deletion_policy)),
             )
             for pool in t.node_pools:
                 self.node_pools.append(

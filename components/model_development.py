@@ -33,8 +33,12 @@ class ModelDevelopmentCluster(pulumi.ComponentResource):
             props["quota_project"] = google_api.quota_project
         # PREVENT also guards the cluster against `pulumi destroy` at the engine level.
         protect = target.deletion_policy == "PREVENT"
+        # ABANDON is Pulumi's retainOnDelete (the provider's delete also leaves an ABANDON cluster alone).
+        retain = target.deletion_policy == "ABANDON"
         self.cluster = ClusterResource(
-            f"{name}-cluster", props, pulumi.ResourceOptions(parent=self, protect=protect or None)
+            f"{name}-cluster",
+            props,
+            pulumi.ResourceOptions(parent=self, protect=protect or None, retain_on_delete=retain or None),
         )
         self.cluster_name = self.cluster.name
         self.state = self.cluster.state

@@ -350,6 +350,15 @@ class AzureMlTarget(TargetBase):
                 )
             )
 
+        if self.previous_name and self.extension_name is None:
+            problems.append(
+                (
+                    "extensionName",
+                    f"required with previousName: the extension is named after the target; set extensionName: "
+                    f"{self.previous_name} to keep the extension it names",
+                )
+            )
+
         if cluster.openshift and cluster.kind != "arc":
             problems.append(
                 (

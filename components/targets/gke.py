@@ -53,6 +53,7 @@ CREATE_ONLY = (
     "nodePools",
     "workloadIdentity",
     "deletionProtection",
+    "deletionPolicy",
 )
 
 
@@ -187,6 +188,8 @@ class GkeClusterTarget(TargetBase, InClusterSettings):
     """Created clusters: node pools (the default pool is removed)."""
     google_api: TargetGoogleApi | None = None
     """Per-target Google credentials/retry settings (override the stack's googleApi keys)."""
+    deletion_policy: Literal["DELETE", "ABANDON", "PREVENT"] | None = None
+    """Created clusters: DELETE, ABANDON (retainOnDelete) or PREVENT (protect); unset: PREVENT in prod."""
 
     @property
     def gke_name(self) -> str:
@@ -221,6 +224,14 @@ class GkeClusterTarget(TargetBase, InClusterSettings):
                 problems.append((version_key, str(e)))
                 version_ok = False
 
+        if self.previous_name and self.cluster_name is None:
+            problems.append(
+                (
+                    "clusterName",
+                    f"required with previousName: the GKE cluster is named after the target; set clusterName: "
+                    f"{self.previous_name} to keep the cluster it names",
+                )
+            )
         if self.create:
             problems += self._created_issues()
         else:

@@ -165,7 +165,7 @@ class ModelDevelopmentClusterTarget(TargetBase):
 
     def spec(self) -> dict[str, Any]:
         """The dynamic resource's inputs (snake_case, unset fields left out)."""
-        return _strip_empty(self.model_dump(exclude={"name", "google_api"}, exclude_none=True))
+        return _strip_empty(self.model_dump(exclude={"name", "google_api", "previous_name"}, exclude_none=True))
 
 
 def _strip_empty(v: Any) -> Any:

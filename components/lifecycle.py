@@ -1,0 +1,49 @@
+"""Lifecycle as Pulumi's own resource options: deletion behaviour, renames, adoption.
+
+- `deletionPolicy` (readable config) maps onto Pulumi's options, nothing else:
+  DELETE -> none; ABANDON -> `retain_on_delete` (left running, dropped from the state);
+  PREVENT -> `protect` (the engine refuses to delete or replace it until unprotected).
+  Unset: PREVENT in prod for what is expensive or stateful (created clusters, Model Development Clusters),
+  DELETE elsewhere.
+- `previousName` on a target -> an alias of the target's component to its old name. Every child's name
+  starts with the component's name, so the engine carries the alias down to the children (a rename is no
+  replacement of anything).
+- `adopt: true` on a part -> `import_` with the id its provider expects (see `import_ids`).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import pulumi
+
+DeletionPolicy = Literal["DELETE", "ABANDON", "PREVENT"]
+DELETION_POLICIES: tuple[DeletionPolicy, ...] = ("DELETE", "ABANDON", "PREVENT")
+
+
+def effective_policy(explicit: DeletionPolicy | None, environment: str, *, expensive: bool) -> DeletionPolicy:
+    """The policy in force: the configured one, else PREVENT for expensive/stateful parts in prod."""
+    if explicit is not None:
+        return explicit
+    return "PREVENT" if environment == "prod" and expensive else "DELETE"
+
+
+def deletion_options(policy: DeletionPolicy) -> pulumi.ResourceOptions:
+    """The resource options a deletion policy stands for."""
+    if policy == "PREVENT":
+        return pulumi.ResourceOptions(protect=True)
+    if policy == "ABANDON":
+        return pulumi.ResourceOptions(retain_on_delete=True)
+    return pulumi.ResourceOptions()
+
+
+def rename_options(component_prefix: str, previous_name: str | None) -> pulumi.ResourceOptions:
+    """Options of a target's component: an alias to `<prefix>-<previousName>` when the target was renamed."""
+    if not previous_name:
+        return pulumi.ResourceOptions()
+    return pulumi.ResourceOptions(aliases=[pulumi.Alias(name=f"{component_prefix}-{previous_name}")])
+
+
+def adopt_options(import_id: str | None) -> pulumi.ResourceOptions:
+    """`import_` for an adopted part (None: nothing to adopt). Harmless once the resource is in the state."""
+    return pulumi.ResourceOptions(import_=import_id) if import_id else pulumi.ResourceOptions()
