@@ -14,7 +14,7 @@ import pulumi
 from pulumi_azure_native import kubernetesconfiguration, relay
 from pulumi_azure_native.provider import Provider as AzureProvider
 
-from components import config
+from components import config, lifecycle
 from components.targets.azure_ml import AzureClusterRef, AzureMlTarget
 
 EXTENSION_TYPE = "Microsoft.AzureML.Kubernetes"
@@ -148,18 +148,27 @@ class AzureMlExtension(pulumi.ComponentResource):
         )
         child = pulumi.ResourceOptions(parent=self, provider=self.provider)
 
+        def adopted(arm_id: str) -> pulumi.ResourceOptions:
+            # What `az k8s-extension create` made: imported by ARM id (harmless once in the state).
+            return pulumi.ResourceOptions.merge(
+                child, lifecycle.adopt_options(arm_id if target.adopt else None)
+            )
+
         depends_on: list[pulumi.Resource] = []
         self.relay_namespace: relay.Namespace | None = None
         self.hybrid_connection: relay.HybridConnection | None = None
         if cluster.kind == "arc":
             ns_name = relay_namespace_name(cluster.name, cluster.subscription_id, cluster.resource_group)
+            ns_id, hc_id, rule_id = lifecycle.azure_relay_ids(
+                cluster.subscription_id, cluster.resource_group, ns_name, cluster.name, RELAY_AUTH_RULE
+            )
             namespace = relay.Namespace(
                 f"{name}-relay",
                 namespace_name=ns_name,
                 resource_group_name=cluster.resource_group,
                 location=cluster.location,
                 tags=RELAY_TAGS,
-                opts=child,
+                opts=adopted(ns_id),
             )
             hybrid = relay.HybridConnection(
                 f"{name}-relay-hc",
@@ -167,7 +176,9 @@ class AzureMlExtension(pulumi.ComponentResource):
                 namespace_name=ns_name,
                 resource_group_name=cluster.resource_group,
                 requires_client_authorization=True,
-                opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[namespace])),
+                opts=pulumi.ResourceOptions.merge(
+                    adopted(hc_id), pulumi.ResourceOptions(depends_on=[namespace])
+                ),
             )
             rule = relay.HybridConnectionAuthorizationRule(
                 f"{name}-relay-rule",
@@ -176,7 +187,9 @@ class AzureMlExtension(pulumi.ComponentResource):
                 namespace_name=ns_name,
                 resource_group_name=cluster.resource_group,
                 rights=RELAY_RIGHTS,
-                opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[hybrid])),
+                opts=pulumi.ResourceOptions.merge(
+                    adopted(rule_id), pulumi.ResourceOptions(depends_on=[hybrid])
+                ),
             )
             keys = relay.list_hybrid_connection_keys_output(
                 authorization_rule_name=RELAY_AUTH_RULE,
@@ -216,7 +229,7 @@ class AzureMlExtension(pulumi.ComponentResource):
             configuration_protected_settings=protected,
             # The SDK does not mark it secret; keep whatever ARM echoes back out of plain state.
             opts=pulumi.ResourceOptions.merge(
-                child,
+                adopted(lifecycle.azure_extension_id(cluster.resource_id, target.extension)),
                 pulumi.ResourceOptions(
                     depends_on=depends_on, additional_secret_outputs=["configurationProtectedSettings"]
                 ),

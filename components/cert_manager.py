@@ -3,6 +3,7 @@
 Mirrors the vendor's `helm install cert-manager jetstack/cert-manager --namespace cert-manager --create-namespace
 --version v1.13.0 --set installCRDs=true --set global.leaderElection.namespace=cert-manager --timeout 10m`.
 The namespace is created by Helm (as `--create-namespace`), so the release is the first link of the chain.
+`adopt: true` imports the release that command made (`cert-manager/cert-manager`).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import Any
 import pulumi
 from pulumi_kubernetes.helm.v3 import Release, ReleaseArgs, RepositoryOptsArgs
 
-from components import compat
+from components import compat, lifecycle
 from components.targets.kubernetes import CertManagerSettings
 
 
@@ -52,6 +53,12 @@ class CertManager(pulumi.ComponentResource):
                 values=cert_manager_values(settings),
                 timeout=compat.CERT_MANAGER_TIMEOUT_SECONDS,
             ),
-            opts=pulumi.ResourceOptions(parent=self, depends_on=list(release_after)),
+            opts=pulumi.ResourceOptions(
+                parent=self,
+                depends_on=list(release_after),
+                import_=lifecycle.k8s_id(compat.CERT_MANAGER_NAMESPACE, compat.CERT_MANAGER_RELEASE)
+                if settings.adopt
+                else None,
+            ),
         )
         self.register_outputs({"releaseName": self.release.name, "version": settings.version})

@@ -4,6 +4,8 @@ The DaemonSet is the seed's `diagon-daemonset.yaml` field for field, plus: image
 `Always` only for `:latest`), node placement (GKE: accelerator-node affinity by default; self-managed: none
 by default, as the manifest), a RollingUpdate strategy. The image is
 config: changing it is a config change and `pulumi up` (the docs' `kubectl set image` would drift).
+`adopt: true` imports what `kubectl apply -f diagon-daemonset.yaml` made (`<namespace>/diagon-daemon`, the
+ServiceAccount and, with createNamespace, the namespace), declared as that manifest has them.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from pulumi_kubernetes.apps import v1 as apps
 from pulumi_kubernetes.core import v1 as core
 from pulumi_kubernetes.meta.v1 import LabelSelectorArgs, ObjectMetaArgs
 
-from components import compat
+from components import compat, lifecycle
 from components.targets.kubernetes import DiagonSettings
 
 DAEMON_NAME = "diagon-daemon"
@@ -71,15 +73,18 @@ class Diagon(pulumi.ComponentResource):
     ):
         super().__init__("mldiag:index:Diagon", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
+        adopt = settings.adopt
+        # Adopted: the namespace and ServiceAccount made by kubectl carry no labels of ours.
+        part_of = None if adopt else {"app.kubernetes.io/part-of": "diagon"}
         self.namespace = None
         namespace: pulumi.Input[str] = settings.namespace
         if settings.create_namespace:
             self.namespace = core.Namespace(
                 f"{name}-namespace",
-                metadata=ObjectMetaArgs(
-                    name=settings.namespace, labels={"app.kubernetes.io/part-of": "diagon"}
+                metadata=ObjectMetaArgs(name=settings.namespace, labels=part_of),
+                opts=pulumi.ResourceOptions.merge(
+                    child, lifecycle.adopt_options(settings.namespace if adopt else None)
                 ),
-                opts=child,
             )
             namespace = self.namespace.metadata.name
         annotations = (
@@ -93,9 +98,14 @@ class Diagon(pulumi.ComponentResource):
                 name=settings.service_account,
                 namespace=namespace,
                 annotations=annotations,
-                labels={"app.kubernetes.io/part-of": "diagon"},
+                labels=part_of,
             ),
-            opts=child,
+            opts=pulumi.ResourceOptions.merge(
+                child,
+                lifecycle.adopt_options(
+                    lifecycle.k8s_id(settings.namespace, settings.service_account) if adopt else None
+                ),
+            ),
         )
         pod_labels = {"name": DAEMON_NAME}
         self.daemon_set = apps.DaemonSet(
@@ -141,7 +151,10 @@ class Diagon(pulumi.ComponentResource):
                     ),
                 ),
             ),
-            opts=child,
+            opts=pulumi.ResourceOptions.merge(
+                child,
+                lifecycle.adopt_options(lifecycle.k8s_id(settings.namespace, DAEMON_NAME) if adopt else None),
+            ),
         )
         self.register_outputs(
             {"namespace": settings.namespace, "image": settings.image, "daemonSet": DAEMON_NAME}

@@ -47,3 +47,27 @@ def rename_options(component_prefix: str, previous_name: str | None) -> pulumi.R
 def adopt_options(import_id: str | None) -> pulumi.ResourceOptions:
     """`import_` for an adopted part (None: nothing to adopt). Harmless once the resource is in the state."""
     return pulumi.ResourceOptions(import_=import_id) if import_id else pulumi.ResourceOptions()
+
+
+# -- import ids: the id each provider expects for `import_` (and `pulumi import --file`) ---------------------
+
+
+def k8s_id(namespace: str | None, name: str) -> str:
+    """Kubernetes objects and Helm v3 releases: `namespace/name`; cluster-scoped objects: `name`."""
+    return f"{namespace}/{name}" if namespace else name
+
+
+def azure_extension_id(cluster_resource_id: str, extension_name: str) -> str:
+    return f"{cluster_resource_id}/providers/Microsoft.KubernetesConfiguration/extensions/{extension_name}"
+
+
+def azure_relay_ids(
+    subscription_id: str, resource_group: str, namespace: str, hybrid_connection: str, rule: str
+) -> tuple[str, str, str]:
+    """ARM ids of the relay namespace, its hybrid connection and the connection's authorization rule."""
+    ns = (
+        f"/subscriptions/{subscription_id}/resourceGroups/{resource_group}"
+        f"/providers/Microsoft.Relay/namespaces/{namespace}"
+    )
+    hc = f"{ns}/hybridConnections/{hybrid_connection}"
+    return ns, hc, f"{hc}/authorizationRules/{rule}"

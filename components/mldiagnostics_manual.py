@@ -3,7 +3,8 @@
 For GKE before 1.35.0-gke.3065000 and self-managed clusters. Release names are the vendor's
 (`mldiagnostics-injection-webhook`, `mldiagnostics-connection-operator`): its uninstall steps assume them.
 Both releases go to the `gke-mldiagnostics` Namespace created here, and each `depends_on` the cert-manager
-release (when this program installs it), not on each other.
+release (when this program installs it), not on each other. `adopt: true` imports the two releases
+(`gke-mldiagnostics/<release>`) and the namespace the vendor's `helm upgrade --install` made.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from pulumi_kubernetes.core import v1 as core
 from pulumi_kubernetes.helm.v3 import Release, ReleaseArgs, RepositoryOptsArgs
 from pulumi_kubernetes.meta.v1 import ObjectMetaArgs
 
-from components import compat
+from components import compat, lifecycle
 from components.targets.kubernetes import ChartSettings, MlDiagnosticsManualSettings
 
 
@@ -46,6 +47,10 @@ def connection_operator_values(settings: MlDiagnosticsManualSettings) -> tuple[s
     return op.version or default_version, values
 
 
+def _release_id(release: str, adopt: bool) -> str | None:
+    return lifecycle.k8s_id(compat.MLDIAGNOSTICS_NAMESPACE, release) if adopt else None
+
+
 def _at(path: tuple[str, ...], value: Any) -> dict[str, Any]:
     out: Any = value
     for key in reversed(path):
@@ -70,15 +75,19 @@ class MlDiagnosticsManual(pulumi.ComponentResource):
         """`cert_manager`: the cert-manager release to wait for; None when the cluster already runs cert-manager.
         `release_after`: what the releases must wait for besides cert-manager (e.g. node pools)."""
         super().__init__("mldiag:index:MlDiagnosticsManual", name, None, opts)
+        adopt = settings.adopt
+        # Adopted: the namespace `helm --create-namespace` made has no annotations; only the mark the policy
+        # pack reads (cert-manager pre-installed) is added by the update that follows the import.
+        mark = "preinstalled" if cert_manager is None else None if adopt else "release"
         self.namespace = core.Namespace(
             f"{name}-namespace",
             metadata=ObjectMetaArgs(
                 name=compat.MLDIAGNOSTICS_NAMESPACE,
-                annotations={
-                    compat.CERT_MANAGER_ANNOTATION: "preinstalled" if cert_manager is None else "release"
-                },
+                annotations={compat.CERT_MANAGER_ANNOTATION: mark} if mark else None,
             ),
-            opts=pulumi.ResourceOptions(parent=self),
+            opts=pulumi.ResourceOptions(
+                parent=self, import_=compat.MLDIAGNOSTICS_NAMESPACE if adopt else None
+            ),
         )
         after_cert_manager = [cert_manager] if cert_manager is not None else list(release_after)
 
@@ -95,7 +104,11 @@ class MlDiagnosticsManual(pulumi.ComponentResource):
                 namespace=self.namespace.metadata.name,
                 values=dict(settings.injection_webhook.values),
             ),
-            opts=pulumi.ResourceOptions(parent=self, depends_on=after_cert_manager),
+            opts=pulumi.ResourceOptions(
+                parent=self,
+                depends_on=after_cert_manager,
+                import_=_release_id(compat.INJECTION_WEBHOOK_RELEASE, adopt),
+            ),
         )
 
         chart, repo = chart_source(
@@ -112,7 +125,11 @@ class MlDiagnosticsManual(pulumi.ComponentResource):
                 namespace=self.namespace.metadata.name,
                 values=values,
             ),
-            opts=pulumi.ResourceOptions(parent=self, depends_on=after_cert_manager),
+            opts=pulumi.ResourceOptions(
+                parent=self,
+                depends_on=after_cert_manager,
+                import_=_release_id(compat.CONNECTION_OPERATOR_RELEASE, adopt),
+            ),
         )
         self.register_outputs(
             {

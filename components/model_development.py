@@ -11,6 +11,7 @@ import pulumi
 
 from components.config import GoogleApiSettings
 from components.providers.model_development_cluster import ModelDevelopmentCluster as ClusterResource
+from components.providers.model_development_cluster import cluster_path
 from components.targets.model_development import ModelDevelopmentClusterTarget
 
 
@@ -38,7 +39,13 @@ class ModelDevelopmentCluster(pulumi.ComponentResource):
         self.cluster = ClusterResource(
             f"{name}-cluster",
             props,
-            pulumi.ResourceOptions(parent=self, protect=protect or None, retain_on_delete=retain or None),
+            pulumi.ResourceOptions(
+                parent=self,
+                protect=protect or None,
+                retain_on_delete=retain or None,
+                # Adopted (created with curl): imported by its full resource name.
+                import_=cluster_path(props) if target.adopt else None,
+            ),
         )
         self.cluster_name = self.cluster.name
         self.state = self.cluster.state

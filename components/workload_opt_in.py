@@ -10,7 +10,7 @@ import pulumi
 from pulumi_kubernetes.core import v1 as core
 from pulumi_kubernetes.meta.v1 import ObjectMetaArgs, ObjectMetaPatchArgs
 
-from components import compat
+from components import compat, lifecycle
 from components.targets.kubernetes import WorkloadNamespace
 
 OPT_IN = {compat.OPT_IN_LABEL: "true"}
@@ -30,7 +30,10 @@ class WorkloadOptIn(pulumi.ComponentResource):
                 res: pulumi.CustomResource = core.Namespace(
                     f"{name}-{ns.name}",
                     metadata=ObjectMetaArgs(name=ns.name, labels={**ns.labels, **OPT_IN}),
-                    opts=child,
+                    # Adopted: what `kubectl create namespace` + `kubectl label namespace` made.
+                    opts=pulumi.ResourceOptions.merge(
+                        child, lifecycle.adopt_options(ns.name if ns.adopt else None)
+                    ),
                 )
             else:
                 res = core.NamespacePatch(

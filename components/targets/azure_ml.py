@@ -265,6 +265,8 @@ class AzureMlTarget(TargetBase):
     """Only `cluster` is supported by the Azure ML extension."""
     domain: str | None = None
     """The extension's `domain` setting, sent as given; unset: `<cluster.location>.cloudapp.azure.com`."""
+    adopt: bool = False
+    """Take over what `az k8s-extension create` made: the extension and, on Arc, its relay resources."""
 
     @field_validator("domain")
     @classmethod

@@ -46,6 +46,8 @@ class WorkloadNamespace(Model):
     """True: the program creates (and owns) the namespace. False: it exists; only the label is applied."""
     labels: dict[str, str] = {}
     """Extra labels (created namespaces only; an existing namespace keeps its own labels untouched)."""
+    adopt: bool = False
+    """Take over a namespace made by `kubectl create namespace` + `kubectl label` (needs create: true)."""
 
     @field_validator("name")
     @classmethod
@@ -58,6 +60,14 @@ class WorkloadNamespace(Model):
         if self.labels and not self.create:
             problems.append(
                 ("labels", "allowed only with create: true (existing namespaces keep their labels)")
+            )
+        if self.adopt and not self.create:
+            problems.append(
+                (
+                    "adopt",
+                    "needs create: true (adopt takes ownership of the namespace; with create: false it is only "
+                    "labelled, which needs no adoption)",
+                )
             )
         if compat.OPT_IN_LABEL in self.labels:
             problems.append((f"labels.{compat.OPT_IN_LABEL}", 'is set by the program to "true"; remove it'))
@@ -80,10 +90,16 @@ class CertManagerSettings(Model):
     values: dict[str, Any] = {}
     """Extra chart values, deep-merged over the defaults (CRD values by version, leader election namespace).
     """
+    adopt: bool = False
+    """Take over the release of the vendor's `helm install cert-manager ...` (cert-manager/cert-manager)."""
 
     @model_validator(mode="after")
     def _check(self) -> CertManagerSettings:
         problems = []
+        if self.adopt and not self.enabled:
+            problems.append(
+                ("adopt", "needs enabled: true (with enabled: false nothing is managed to adopt)")
+            )
         try:
             compat.parse_semver(self.version)
         except ValueError as e:
@@ -140,6 +156,8 @@ class MlDiagnosticsManualSettings(Model):
     """Overrides for the injection-webhook chart (default 0.25.0)."""
     connection_operator: ConnectionOperatorSettings = ConnectionOperatorSettings()
     """Overrides for the connection-operator chart (default by JAX version)."""
+    adopt: bool = False
+    """Take over the vendor's `helm upgrade --install` releases and their gke-mldiagnostics namespace."""
 
     @model_validator(mode="after")
     def _check(self) -> MlDiagnosticsManualSettings:
@@ -180,6 +198,9 @@ class DiagonSettings(Model):
     """Overrides the accelerator affinity: run only on nodes with exactly these labels."""
     max_unavailable: int | str = 1
     """RollingUpdate maxUnavailable (count or percentage)."""
+    adopt: bool = False
+    """Take over what `kubectl apply -f diagon-daemonset.yaml` made (the DaemonSet, its ServiceAccount and, with
+    createNamespace, the namespace); placement then defaults to the manifest's (none)."""
 
     @field_validator("namespace", "service_account")
     @classmethod
@@ -210,7 +231,7 @@ class DiagonSettings(Model):
         """The labels of the nodes Diagon runs on (any of them); empty: every node, like the vendor manifest."""
         if self.accelerator_node_labels is not None:
             return list(self.accelerator_node_labels)
-        return [] if self_managed else list(compat.ACCELERATOR_NODE_LABELS)
+        return [] if self_managed or self.adopt else list(compat.ACCELERATOR_NODE_LABELS)
 
     @model_validator(mode="after")
     def _check(self) -> DiagonSettings:

@@ -153,6 +153,8 @@ class ModelDevelopmentClusterTarget(TargetBase):
     """USER_ONLY keeps unpinned node images and service-managed fields as they are."""
     deletion_policy: Literal["DELETE", "ABANDON", "PREVENT"] = "DELETE"
     """DELETE; ABANDON (leave the cluster); PREVENT (refuse to delete or replace)."""
+    adopt: bool = False
+    """Take over a cluster created with the REST API (curl): imported by its full resource name."""
     operation_timeout_minutes: int = Field(default=DEFAULT_OPERATION_TIMEOUT_MINUTES, ge=1, le=1440)
     """Deadline for each long-running operation."""
     google_api: TargetGoogleApi | None = None
@@ -165,7 +167,9 @@ class ModelDevelopmentClusterTarget(TargetBase):
 
     def spec(self) -> dict[str, Any]:
         """The dynamic resource's inputs (snake_case, unset fields left out)."""
-        return _strip_empty(self.model_dump(exclude={"name", "google_api", "previous_name"}, exclude_none=True))
+        return _strip_empty(
+            self.model_dump(exclude={"name", "google_api", "previous_name", "adopt"}, exclude_none=True)
+        )
 
 
 def _strip_empty(v: Any) -> Any:

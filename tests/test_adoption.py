@@ -1,0 +1,263 @@
+"""Adopting what the vendor procedure installed: each `adopt: true` part registers the exact import id its
+provider expects, with inputs equal to what the vendor's commands produced; `tools/import_file.py` writes
+the same ids for `pulumi import --file`."""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any
+
+import pytest
+
+from components.config import ConfigError, parse
+from tests.fixtures.components import run_with_options, stack_config
+from tests.test_kubernetes_components import JAX_08_ARGS, KUBECONFIG, OCI, SEED_MANIFEST
+from tools import import_file
+
+NS = "ml-diagnostics"
+SUB = "3f2b7c1e-8d4a-4b6e-9c0f-1a2b3c4d5e6f"
+RELEASE = "kubernetes:helm.sh/v3:Release"
+
+# The self-managed cluster after the vendor procedure: helm install cert-manager ...; helm upgrade --install
+# the webhook (0.25.0) and the operator (0.24.0, JAX 0.8 args); kubectl create namespace ai-workloads +
+# kubectl label namespace ai-workloads managed-mldiagnostics-gke=true; kubectl create namespace diagon;
+# kubectl create serviceaccount diagon-daemon -n diagon; kubectl apply -f diagon-daemonset.yaml.
+ADOPTED_K8S: dict[str, Any] = {
+    "name": "lab",
+    "kubeconfig": KUBECONFIG,
+    "workloadNamespaces": [{"name": "ai-workloads", "create": True, "adopt": True}],
+    "certManager": {"adopt": True},
+    "manualInstall": {"jaxVersion": "0.8", "adopt": True},
+    "diagon": {"enabled": True, "adopt": True},
+}
+
+
+def run(env: str = "dev", **kinds: list[dict[str, Any]]):
+    config = {f"{NS}:environment": env, **{f"{NS}:{k}": v for k, v in kinds.items()}}
+    secret = [f"{NS}:kubernetesClusters"] if "kubernetesClusters" in kinds else []
+    return run_with_options(config, secret, stack=env)
+
+
+@pytest.fixture(scope="module")
+def k8s():
+    return run(kubernetesClusters=[ADOPTED_K8S])
+
+
+def imported(registered) -> dict[str, str]:
+    return {n: r.import_id for n, r in registered.items() if r.import_id}
+
+
+def test_every_adopted_kubernetes_part_carries_its_import_id(k8s):
+    _, registered = k8s
+    assert imported(registered) == {
+        "k8s-lab-mldiag-cert-manager-release": "cert-manager/cert-manager",
+        "k8s-lab-mldiag-manual-namespace": "gke-mldiagnostics",
+        "k8s-lab-mldiag-manual-injection-webhook": "gke-mldiagnostics/mldiagnostics-injection-webhook",
+        "k8s-lab-mldiag-manual-connection-operator": "gke-mldiagnostics/mldiagnostics-connection-operator",
+        "k8s-lab-mldiag-opt-in-ai-workloads": "ai-workloads",
+        "k8s-lab-mldiag-diagon-namespace": "diagon",
+        "k8s-lab-mldiag-diagon-service-account": "diagon/diagon-daemon",
+        "k8s-lab-mldiag-diagon-daemonset": "diagon/diagon-daemon",
+    }
+
+
+def by_name(result, name: str):
+    return next(r for r in result.resources if r.name == name)
+
+
+def test_adopted_releases_equal_the_vendor_helm_commands(k8s):
+    result, _ = k8s
+    # helm install cert-manager jetstack/cert-manager --namespace cert-manager --create-namespace
+    #   --version v1.13.0 --set installCRDs=true --set global.leaderElection.namespace=cert-manager --timeout 10m
+    cm = by_name(result, "k8s-lab-mldiag-cert-manager-release").inputs
+    assert (cm["name"], cm["namespace"], cm["chart"], cm["repositoryOpts"], cm["version"]) == (
+        "cert-manager",
+        "cert-manager",
+        "cert-manager",
+        {"repo": "https://charts.jetstack.io"},
+        "v1.13.0",
+    )
+    assert cm["values"] == {"installCRDs": True, "global": {"leaderElection": {"namespace": "cert-manager"}}}
+    # helm upgrade --install mldiagnostics-injection-webhook --namespace=gke-mldiagnostics --version 0.25.0 oci://...
+    wh = by_name(result, "k8s-lab-mldiag-manual-injection-webhook").inputs
+    assert wh == {
+        "name": "mldiagnostics-injection-webhook",
+        "chart": f"{OCI}/mldiagnostics-injection-webhook",
+        "version": "0.25.0",
+        "namespace": "gke-mldiagnostics",
+        "values": {},
+        "compat": "true",
+    }
+    # JAX 0.8.x: --version 0.24.0 --set 'mldiagnosticsConnectionOperator.controller.args={...}'
+    op = by_name(result, "k8s-lab-mldiag-manual-connection-operator").inputs
+    assert (op["name"], op["chart"], op["version"], op["namespace"]) == (
+        "mldiagnostics-connection-operator",
+        f"{OCI}/mldiagnostics-connection-operator",
+        "0.24.0",
+        "gke-mldiagnostics",
+    )
+    assert op["values"] == {"mldiagnosticsConnectionOperator": {"controller": {"args": JAX_08_ARGS}}}
+    # --create-namespace made a bare namespace; cert-manager is a release here, so no mark is declared.
+    assert by_name(result, "k8s-lab-mldiag-manual-namespace").inputs["metadata"] == {
+        "name": "gke-mldiagnostics"
+    }
+
+
+def test_adopted_namespace_equals_kubectl_create_and_label(k8s):
+    result, _ = k8s
+    assert by_name(result, "k8s-lab-mldiag-opt-in-ai-workloads").inputs["metadata"] == {
+        "name": "ai-workloads",
+        "labels": {"managed-mldiagnostics-gke": "true"},
+    }
+
+
+def test_adopted_diagon_equals_the_vendor_manifest(k8s):
+    result, _ = k8s
+    expected = copy.deepcopy(SEED_MANIFEST)
+    expected["spec"]["template"]["spec"]["serviceAccountName"] = "diagon-daemon"
+    # The API server's own DaemonSet default, declared so the program states it.
+    expected["spec"]["updateStrategy"] = {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1}}
+    assert by_name(result, "k8s-lab-mldiag-diagon-daemonset").inputs == expected
+    assert by_name(result, "k8s-lab-mldiag-diagon-namespace").inputs["metadata"] == {"name": "diagon"}
+    assert by_name(result, "k8s-lab-mldiag-diagon-service-account").inputs["metadata"] == {
+        "name": "diagon-daemon",
+        "namespace": "diagon",
+    }
+
+
+def test_adopted_diagon_in_kube_system_with_the_doc_update_image():
+    # The doc's update step: kubectl set image ... diagon-daemon:v2.1.0 --namespace=kube-system.
+    image = "us-docker.pkg.dev/hypercomputediagon-release/daemon/diagon-daemon:v2.1.0"
+    target = {
+        **ADOPTED_K8S,
+        "diagon": {
+            "enabled": True,
+            "adopt": True,
+            "namespace": "kube-system",
+            "createNamespace": False,
+            "image": image,
+        },
+    }
+    result, registered = run(kubernetesClusters=[target])
+    assert registered["k8s-lab-mldiag-diagon-daemonset"].import_id == "kube-system/diagon-daemon"
+    assert registered["k8s-lab-mldiag-diagon-service-account"].import_id == "kube-system/diagon-daemon"
+    assert "k8s-lab-mldiag-diagon-namespace" not in registered
+    ds = by_name(result, "k8s-lab-mldiag-diagon-daemonset").inputs
+    assert ds["metadata"]["namespace"] == "kube-system"
+    assert ds["spec"]["template"]["spec"]["containers"][0]["image"] == image
+
+
+def test_adopted_diagon_on_gke_follows_the_manifest_placement():
+    gke = {
+        "name": "g",
+        "project": "acme-ml-dev",
+        "location": "us-central1-a",
+        "currentVersion": "1.35.1-gke.1396000",
+        "mode": "managed",
+        "diagon": {"enabled": True, "adopt": True},
+    }
+    result, registered = run(gkeClusters=[gke])
+    pod = by_name(result, "gke-g-mldiag-diagon-daemonset").inputs["spec"]["template"]["spec"]
+    assert "affinity" not in pod and "nodeSelector" not in pod
+    assert registered["gke-g-mldiag-diagon-daemonset"].import_id == "diagon/diagon-daemon"
+
+
+def test_preinstalled_cert_manager_mark_is_the_update_after_the_import():
+    target = {**ADOPTED_K8S, "certManager": {"enabled": False}}
+    result, registered = run(kubernetesClusters=[target])
+    assert registered["k8s-lab-mldiag-manual-namespace"].import_id == "gke-mldiagnostics"
+    assert by_name(result, "k8s-lab-mldiag-manual-namespace").inputs["metadata"] == {
+        "name": "gke-mldiagnostics",
+        "annotations": {"ml-diagnostics.dev/cert-manager": "preinstalled"},
+    }
+
+
+def test_adopted_azure_extension_and_relay_carry_their_arm_ids():
+    arc = {
+        "name": "arc-train",
+        "extensionName": "azureml-train",
+        "adopt": True,
+        "cluster": {
+            "kind": "arc",
+            "subscriptionId": SUB,
+            "resourceGroup": "rg-mldiag-staging",
+            "name": "arc-lab-gpu",
+            "location": "koreacentral",
+            "nodeCount": 3,
+        },
+        "training": True,
+    }
+    _, registered = run(azureMl=[arc])
+    relay = (
+        f"/subscriptions/{SUB}/resourceGroups/rg-mldiag-staging/providers/Microsoft.Relay/namespaces/"
+        "arclabgpu3f2b7c1e8d4a4b6e9c0f1a2b3c4d5e6frgm7d2124"
+    )
+    assert imported(registered) == {
+        "azureml-arc-train-relay": relay,
+        "azureml-arc-train-relay-hc": f"{relay}/hybridConnections/arc-lab-gpu",
+        "azureml-arc-train-relay-rule": f"{relay}/hybridConnections/arc-lab-gpu/authorizationRules/azureml_rw",
+        "azureml-arc-train-extension": (
+            f"/subscriptions/{SUB}/resourceGroups/rg-mldiag-staging/providers/Microsoft.Kubernetes/"
+            "connectedClusters/arc-lab-gpu/providers/Microsoft.KubernetesConfiguration/extensions/azureml-train"
+        ),
+    }
+
+
+def test_adopted_model_development_cluster_is_imported_by_its_resource_name():
+    config, secrets = stack_config("dev")
+    mdc = json.loads(json.dumps(config[f"{NS}:modelDevelopmentClusters"]))
+    mdc[0]["adopt"] = True
+    result, registered = run(modelDevelopmentClusters=mdc)
+    assert imported(registered) == {
+        "mdc-cpu-cluster": "projects/mldiag-dev/locations/us-central1/modelDevelopmentClusters/devcpu"
+    }
+    # `adopt` is a program setting, never an input of the cluster resource.
+    assert "adopt" not in by_name(result, "mdc-cpu-cluster").inputs
+
+
+def test_adopt_needs_something_to_adopt():
+    target = {
+        **ADOPTED_K8S,
+        "workloadNamespaces": [{"name": "default", "adopt": True}],
+        "certManager": {"enabled": False, "adopt": True},
+    }
+    with pytest.raises(ConfigError) as e:
+        parse(
+            {f"{NS}:environment": "dev", f"{NS}:kubernetesClusters": [target]}, [f"{NS}:kubernetesClusters"]
+        )
+    assert e.value.problems == [
+        f"{NS}:kubernetesClusters[0].certManager.adopt: needs enabled: true (with enabled: false nothing is "
+        "managed to adopt)",
+        f"{NS}:kubernetesClusters[0].workloadNamespaces[0].adopt: needs create: true (adopt takes ownership of "
+        "the namespace; with create: false it is only labelled, which needs no adoption)",
+    ]
+
+
+def test_staging_stack_adopts_a_manual_install_and_the_import_file_matches():
+    config, secrets = stack_config("staging")
+    result, registered = run_with_options(config, secrets, stack="staging")
+    ids = imported(registered)
+    assert ids  # the staging example adopts a manual install
+    doc = import_file.import_file(result, registered)
+    entries = {e["name"]: e for e in doc["resources"]}
+    # Same resources, same ids as the program's `import_` options.
+    assert {n: e["id"] for n, e in entries.items() if not e.get("component")} == ids
+    urns = {r.name: r for r in result.resources}
+    for name, entry in entries.items():
+        r = urns[name]
+        assert entry["type"] == r.type
+        if "parent" in entry:
+            assert urns[entry["parent"]].urn == r.parent
+            assert entries[entry["parent"]].get("component") is True or "id" in entries[entry["parent"]]
+        if "provider" in entry:
+            assert doc["nameTable"][entry["provider"]] == r.provider
+
+
+def test_import_file_command(tmp_path, capsys):
+    out = tmp_path / "import.json"
+    assert import_file.main(["staging", "-o", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    assert set(doc) == {"nameTable", "resources"}
+    assert import_file.main(["nope"]) == 1
+    assert "does not exist" in capsys.readouterr().err

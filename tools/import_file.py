@@ -1,0 +1,134 @@
+"""Writes the `pulumi import --file` JSON equivalent to a stack's `adopt: true` settings.
+
+For users who prefer the CLI's bulk import to the `import_` resource option: the same resources, the same ids.
+The stack is run under the offline plan's mock runtime with a stack transformation (an SDK hook that sees
+every resource and its options); each resource declared with `import_` becomes an entry, its parents become
+`component` entries (the engine creates them empty), and explicit providers are named in `nameTable`.
+
+    python -m tools.import_file staging                 # JSON on stdout
+    python -m tools.import_file staging -o import.json
+    pulumi import --file import.json --protect=false -s staging
+
+The providers the entries name must exist in the stack first (e.g. after one `pulumi up --target` of the
+provider URNs listed in `nameTable`); the `import_` option in the program needs no such step.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pulumi
+
+from tools.plan_runtime import ROOT, PlanResult, run_config
+
+PROGRAM = Path(__file__).with_name("options_program.py")
+_SEEN: list[tuple[pulumi.Resource, pulumi.ResourceOptions]] = []
+
+
+@dataclass(frozen=True)
+class Registered:
+    """A resource's lifecycle options as the program declared them."""
+
+    type: str
+    name: str
+    protect: bool
+    retain_on_delete: bool
+    import_id: str | None
+    alias_names: tuple[str, ...]
+
+
+def record(args: pulumi.ResourceTransformationArgs) -> None:
+    """Stack transformation (see options_program.py): keeps each resource and its declared options."""
+    _SEEN.append((args.resource, args.opts))
+
+
+def run_with_options(
+    config: dict[str, Any], secret_keys: list[str] | tuple[str, ...] = (), stack: str = "dev"
+) -> tuple[PlanResult, dict[str, Registered]]:
+    """Runs the program like `run_config`; also returns each resource's options by resource name."""
+    _SEEN.clear()
+    try:
+        result = run_config(config, secret_keys, stack=stack, program=PROGRAM)
+        out: dict[str, Registered] = {}
+        for res, opts in _SEEN:
+            name = res._name  # noqa: SLF001 (the SDK has no public accessor)
+            out[name] = Registered(
+                type=res._type,  # noqa: SLF001
+                name=name,
+                protect=bool(res._protect),  # noqa: SLF001 (after parent inheritance)
+                retain_on_delete=bool(opts.retain_on_delete),
+                import_id=opts.import_,
+                # Name aliases only (SDKs add type aliases of older API versions on their own).
+                alias_names=tuple(
+                    a.name
+                    for a in opts.aliases or ()
+                    if isinstance(a, pulumi.Alias) and isinstance(a.name, str)
+                ),
+            )
+        return result, out
+    finally:
+        _SEEN.clear()
+
+
+def import_file(result: PlanResult, registered: dict[str, Registered]) -> dict[str, Any]:
+    """The `pulumi import --file` document for every resource declared with `import_`."""
+    by_urn = {r.urn: r for r in result.resources}
+    entries: dict[str, dict[str, Any]] = {}
+    name_table: dict[str, str] = {}
+
+    def add_parents(urn: str | None) -> str | None:
+        parent = by_urn.get(urn or "")
+        if parent is None:
+            return None
+        if parent.name not in entries:
+            grand = add_parents(parent.parent)
+            entry: dict[str, Any] = {"type": parent.type, "name": parent.name, "component": True}
+            if grand:
+                entry["parent"] = grand
+            entries[parent.name] = entry
+        return parent.name
+
+    for r in result.resources:
+        reg = registered.get(r.name)
+        if reg is None or not reg.import_id or not r.custom:
+            continue
+        entry = {"type": r.type, "name": r.name, "id": reg.import_id}
+        if parent := add_parents(r.parent):
+            entry["parent"] = parent
+        if r.provider:
+            provider = by_urn[r.provider]
+            name_table[provider.name] = provider.urn
+            entry["provider"] = provider.name
+        entries[r.name] = entry
+    return {"nameTable": dict(sorted(name_table.items())), "resources": list(entries.values())}
+
+
+def main(argv: list[str] | None = None) -> int:
+    from components.config import ConfigError
+    from tools.plan import StackFileError, read_stack_file
+
+    ap = argparse.ArgumentParser(prog="python -m tools.import_file", description=__doc__.splitlines()[0])
+    ap.add_argument("stack", help="stack name (stacks/Pulumi.<stack>.yaml)")
+    ap.add_argument("-o", "--output", type=Path, help="write here instead of stdout")
+    args = ap.parse_args(argv)
+    try:
+        config, secrets = read_stack_file(ROOT / "stacks" / f"Pulumi.{args.stack}.yaml")
+        result, registered = run_with_options(config, secrets, stack=args.stack)
+    except (StackFileError, ConfigError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    text = json.dumps(import_file(result, registered), indent=2) + "\n"
+    if args.output:
+        args.output.write_text(text)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
