@@ -21,7 +21,7 @@ for gc in cfg.gke_clusters:
     gke = GkeCluster(
         f"gke-{gc.name}",
         gc,
-        cfg.google_api,
+        cfg.google_api.for_target(gc.google_api),
         lifecycle.rename_options("gke", gc.previous_name),
         # Created clusters are expensive and stateful: protected in prod unless the config says otherwise.
         deletion_policy=lifecycle.effective_policy(gc.deletion_policy, cfg.environment, expensive=gc.create),
@@ -49,5 +49,5 @@ for mc in cfg.model_development_clusters:
         lifecycle.rename_options("mdc", mc.previous_name),
         pulumi.ResourceOptions(protect=True) if policy == "PREVENT" else None,
     )
-    mdc = ModelDevelopmentCluster(f"mdc-{mc.name}", mc, cfg.google_api, opts)
+    mdc = ModelDevelopmentCluster(f"mdc-{mc.name}", mc, cfg.google_api.for_target(mc.google_api), opts)
     pulumi.export(f"modelDevelopmentCluster:{mc.name}", {"name": mdc.cluster_name, "state": mdc.state})

@@ -14,10 +14,12 @@ runs inside it (`ClusterMlDiagnostics`).
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import pulumi
 from pulumi_gcp import container
+from pulumi_gcp.provider import Provider as GcpProvider
 from pulumi_kubernetes.provider import Provider as KubernetesProvider
 
 from components import lifecycle
@@ -28,15 +30,64 @@ from components.targets.gke import GkeClusterTarget, NodePool
 
 CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
 AUTH_PLUGIN = "gke-gcloud-auth-plugin"
+_ZONE = re.compile(r"[a-z]+-[a-z]+\d+-[a-z]")
 AUTH_PLUGIN_HINT = (
     "Install gke-gcloud-auth-plugin (gcloud components install gke-gcloud-auth-plugin); see "
     "https://cloud.google.com/kubernetes-engine/docs/how-to/cluster-access-for-kubectl#install_plugin"
 )
 
 
-def gke_kubeconfig(project: str, location: str, cluster: str, endpoint: str, ca_certificate: str) -> str:
+def exec_env(google_api: GoogleApiSettings) -> list[dict[str, str]]:
+    """Environment of the auth plugin's exec credential: the plugin gets its token from gcloud, which reads
+    its properties from CLOUDSDK_* variables (auth/impersonate_service_account, billing/quota_project)."""
+    env = []
+    if google_api.impersonate_service_account:
+        env.append(
+            {
+                "name": "CLOUDSDK_AUTH_IMPERSONATE_SERVICE_ACCOUNT",
+                "value": google_api.impersonate_service_account,
+            }
+        )
+    if google_api.quota_project:
+        env.append({"name": "CLOUDSDK_BILLING_QUOTA_PROJECT", "value": google_api.quota_project})
+    return env
+
+
+def gcp_provider_args(project: str, location: str, google_api: GoogleApiSettings) -> dict[str, Any]:
+    """The gcp provider inputs binding a target's resources to its project (and identity, quota project)."""
+    args: dict[str, Any] = {"project": project}
+    if _ZONE.fullmatch(location):
+        args["zone"] = location
+        args["region"] = location.rsplit("-", 1)[0]
+    else:
+        args["region"] = location
+    if google_api.impersonate_service_account:
+        args["impersonate_service_account"] = google_api.impersonate_service_account
+    if google_api.quota_project:
+        # Without user_project_override the provider ignores billing_project for most APIs.
+        args["billing_project"] = google_api.quota_project
+        args["user_project_override"] = True
+    return args
+
+
+def gke_kubeconfig(
+    project: str,
+    location: str,
+    cluster: str,
+    endpoint: str,
+    ca_certificate: str,
+    env: list[dict[str, str]] | None = None,
+) -> str:
     """A kubeconfig (JSON) for one GKE cluster; credentials come from `gke-gcloud-auth-plugin` at use time."""
     ref = f"gke_{project}_{location}_{cluster}"
+    exec_cfg: dict[str, Any] = {
+        "apiVersion": "client.authentication.k8s.io/v1beta1",
+        "command": AUTH_PLUGIN,
+        "installHint": AUTH_PLUGIN_HINT,
+        "provideClusterInfo": True,
+    }
+    if env:
+        exec_cfg["env"] = env
     return json.dumps(
         {
             "apiVersion": "v1",
@@ -55,14 +106,7 @@ def gke_kubeconfig(project: str, location: str, cluster: str, endpoint: str, ca_
             "users": [
                 {
                     "name": ref,
-                    "user": {
-                        "exec": {
-                            "apiVersion": "client.authentication.k8s.io/v1beta1",
-                            "command": AUTH_PLUGIN,
-                            "installHint": AUTH_PLUGIN_HINT,
-                            "provideClusterInfo": True,
-                        }
-                    },
+                    "user": {"exec": exec_cfg},
                 }
             ],
         },
@@ -120,7 +164,13 @@ class GkeCluster(pulumi.ComponentResource):
         self.mode = t.resolved_mode
         managed = self.mode == "managed"
         self.node_pools = []
-        child = pulumi.ResourceOptions(parent=self)
+        # The account scope of this target: project/region, and the identity and quota project when set.
+        self.gcp_provider = GcpProvider(
+            f"{name}-gcp",
+            **gcp_provider_args(t.project, t.location, google_api),
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        child = pulumi.ResourceOptions(parent=self, provider=self.gcp_provider)
 
         if t.create:
             self.cluster = container.Cluster(
@@ -183,7 +233,7 @@ class GkeCluster(pulumi.ComponentResource):
                 name=t.gke_name,
                 location=t.location,
                 project=t.project,
-                opts=pulumi.InvokeOutputOptions(parent=self),
+                opts=pulumi.InvokeOutputOptions(parent=self, provider=self.gcp_provider),
             )
             endpoint = found.endpoint
             ca = found.master_auths.apply(lambda auths: auths[0].cluster_ca_certificate if auths else None)
@@ -197,7 +247,8 @@ class GkeCluster(pulumi.ComponentResource):
                 cluster_version=t.current_version or "",
                 api_endpoint=google_api.endpoints.get("container"),
                 quota_project=google_api.quota_project,
-                opts=child,
+                # A dynamic resource: its REST client takes the account settings as inputs, not a gcp provider.
+                opts=pulumi.ResourceOptions(parent=self),
             )
             # The in-cluster resources wait for the flag: turning managed off happens before manual releases
             # are installed, so the two webhooks never run side by side on the way to manual.
@@ -205,7 +256,7 @@ class GkeCluster(pulumi.ComponentResource):
 
         self.endpoint = endpoint
         self.kubeconfig = pulumi.Output.all(endpoint, ca).apply(
-            lambda ec: gke_kubeconfig(t.project, t.location, t.gke_name, ec[0], ec[1])
+            lambda ec: gke_kubeconfig(t.project, t.location, t.gke_name, ec[0], ec[1], exec_env(google_api))
         )
         # Every in-cluster resource uses this provider, so they all wait for what it depends on (adopted: the
         # managed flag). depends_on on a component would not reach its children, hence `releases_after`.

@@ -393,9 +393,9 @@ def test_ssl_cname_and_secret_shapes():
 def test_unknown_key_lists_allowed_keys():
     out = problems(aks(inferenceRouterHA=False))
     assert out == [
-        f"{P}.inferenceRouterHA: unknown key; allowed keys: autoUpgradeMinorVersion, cluster, "
-        "domain, extensionName, inference, installDcgmExporter, installNvidiaDevicePlugin, installPromOp, installVolcano, name, "
-        "nodeSelector, releaseTrain, scope, training, version"
+        f"{P}.inferenceRouterHA: unknown key; allowed keys: adopt, autoUpgradeMinorVersion, cluster, domain, "
+        "extensionName, inference, installDcgmExporter, installNvidiaDevicePlugin, installPromOp, installVolcano, "
+        "name, nodeSelector, previousName, releaseTrain, scope, training, version"
     ]
 
 

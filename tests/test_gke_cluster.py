@@ -341,3 +341,61 @@ def test_workload_identity_off_and_deletion_protection_off() -> None:
     assert "workloadIdentityConfig" not in inputs
     assert inputs["deletionProtection"] is False
     assert all("workloadMetadataConfig" not in p.inputs["nodeConfig"] for p in res.by_type(POOL))
+
+
+GCP = "pulumi:providers:gcp"
+SA = "deployer@acme-ml-dev.iam.gserviceaccount.com"
+
+
+def test_every_gcp_resource_uses_the_explicit_provider_of_its_project() -> None:
+    other = with_(ADOPTED, name="other", project="acme-ml-other", location="europe-west4")
+    res = run(CREATED, ADOPTED, other)
+    providers = {p.urn: p for p in res.by_type(GCP)}
+    assert sorted((p.name, p.unmasked_inputs["project"]) for p in providers.values()) == [
+        ("gke-other-gcp", "acme-ml-other"),
+        ("gke-shared-gcp", "acme-ml-staging"),
+        ("gke-train-gcp", "acme-ml-dev"),
+    ]
+    gcp_resources = [r for r in res.resources if r.type.startswith("gcp:")]
+    assert len(gcp_resources) == 1 + 3  # the created cluster and its node pools
+    for r in gcp_resources:
+        assert providers[r.provider].name == "gke-train-gcp", r.name
+    # A zone gives the provider its zone and region; a region only the region.
+    assert res.one(GCP, "gke-shared-gcp").unmasked_inputs == {
+        "project": "acme-ml-staging",
+        "region": "us-central1",
+        "zone": "us-central1-a",
+    }
+    assert res.one(GCP, "gke-train-gcp").unmasked_inputs == {
+        "project": "acme-ml-dev",
+        "region": "us-central1",
+    }
+
+
+def test_impersonation_and_quota_project_reach_the_gcp_provider_and_the_exec_credential() -> None:
+    target = with_(CREATED, googleApi={"impersonateServiceAccount": SA, "quotaProject": "acme-billing"})
+    res = run(target)
+    assert res.one(GCP).unmasked_inputs == {
+        "project": "acme-ml-dev",
+        "region": "us-central1",
+        "impersonateServiceAccount": SA,
+        "billingProject": "acme-billing",
+        "userProjectOverride": "true",
+    }
+    exec_cfg = _kubeconfig(res, "gke-train-k8s")["users"][0]["user"]["exec"]
+    assert exec_cfg["command"] == "gke-gcloud-auth-plugin"
+    assert exec_cfg["env"] == [
+        {"name": "CLOUDSDK_AUTH_IMPERSONATE_SERVICE_ACCOUNT", "value": SA},
+        {"name": "CLOUDSDK_BILLING_QUOTA_PROJECT", "value": "acme-billing"},
+    ]
+
+
+def test_stack_level_settings_apply_and_a_target_overrides_them() -> None:
+    other = with_(ADOPTED, googleApi={"quotaProject": "shared-billing"})
+    res = run(CREATED, other, googleApi={"impersonateServiceAccount": SA, "quotaProject": "stack-billing"})
+    train, shared = (
+        res.one(GCP, "gke-train-gcp").unmasked_inputs,
+        res.one(GCP, "gke-shared-gcp").unmasked_inputs,
+    )
+    assert (train["impersonateServiceAccount"], train["billingProject"]) == (SA, "stack-billing")
+    assert (shared["impersonateServiceAccount"], shared["billingProject"]) == (SA, "shared-billing")

@@ -148,7 +148,7 @@ def test_shapes_and_enums_name_what_is_allowed():
 def test_unknown_key_lists_allowed_keys():
     (p,) = problems(target(nodeCount=3))
     assert p.startswith(
-        f"{T}.nodeCount: unknown key; allowed keys: deletionPolicy, displayName, googleApi, labels, "
+        f"{T}.nodeCount: unknown key; allowed keys: adopt, deletionPolicy, displayName, googleApi, labels, "
     )
 
 
