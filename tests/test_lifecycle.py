@@ -149,6 +149,6 @@ def test_previous_name_has_the_shape_of_a_name():
     with pytest.raises(ConfigError) as e:
         parse({f"{NS}:environment": "dev", f"{NS}:azureMl": [{**AML, "previousName": "Old_Name"}]})
     assert e.value.problems == [
-        f"{NS}:azureMl[0].previousName: must be 1-40 characters of lowercase letters, digits and '-', "
-        "starting with a letter and not ending with '-'"
+        f"{NS}:azureMl[0].previousName: 'Old_Name' is not allowed: must be 1-40 lowercase letters, digits and "
+        "'-', starting with a letter and not ending with '-'"
     ]

@@ -1,15 +1,21 @@
 """The real program with a stack transformation that records every resource's declared options.
 
-Run by `tools.import_file.run_with_options` under the offline plan's mock runtime; not a Pulumi program of
-its own.
+Run as a program (run_name `__main__`) by `tools.import_file.run_with_options` under the offline plan's mock
+runtime; importing it does nothing.
 """
 
 import runpy
 
 import pulumi
 
-from tools import import_file
-from tools.plan_runtime import ROOT
 
-pulumi.runtime.register_stack_transformation(import_file.record)
-runpy.run_path(str(ROOT / "__main__.py"), run_name="__main__")
+def main() -> None:
+    from tools import import_file
+    from tools.plan_runtime import ROOT
+
+    pulumi.runtime.register_stack_transformation(import_file.record)
+    runpy.run_path(str(ROOT / "__main__.py"), run_name="__main__")
+
+
+if __name__ == "__main__":
+    main()
