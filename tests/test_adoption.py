@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import copy
 import json
+import subprocess
+import sys
 from typing import Any
 
 import pytest
@@ -14,6 +16,7 @@ from components.config import ConfigError, parse
 from tests.fixtures.components import run_with_options, stack_config
 from tests.test_kubernetes_components import JAX_08_ARGS, KUBECONFIG, OCI, SEED_MANIFEST
 from tools import import_file
+from tools.plan_runtime import ROOT
 
 NS = "ml-diagnostics"
 SUB = "3f2b7c1e-8d4a-4b6e-9c0f-1a2b3c4d5e6f"
@@ -256,8 +259,34 @@ def test_staging_stack_adopts_a_manual_install_and_the_import_file_matches():
 
 def test_import_file_command(tmp_path, capsys):
     out = tmp_path / "import.json"
-    assert import_file.main(["staging", "-o", str(out)]) == 0
+    proc = subprocess.run(
+        [sys.executable, "-m", "tools.import_file", "staging", "-o", str(out)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr
     doc = json.loads(out.read_text())
-    assert set(doc) == {"nameTable", "resources"}
+    config, secrets = stack_config("staging")
+    assert doc == import_file.import_file(*run_with_options(config, secrets, stack="staging"))
+    names = {e["name"]: e for e in doc["resources"]}
+    assert names["k8s-onprem-gpu-mldiag-manual-injection-webhook"] == {
+        "type": "kubernetes:helm.sh/v3:Release",
+        "name": "k8s-onprem-gpu-mldiag-manual-injection-webhook",
+        "id": "gke-mldiagnostics/mldiagnostics-injection-webhook",
+        "parent": "k8s-onprem-gpu-mldiag-manual",
+        "provider": "k8s-onprem-gpu-provider",
+    }
+    assert names["k8s-onprem-gpu-mldiag-manual"] == {
+        "type": "mldiag:index:MlDiagnosticsManual",
+        "name": "k8s-onprem-gpu-mldiag-manual",
+        "component": True,
+        "parent": "k8s-onprem-gpu-mldiag",
+    }
+    assert doc["nameTable"]["k8s-onprem-gpu-provider"] == (
+        "urn:pulumi:staging::ml-diagnostics::mldiag:index:KubernetesCluster$pulumi:providers:kubernetes"
+        "::k8s-onprem-gpu-provider"
+    )
     assert import_file.main(["nope"]) == 1
     assert "does not exist" in capsys.readouterr().err

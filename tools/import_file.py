@@ -131,4 +131,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # Run through the importable module: the recording hook (options_program.py) imports it by name, and
+    # `python -m` would otherwise hold a second copy of `_SEEN` as `__main__`.
+    from tools import import_file as _module
+
+    sys.exit(_module.main())
