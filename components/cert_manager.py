@@ -15,6 +15,7 @@ import pulumi
 from pulumi_kubernetes.helm.v3 import Release, ReleaseArgs, RepositoryOptsArgs
 
 from components import compat, lifecycle
+from components.config_base import secret_inputs
 from components.targets.kubernetes import CertManagerSettings
 
 
@@ -50,7 +51,7 @@ class CertManager(pulumi.ComponentResource):
                 repository_opts=RepositoryOptsArgs(repo=settings.repository),
                 namespace=compat.CERT_MANAGER_NAMESPACE,
                 create_namespace=True,
-                values=cert_manager_values(settings),
+                values=secret_inputs(cert_manager_values(settings)),
                 timeout=compat.CERT_MANAGER_TIMEOUT_SECONDS,
             ),
             opts=pulumi.ResourceOptions(

@@ -7,16 +7,18 @@ Components never read config themselves. The base model and errors live in `conf
 
 from __future__ import annotations
 
-import json
 import typing
 from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
-from pydantic import BaseModel, SecretStr, ValidationError
+import pulumi
+from pydantic import BaseModel, ValidationError
 
+from components import config_checks, config_input
 from components.config_base import (
     NAMESPACE,
     PLACEHOLDER_SECRET,
+    PLAIN_SECRETS_OK,
     ConfigError,
     Issues,
     Model,
@@ -25,11 +27,13 @@ from components.config_base import (
     secret_inputs,
     secret_output,
 )
+from components.stack_file import Path_, StackFileError
 from components.targets.azure_ml import AzureMlTarget
 from components.targets.gke import GkeClusterTarget
 from components.targets.google_api import GoogleApiSettings
 from components.targets.kubernetes import KubernetesClusterTarget
 from components.targets.model_development import ModelDevelopmentClusterTarget
+from components.validators import quote
 
 __all__ = [
     "NAMESPACE",
@@ -67,6 +71,8 @@ TARGET_KINDS = ("gkeClusters", "kubernetesClusters", "azureMl", "modelDevelopmen
 def _fmt_loc(loc: Iterable[Any]) -> str:
     out = ""
     for part in loc:
+        if isinstance(part, str) and len(part) > 60:
+            part = part[:60] + "..."
         if isinstance(part, int):
             out += f"[{part}]"
         elif part == "[key]":
@@ -114,6 +120,22 @@ def _model_at(loc: tuple[Any, ...]) -> type[BaseModel] | None:
     return model if isinstance(model, type) and issubclass(model, BaseModel) else None
 
 
+_TYPE_MESSAGES = {
+    "int_type": "must be a whole number (not a string, boolean or decimal)",
+    "int_from_float": "must be a whole number (not a string, boolean or decimal)",
+    "float_type": "must be a number (not a string or boolean)",
+    "bool_type": "must be true or false (not a string or number)",
+    "string_type": "must be a string (quote numbers and booleans: '0.8', 'true')",
+    "list_type": "must be a list",
+    "dict_type": "must be a map of key: value",
+    "model_type": "must be a map of key: value",
+    "model_attributes_type": "must be a map of key: value",
+}
+SECRET_FIELDS_HINT = (
+    "kubeconfig, inference.sslCertPem, inference.sslKeyPem and free-form data (chart values, ...)"
+)
+
+
 def _describe(err: Mapping[str, Any]) -> list[tuple[str, str]]:
     loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function-")))
     path = _fmt_loc(loc)
@@ -121,33 +143,32 @@ def _describe(err: Mapping[str, Any]) -> list[tuple[str, str]]:
     ctx = err.get("ctx") or {}
     if typ == "value_error" and isinstance(ctx.get("error"), Issues):
         return [(_join(path, rel), msg) for rel, msg in ctx["error"].problems]
+    if isinstance(err.get("input"), Secret) and typ not in (
+        "value_error",
+        "extra_forbidden",
+        "assertion_error",
+    ):
+        return [(path, f"a `secure:` value is not allowed here; secrets go in {SECRET_FIELDS_HINT}")]
+    if typ == "plain_secret":
+        return [
+            (
+                path,
+                "holds a secret but was set in plain text; use "
+                f"`pulumi config set --secret --path '{NAMESPACE}:{path}' ...`",
+            )
+        ]
     if typ == "extra_forbidden":
         owner = _model_at(loc)
         allowed = f"; allowed keys: {', '.join(_allowed_keys(owner))}" if owner else ""
         return [(path, f"unknown key{allowed}")]
     if typ == "missing":
         return [(path, "required key is missing")]
-    msg = err["msg"]
+    msg = _TYPE_MESSAGES.get(typ) or err["msg"]
     if msg.startswith("Value error, "):
         msg = msg[len("Value error, ") :]
     if typ == "literal_error":
         msg = f"must be one of {ctx.get('expected')}"
     return [(path, msg)]
-
-
-def _secret_paths(value: Any, path: str) -> list[str]:
-    if isinstance(value, SecretStr):
-        return [path]
-    if isinstance(value, BaseModel):
-        out: list[str] = []
-        for name, field in type(value).model_fields.items():
-            out += _secret_paths(getattr(value, name), _join(path, field.alias or name))
-        return out
-    if isinstance(value, (list, tuple)):
-        return [p for i, v in enumerate(value) for p in _secret_paths(v, f"{path}[{i}]")]
-    if isinstance(value, dict):
-        return [p for k, v in value.items() for p in _secret_paths(v, _join(path, str(k)))]
-    return []
 
 
 def _unique_names(kind: str, targets: list[Any]) -> list[str]:
@@ -164,59 +185,51 @@ def _unique_names(kind: str, targets: list[Any]) -> list[str]:
     return problems
 
 
-def parse(raw: Mapping[str, Any], secret_keys: Iterable[str] = ()) -> StackConfig:
+MAX_PROBLEMS = 60
+
+
+def parse(
+    raw: Mapping[str, Any], secret_keys: Iterable[str] = (), secret_paths: set[Path_] | None = None
+) -> StackConfig:
     """Validates the raw config map (`"ml-diagnostics:azureMl"` -> value) and returns the typed config.
 
-    Values may be JSON strings (as the engine passes objects) or already-decoded values.
+    Values may be JSON strings (as the engine passes objects) or already-decoded values. `secret_paths`:
+    where the `secure:` leaves are (from the stack file), when the values carry no offline-plan placeholders.
     Raises ConfigError with every problem found.
     """
-    secret_keys = set(secret_keys)
-    problems: list[str] = []
-    data: dict[str, Any] = {}
-    for key, value in raw.items():
-        if not key.startswith(NAMESPACE + ":"):
-            continue
-        short = key[len(NAMESPACE) + 1 :]
-        if isinstance(value, str) and value[:1] in ("[", "{"):
-            try:
-                value = json.loads(value)
-            except json.JSONDecodeError as e:
-                problems.append(f"{key}: not valid JSON ({e.msg})")
-                continue
-        data[short] = value
-
+    data, problems = config_input.decode(raw)
     allowed = _allowed_keys(StackConfig)
     for short in sorted(set(data) - set(allowed)):
-        problems.append(f"{NAMESPACE}:{short}: unknown key; allowed keys: {', '.join(allowed)}")
+        problems.append(
+            f"{NAMESPACE}:{quote(short, 60)[1:-1]}: unknown key; allowed keys: {', '.join(allowed)}"
+        )
         data.pop(short)
-    if problems and not data:
-        raise ConfigError(problems)
-
+    data, wrapped_all = config_input.wrap_secrets(data, secret_keys, secret_paths)
     try:
-        cfg = StackConfig.model_validate(data)
+        cfg = StackConfig.model_validate(data, context={PLAIN_SECRETS_OK: wrapped_all})
     except ValidationError as e:
-        for err in e.errors():
+        for err in e.errors(include_url=False):
             for path, msg in _describe(err):
                 problems.append(f"{NAMESPACE}:{path}: {msg}")
-        raise ConfigError(sorted(dict.fromkeys(problems), key=_sort_key)) from None
-
+        _raise(problems)
     for kind in TARGET_KINDS:
         field = next(n for n, f in StackConfig.model_fields.items() if f.alias == kind)
         problems += _unique_names(kind, getattr(cfg, field))
-
-    # A value typed as a secret must come from a key the engine holds as a secret (`--secret`).
-    for name, field in StackConfig.model_fields.items():
-        key = f"{NAMESPACE}:{field.alias or name}"
-        if key in secret_keys:
-            continue
-        for p in _secret_paths(getattr(cfg, name), field.alias or name):
-            problems.append(
-                f"{NAMESPACE}:{p}: holds a secret but was set in plain text; "
-                f"use `pulumi config set --secret --path '{NAMESPACE}:{p}' ...`"
-            )
-    if problems:
-        raise ConfigError(sorted(dict.fromkeys(problems), key=_sort_key))
+    problems += [f"{NAMESPACE}:{p}" for p in config_checks.cross_target_problems(cfg)]
+    _raise(problems)
     return cfg
+
+
+def _raise(problems: list[str]) -> None:
+    if not problems:
+        return
+    problems = sorted(dict.fromkeys(problems), key=_sort_key)
+    if len(problems) > MAX_PROBLEMS:
+        problems = [
+            *problems[:MAX_PROBLEMS],
+            f"{NAMESPACE}: ... and {len(problems) - MAX_PROBLEMS} more problem(s)",
+        ]
+    raise ConfigError(problems)
 
 
 def _sort_key(problem: str) -> tuple[str, str]:
@@ -229,4 +242,10 @@ def load() -> StackConfig:
 
     raw = {**runtime_config.get_config_env(), **runtime_config.CONFIG.get()}
     secret = set(runtime_config.get_config_secret_keys_env()) | set(runtime_config._SECRET_KEYS.get())
-    return parse(raw, secret)
+    paths = None
+    if any(not config_input.has_placeholders(raw.get(k)) for k in secret if k.startswith(NAMESPACE + ":")):
+        try:
+            paths = config_input.engine_stack_file_paths(pulumi.get_stack())
+        except StackFileError as e:
+            raise ConfigError([str(e)]) from None
+    return parse(raw, secret, paths)

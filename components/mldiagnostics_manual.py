@@ -18,6 +18,7 @@ from pulumi_kubernetes.helm.v3 import Release, ReleaseArgs, RepositoryOptsArgs
 from pulumi_kubernetes.meta.v1 import ObjectMetaArgs
 
 from components import compat, lifecycle
+from components.config_base import secret_inputs
 from components.targets.kubernetes import ChartSettings, MlDiagnosticsManualSettings
 
 
@@ -102,7 +103,7 @@ class MlDiagnosticsManual(pulumi.ComponentResource):
                 repository_opts=RepositoryOptsArgs(repo=repo) if repo else None,
                 version=settings.injection_webhook.version or compat.INJECTION_WEBHOOK_DEFAULT_VERSION,
                 namespace=self.namespace.metadata.name,
-                values=dict(settings.injection_webhook.values),
+                values=secret_inputs(settings.injection_webhook.values),
             ),
             opts=pulumi.ResourceOptions(
                 parent=self,
@@ -123,7 +124,7 @@ class MlDiagnosticsManual(pulumi.ComponentResource):
                 repository_opts=RepositoryOptsArgs(repo=repo) if repo else None,
                 version=version,
                 namespace=self.namespace.metadata.name,
-                values=values,
+                values=secret_inputs(values),
             ),
             opts=pulumi.ResourceOptions(
                 parent=self,

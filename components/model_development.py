@@ -10,6 +10,7 @@ from __future__ import annotations
 import pulumi
 
 from components.config import GoogleApiSettings
+from components.config_base import secret_inputs
 from components.providers.model_development_cluster import ModelDevelopmentCluster as ClusterResource
 from components.providers.model_development_cluster import cluster_path
 from components.targets.model_development import ModelDevelopmentClusterTarget
@@ -27,7 +28,7 @@ class ModelDevelopmentCluster(pulumi.ComponentResource):
     ):
         super().__init__("mldiag:index:ModelDevelopmentCluster", name, None, opts)
         google_api = google_api or GoogleApiSettings()
-        props = target.spec()
+        props = secret_inputs(target.spec())
         if google_api.endpoints.get("aiplatform"):
             props["api_endpoint"] = google_api.endpoints["aiplatform"]
         if google_api.quota_project:

@@ -10,7 +10,6 @@ It is a review and CI tool; where the Pulumi CLI and credentials exist, `pulumi 
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import sys
 import time
@@ -18,54 +17,18 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from components.config import PLACEHOLDER_SECRET, ConfigError
+from components import stack_file
+from components.config import ConfigError
+from components.stack_file import StackFileError
 from tools import plan_render
 from tools.analyzer import PolicyConfigError, Violation, load_pack_config, run_policies
 from tools.plan_common import EXIT_ERROR, EXIT_MANDATORY, EXIT_OK, PROJECT, ROOT
 from tools.plan_runtime import PlanResult, RecordedResource, run_config
 
 
-class StackFileError(Exception):
-    """The stack file cannot be read as a Pulumi stack config file."""
-
-
 def read_stack_file(path: Path) -> tuple[dict[str, Any], list[str]]:
-    """Returns (config map with `secure:` values replaced by placeholders, keys that held a secret)."""
-    try:
-        doc = yaml.safe_load(path.read_text()) or {}
-    except FileNotFoundError:
-        raise StackFileError(f"stack file {path} does not exist") from None
-    except yaml.YAMLError as e:
-        raise StackFileError(f"{path}: not valid YAML: {e}") from None
-    if not isinstance(doc, dict):
-        raise StackFileError(f"{path}: must be a mapping with a 'config:' key")
-    raw = doc.get("config") or {}
-    if not isinstance(raw, dict):
-        raise StackFileError(f"{path}: 'config' must be a mapping of key -> value")
-    config: dict[str, Any] = {}
-    secret_keys: list[str] = []
-    for key, value in raw.items():
-        key = str(key)
-        full = key if ":" in key else f"{PROJECT}:{key}"
-        found: list[bool] = []
-        config[full] = _replace_secure(value, found)
-        if found:
-            secret_keys.append(full)
-    return config, secret_keys
-
-
-def _replace_secure(value: Any, found: list[bool]) -> Any:
-    if isinstance(value, dict):
-        if set(value) == {"secure"}:
-            found.append(True)
-            digest = hashlib.sha256(str(value["secure"]).encode()).hexdigest()[:12]
-            return f"{PLACEHOLDER_SECRET}:{digest}"
-        return {k: _replace_secure(v, found) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_replace_secure(v, found) for v in value]
-    return value
+    """(config map with `secure:` values replaced by placeholders, keys holding a secret): the hardened reader."""
+    return stack_file.offline_config(path, PROJECT)
 
 
 def critical_path(resources: list[RecordedResource]) -> dict[str, Any]:

@@ -44,7 +44,7 @@ from typing import Literal
 from pydantic import Field, SecretStr, field_validator, model_validator
 
 from components import validators
-from components.config_base import Model, TargetBase, is_placeholder, raise_issues
+from components.config_base import Model, SecretText, TargetBase, is_placeholder, raise_issues
 
 ROUTER_SERVICE_TYPES = ("LoadBalancer", "NodePort", "ClusterIP")
 _ROUTER_BY_LOWER = {t.lower(): t for t in ROUTER_SERVICE_TYPES}
@@ -64,7 +64,28 @@ _DNS_NAME = re.compile(
     r"(\*\.)?([A-Za-z0-9]([-A-Za-z0-9]{0,61}[A-Za-z0-9])?\.)*[A-Za-z0-9]([-A-Za-z0-9]{0,61}[A-Za-z0-9])?"
 )
 
-_PEM_BLOCK = re.compile(r"-----BEGIN ([A-Z0-9 ]+)-----\s+[A-Za-z0-9+/=:,\-\s]+?-----END \1-----")
+_PEM_LABEL = re.compile(r"[A-Z0-9 ]{1,40}")
+_PEM_BODY = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=:,- \t\r\n")
+
+
+def _pem_labels(text: str) -> list[str]:
+    """Labels of the complete PEM blocks in `text`: one left-to-right scan with str.find (linear; a regex
+    with a lazy body and a backreference was quadratic on a header followed by many spaces)."""
+    labels, pos = [], 0
+    while (start := text.find("-----BEGIN ", pos)) != -1:
+        head_end = text.find("-----", start + 11)
+        if head_end == -1:
+            break
+        label = text[start + 11 : head_end]
+        end_marker = f"-----END {label}-----"
+        end = text.find(end_marker, head_end + 5)
+        body = text[head_end + 5 : end] if end != -1 else ""
+        if end != -1 and _PEM_LABEL.fullmatch(label) and body.strip() and set(body) <= _PEM_BODY:
+            labels.append(label)
+            pos = end + len(end_marker)
+        else:
+            pos = head_end + 5
+    return labels
 
 
 def _pem_problem(value: SecretStr | None, want: str) -> str | None:
@@ -82,7 +103,7 @@ def _pem_problem(value: SecretStr | None, want: str) -> str | None:
             "passphrase-protected (ENCRYPTED) PEM is not supported by the Azure ML extension; "
             "provide the unencrypted PEM (e.g. `openssl pkey -in key.pem -out plain.pem`)"
         )
-    labels = [m.group(1) for m in _PEM_BLOCK.finditer(text)]
+    labels = _pem_labels(text)
     if want == "certificate" and "CERTIFICATE" not in labels:
         return (
             "must be PEM text with a '-----BEGIN CERTIFICATE-----' block (the certificate itself, not a path)"
@@ -185,9 +206,9 @@ class InferenceSettings(Model):
     """CNAME of the HTTPS inference endpoint; required unless insecure."""
     ssl_secret: str | None = None
     """Name of a Kubernetes secret in the `azureml` namespace holding cert.pem and key.pem."""
-    ssl_cert_pem: SecretStr | None = None
+    ssl_cert_pem: SecretText | None = None
     """PEM text (not a path), set with `pulumi config set --secret --path`."""
-    ssl_key_pem: SecretStr | None = None
+    ssl_key_pem: SecretText | None = None
     """PEM private key text (unencrypted), set with --secret."""
     router_ha: bool | None = Field(default=None, alias="routerHA")
     """3 router replicas; unset: derived from nodeCount like the CLI."""

@@ -26,10 +26,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from pydantic import SecretStr, field_validator, model_validator
+from pydantic import field_validator, model_validator
 
 from components import compat, validators
-from components.config_base import Model, TargetBase, raise_issues
+from components.config_base import Model, SecretText, TargetBase, raise_issues
 from components.targets.verify_rbac import VerifyRbacSettings
 
 _GSA = re.compile(r"[a-z][a-z0-9-]{4,28}[a-z0-9]@[a-z][a-z0-9-]{4,28}[a-z0-9]\.iam\.gserviceaccount\.com")
@@ -321,7 +321,7 @@ def manual_install_issues(settings: InClusterSettings) -> list[tuple[str, str]]:
 class KubernetesClusterTarget(TargetBase, InClusterSettings):
     """A self-managed cluster reached by a kubeconfig (secret) and/or a context name. Always manual."""
 
-    kubeconfig: SecretStr | None = None
+    kubeconfig: SecretText | None = None
     """Kubeconfig text, set with --secret; or use `context` with the ambient kubeconfig."""
     context: str | None = None
     """Kubeconfig context to use."""
