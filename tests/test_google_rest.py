@@ -22,15 +22,9 @@ CLUSTER = "projects/p/locations/us-central1/modelDevelopmentClusters/c1"
 
 
 @pytest.fixture()
-def clock() -> SimulatedClock:
-    return SimulatedClock()
-
-
-@pytest.fixture()
-def api(clock: SimulatedClock):
-    with FakeVertexApi(clock, operation_seconds=30) as fake:
-        fake.put_cluster(CLUSTER, {"displayName": "c1"})
-        yield fake
+def api(api: FakeVertexApi) -> FakeVertexApi:
+    api.put_cluster(CLUSTER, {"displayName": "c1"})
+    return api
 
 
 def client(api: FakeVertexApi, clock: SimulatedClock, **kw: Any) -> GoogleRestClient:

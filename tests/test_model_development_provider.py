@@ -14,12 +14,11 @@ import pulumi
 import pytest
 from pulumi.dynamic.dynamic import serialize_provider
 
-from components.providers import model_development_cluster as mdc
+from components.providers.mdc.spec import UNKNOWN, UPDATE_MASK_PATHS, normalize
+from components.providers.mdc.update_plan import plan_update
 from components.providers.model_development_cluster import (
     ModelDevelopmentClusterError,
     ModelDevelopmentClusterProvider,
-    normalize,
-    plan_update,
 )
 from tests.fakes.vertex_api import DEFAULT_IMAGE, FakeVertexApi, SimulatedClock
 
@@ -51,17 +50,6 @@ def rest_pool(pid: str, lo: int = 0, hi: int = 2, **extra: Any) -> dict[str, Any
         "bootDisk": {"bootDiskType": "pd-standard", "bootDiskSizeGb": 120},
         **extra,
     }
-
-
-@pytest.fixture()
-def clock() -> SimulatedClock:
-    return SimulatedClock()
-
-
-@pytest.fixture()
-def api(clock: SimulatedClock):
-    with FakeVertexApi(clock, operation_seconds=30) as fake:
-        yield fake
 
 
 @pytest.fixture()
@@ -353,7 +341,7 @@ def test_replacement_refused_under_prevent(provider, api, spec):
 def test_unknown_inputs_during_preview_report_a_change(provider, api, spec):
     outs = create(provider, api, spec)
     new = copy.deepcopy(spec)
-    new["network"]["subnetwork"] = mdc.UNKNOWN
+    new["network"]["subnetwork"] = UNKNOWN
     d = provider.diff(NAME, outs, new)
     assert d.changes is True and d.replaces == ["network"]
 
@@ -612,12 +600,12 @@ def test_patch_is_retried_on_429(provider, api, spec):
     outs = create(provider, api, spec)
     api.inject("PATCH", "mdc1", 429)
     new = copy.deepcopy(spec)
-    new["display_name"] = "renamed"
+    new["labels"] = {"team": "ml"}
     provider.update(NAME, outs, new)
     patches = [r for r in api.api_requests() if r.method == "PATCH"]
     assert len(patches) == 2
-    assert patches[1].query == {"updateMask": "display_name", "updateMode": "USER_AND_SERVICE"}
-    assert patches[1].body == {"displayName": "renamed"}
+    assert patches[1].query == {"updateMask": "labels", "updateMode": "USER_AND_SERVICE"}
+    assert patches[1].body == {"labels": {"team": "ml"}}
 
 
 def test_failed_update_operation_is_reported(provider, api, spec):
@@ -728,7 +716,6 @@ def test_provider_pickles_with_no_secret_and_round_trips(api, spec, monkeypatch)
 # -- the mask is never empty when an API field changed ------------------------------------------------------
 
 MUTATIONS = {
-    "display_name": lambda s: s.update(display_name="other"),
     "labels": lambda s: s.update(labels={"a": "b"}),
     "pool_count": lambda s: s["node_pools"][0]["scaling_spec"].update(max_node_count=7),
     "pool_added": lambda s: s["node_pools"].append(pool("extra")),
@@ -746,7 +733,7 @@ MUTATIONS = {
         node_sets=[{"node_pool_id": "cpu", "config": {"Weight": "1"}}]
     ),
 }
-ALLOWED_MASK = {"display_name", "labels", "node_pools", *(SLURM + f for f in mdc.SLURM_MASK_FIELDS)}
+ALLOWED_MASK = set(UPDATE_MASK_PATHS)
 
 
 @pytest.mark.parametrize("n", range(1, 4))

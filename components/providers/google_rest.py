@@ -23,31 +23,19 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import requests
+from google.rpc import code_pb2
 
 CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
 RETRYABLE_STATUS = frozenset({429, 500, 502, 503})
 IDEMPOTENT_METHODS = frozenset({"GET", "HEAD", "PUT", "DELETE", "OPTIONS"})
 
-# google.rpc.Code numbers -> names (operation errors carry the number only).
-RPC_CODES = {
-    0: "OK",
-    1: "CANCELLED",
-    2: "UNKNOWN",
-    3: "INVALID_ARGUMENT",
-    4: "DEADLINE_EXCEEDED",
-    5: "NOT_FOUND",
-    6: "ALREADY_EXISTS",
-    7: "PERMISSION_DENIED",
-    8: "RESOURCE_EXHAUSTED",
-    9: "FAILED_PRECONDITION",
-    10: "ABORTED",
-    11: "OUT_OF_RANGE",
-    12: "UNIMPLEMENTED",
-    13: "INTERNAL",
-    14: "UNAVAILABLE",
-    15: "DATA_LOSS",
-    16: "UNAUTHENTICATED",
-}
+
+def rpc_status_name(code: int) -> str:
+    """google.rpc.Code number -> name (operation errors carry the number only); "" if unknown."""
+    try:
+        return code_pb2.Code.Name(code)
+    except ValueError:
+        return ""
 
 
 class GoogleApiError(Exception):
@@ -92,7 +80,7 @@ class OperationFailed(GoogleApiError):
     def __init__(self, resource: str, operation: str, code: int | str | None, message: str):
         self.operation = operation
         self.code = code
-        status = RPC_CODES.get(code, "") if isinstance(code, int) else str(code or "")
+        status = rpc_status_name(code) if isinstance(code, int) else str(code or "")
         label = f"code {code}" if isinstance(code, int) else ""
         super().__init__(
             resource,
