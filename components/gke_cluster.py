@@ -245,8 +245,7 @@ class GkeCluster(pulumi.ComponentResource):
                 cluster=t.gke_name,
                 enabled=managed,
                 cluster_version=t.current_version or "",
-                api_endpoint=google_api.endpoints.get("container"),
-                quota_project=google_api.quota_project,
+                google_api=google_api.for_target(t.google_api).rest_inputs("container"),
                 # A dynamic resource: its REST client takes the account settings as inputs, not a gcp provider.
                 opts=pulumi.ResourceOptions(parent=self),
             )

@@ -28,11 +28,11 @@ class ModelDevelopmentCluster(pulumi.ComponentResource):
     ):
         super().__init__("mldiag:index:ModelDevelopmentCluster", name, None, opts)
         google_api = google_api or GoogleApiSettings()
-        props = secret_inputs(target.spec())
-        if google_api.endpoints.get("aiplatform"):
-            props["api_endpoint"] = google_api.endpoints["aiplatform"]
-        if google_api.quota_project:
-            props["quota_project"] = google_api.quota_project
+        # endpoint, quota project, impersonation, emulator mode, retry: the target's googleApi over the stack's
+        props = {
+            **secret_inputs(target.spec()),
+            **google_api.for_target(target.google_api).rest_inputs("aiplatform"),
+        }
         # PREVENT also guards the cluster against `pulumi destroy` at the engine level.
         protect = target.deletion_policy == "PREVENT"
         # ABANDON is Pulumi's retainOnDelete (the provider's delete also leaves an ABANDON cluster alone).

@@ -42,10 +42,8 @@ def fake() -> Iterator[FakeGkeApi]:
 
 
 @pytest.fixture(autouse=True)
-def clock(monkeypatch: pytest.MonkeyPatch) -> SimClock:
-    c = SimClock()
-    monkeypatch.setattr(gmd, "CLOCK", c)
-    return c
+def clock() -> SimClock:
+    return SimClock()
 
 
 def props(fake: FakeGkeApi, **over: object) -> dict[str, object]:
@@ -56,14 +54,19 @@ def props(fake: FakeGkeApi, **over: object) -> dict[str, object]:
         "enabled": True,
         "clusterVersion": "1.35.1-gke.1396000",
         "apiEndpoint": fake.url,
+        "emulator": True,
     }
     return base | over
 
 
-provider = gmd.ManagedMlDiagnosticsProvider(anonymous=True)
+@pytest.fixture
+def provider(clock: SimClock) -> gmd.ManagedMlDiagnosticsProvider:
+    return gmd.ManagedMlDiagnosticsProvider(clock=clock)
 
 
-def test_create_enables_and_waits_for_the_operation(fake: FakeGkeApi, clock: SimClock) -> None:
+def test_create_enables_and_waits_for_the_operation(
+    provider: gmd.ManagedMlDiagnosticsProvider, fake: FakeGkeApi, clock: SimClock
+) -> None:
     fake.operation_polls = 2  # RUNNING twice, then DONE
     result = provider.create(props(fake))
 
@@ -86,6 +89,7 @@ def test_create_enables_and_waits_for_the_operation(fake: FakeGkeApi, clock: Sim
         "enabled": True,
         "clusterVersion": "1.35.1-gke.1396000",
         "apiEndpoint": fake.url,
+        "emulator": True,
         "previousEnabled": False,
         "liveVersion": "1.35.1-gke.1396000",
         "lastOperation": "operation-0001",
@@ -94,7 +98,9 @@ def test_create_enables_and_waits_for_the_operation(fake: FakeGkeApi, clock: Sim
     assert len(clock.sleeps) == 3  # one backoff before each poll
 
 
-def test_create_when_already_in_the_wanted_state_sends_no_update(fake: FakeGkeApi) -> None:
+def test_create_when_already_in_the_wanted_state_sends_no_update(
+    provider: gmd.ManagedMlDiagnosticsProvider, fake: FakeGkeApi
+) -> None:
     fake.add_cluster(P, L, C, version="1.35.1-gke.1396000", managed=True)
     result = provider.create(props(fake))
     assert fake.calls() == [("GET", CLUSTER)]
@@ -102,12 +108,14 @@ def test_create_when_already_in_the_wanted_state_sends_no_update(fake: FakeGkeAp
     assert result.outs["lastOperation"] == ""
 
 
-def test_quota_project_header(fake: FakeGkeApi) -> None:
+def test_quota_project_header(provider: gmd.ManagedMlDiagnosticsProvider, fake: FakeGkeApi) -> None:
     provider.create(props(fake, quotaProject="billing-proj"))
     assert {r.headers.get("x-goog-user-project") for r in fake.requests} == {"billing-proj"}
 
 
-def test_absent_config_block_counts_as_disabled_and_delete_restores_it(fake: FakeGkeApi) -> None:
+def test_absent_config_block_counts_as_disabled_and_delete_restores_it(
+    provider: gmd.ManagedMlDiagnosticsProvider, fake: FakeGkeApi
+) -> None:
     fake.add_cluster(P, L, C, version="1.35.1-gke.1396000", managed=None)
     outs = provider.create(props(fake)).outs
     assert outs["previousEnabled"] is False
@@ -122,7 +130,9 @@ def test_absent_config_block_counts_as_disabled_and_delete_restores_it(fake: Fak
     assert fake.managed(P, L, C) is False
 
 
-def test_delete_keeps_a_flag_that_was_on_before_the_program(fake: FakeGkeApi) -> None:
+def test_delete_keeps_a_flag_that_was_on_before_the_program(
+    provider: gmd.ManagedMlDiagnosticsProvider, fake: FakeGkeApi
+) -> None:
     fake.add_cluster(P, L, C, version="1.35.1-gke.1396000", managed=True)
     outs = provider.create(props(fake, enabled=False)).outs
     assert outs["previousEnabled"] is True
@@ -135,7 +145,9 @@ def test_delete_keeps_a_flag_that_was_on_before_the_program(fake: FakeGkeApi) ->
     assert fake.managed(P, L, C) is True
 
 
-def test_update_flips_the_flag_and_keeps_the_recorded_previous_value(fake: FakeGkeApi) -> None:
+def test_update_flips_the_flag_and_keeps_the_recorded_previous_value(
+    provider: gmd.ManagedMlDiagnosticsProvider, fake: FakeGkeApi
+) -> None:
     olds = provider.create(props(fake)).outs
     fake.requests.clear()
     outs = provider.update("id", olds, props(fake, enabled=False)).outs
@@ -153,7 +165,9 @@ def test_update_flips_the_flag_and_keeps_the_recorded_previous_value(fake: FakeG
     assert outs["lastOperation"] == "operation-0002"
 
 
-def test_failed_operation_reports_code_and_message(fake: FakeGkeApi) -> None:
+def test_failed_operation_reports_code_and_message(
+    provider: gmd.ManagedMlDiagnosticsProvider, fake: FakeGkeApi
+) -> None:
     fake.operation_error = {"code": 9, "message": "Managed ML Diagnostics is not available in this location."}
     with pytest.raises(OperationFailed) as e:
         provider.create(props(fake))
@@ -165,7 +179,9 @@ def test_failed_operation_reports_code_and_message(fake: FakeGkeApi) -> None:
     assert fake.managed(P, L, C) is False
 
 
-def test_429_then_success(fake: FakeGkeApi, clock: SimClock) -> None:
+def test_429_then_success(
+    provider: gmd.ManagedMlDiagnosticsProvider, fake: FakeGkeApi, clock: SimClock
+) -> None:
     fake.fail_next("PUT", "/clusters/", 429, "Quota exceeded for quota metric 'Write requests'", times=2)
     provider.create(props(fake))
     assert [m for m, _ in fake.calls()] == ["GET", "PUT", "PUT", "PUT", "GET", "GET"]
@@ -175,7 +191,7 @@ def test_429_then_success(fake: FakeGkeApi, clock: SimClock) -> None:
     assert fake.managed(P, L, C) is True
 
 
-def test_404_cluster_on_create(fake: FakeGkeApi) -> None:
+def test_404_cluster_on_create(provider: gmd.ManagedMlDiagnosticsProvider, fake: FakeGkeApi) -> None:
     with pytest.raises(gmd.ClusterNotFound) as e:
         provider.create(props(fake, cluster="nope"))
     assert str(e.value) == (
@@ -186,14 +202,16 @@ def test_404_cluster_on_create(fake: FakeGkeApi) -> None:
     assert fake.calls() == [("GET", f"/v1/projects/{P}/locations/{L}/clusters/nope")]
 
 
-def test_404_on_read_means_gone_and_on_delete_means_done(fake: FakeGkeApi) -> None:
+def test_404_on_read_means_gone_and_on_delete_means_done(
+    provider: gmd.ManagedMlDiagnosticsProvider, fake: FakeGkeApi
+) -> None:
     gone = props(fake, cluster="nope", previousEnabled=False)
     assert provider.read("id", gone).id == ""
     provider.delete("id", gone)
     assert fake.calls("PUT") == []
 
 
-def test_read_reports_drift(fake: FakeGkeApi) -> None:
+def test_read_reports_drift(provider: gmd.ManagedMlDiagnosticsProvider, fake: FakeGkeApi) -> None:
     outs = provider.create(props(fake)).outs
     fake.clusters[(P, L, C)]["managedMachineLearningDiagnosticsConfig"] = {"enabled": False}
     read = provider.read("x", outs)
@@ -202,7 +220,9 @@ def test_read_reports_drift(fake: FakeGkeApi) -> None:
     assert provider.diff("x", read.outs, props(fake)).changes is True
 
 
-def test_permission_denied_is_not_retried(fake: FakeGkeApi) -> None:
+def test_permission_denied_is_not_retried(
+    provider: gmd.ManagedMlDiagnosticsProvider, fake: FakeGkeApi
+) -> None:
     fake.fail_next("PUT", "/clusters/", 403, "Required 'container.clusters.update' permission")
     with pytest.raises(GoogleApiError) as e:
         provider.create(props(fake))
@@ -213,7 +233,9 @@ def test_permission_denied_is_not_retried(fake: FakeGkeApi) -> None:
     assert fake.calls("PUT") == [("PUT", CLUSTER)]
 
 
-def test_busy_cluster_waits_for_the_running_operation_then_retries(fake: FakeGkeApi) -> None:
+def test_busy_cluster_waits_for_the_running_operation_then_retries(
+    provider: gmd.ManagedMlDiagnosticsProvider, fake: FakeGkeApi
+) -> None:
     fake.fail_next(
         "PUT",
         "/clusters/",
@@ -235,7 +257,7 @@ def test_busy_cluster_waits_for_the_running_operation_then_retries(fake: FakeGke
     assert running.done
 
 
-def test_check_refuses_managed_on_an_old_declared_version() -> None:
+def test_check_refuses_managed_on_an_old_declared_version(provider: gmd.ManagedMlDiagnosticsProvider) -> None:
     res = provider.check(
         {}, {"project": P, "location": L, "cluster": C, "enabled": True, "clusterVersion": "1.34.1-gke.100"}
     )
@@ -252,7 +274,9 @@ def test_check_refuses_managed_on_an_old_declared_version() -> None:
     assert isinstance(CheckFailure("a", "b"), CheckFailure)
 
 
-def test_create_refuses_enabling_on_a_live_cluster_below_the_threshold(fake: FakeGkeApi) -> None:
+def test_create_refuses_enabling_on_a_live_cluster_below_the_threshold(
+    provider: gmd.ManagedMlDiagnosticsProvider, fake: FakeGkeApi
+) -> None:
     fake.add_cluster(P, L, C, version="1.34.3-gke.1000", managed=False)
     with pytest.raises(ValueError) as e:
         provider.create(props(fake))
@@ -263,7 +287,9 @@ def test_create_refuses_enabling_on_a_live_cluster_below_the_threshold(fake: Fak
     assert fake.calls("PUT") == []
 
 
-def test_diff_flip_is_an_update_and_identity_change_a_replace() -> None:
+def test_diff_flip_is_an_update_and_identity_change_a_replace(
+    provider: gmd.ManagedMlDiagnosticsProvider,
+) -> None:
     olds = {"project": P, "location": L, "cluster": C, "enabled": True, "clusterVersion": "1.35.1-gke.1"}
     same = provider.diff("id", olds, dict(olds))
     assert (same.changes, same.replaces) == (False, [])
@@ -277,8 +303,8 @@ def test_provider_pickles_small_and_without_sessions() -> None:
     import pickle
 
     p = gmd.ManagedMlDiagnosticsProvider()
-    assert vars(p) == {"anonymous": False}
-    assert pickle.loads(pickle.dumps(p)).anonymous is False
+    assert vars(p) == {"clock": None}
+    assert vars(pickle.loads(pickle.dumps(p))) == {"clock": None}
 
 
 def test_provider_as_pickled_into_state_works_in_a_fresh_process(fake: FakeGkeApi) -> None:
@@ -290,7 +316,7 @@ def test_provider_as_pickled_into_state_works_in_a_fresh_process(fake: FakeGkeAp
 
     from pulumi.dynamic.dynamic import serialize_provider
 
-    blob = serialize_provider(gmd.ManagedMlDiagnosticsProvider(anonymous=True))
+    blob = serialize_provider(gmd.ManagedMlDiagnosticsProvider())
     script = (
         "import base64, json, sys, dill\n"
         "p = dill.loads(base64.b64decode(sys.argv[1]))\n"
@@ -310,3 +336,44 @@ def test_provider_as_pickled_into_state_works_in_a_fresh_process(fake: FakeGkeAp
     assert outs["previousEnabled"] is False and outs["lastOperation"] == "operation-0001"
     assert len(base64.b64decode(blob)) < 300  # by reference: no code or session inside
     assert fake.managed(P, L, C) is True
+
+
+# --- import (adopting a cluster whose flag was set with gcloud) ------------------------------------------
+
+ID = f"projects/{P}/locations/{L}/clusters/{C}"
+
+
+def engine_inputs(fake: FakeGkeApi, **over: object) -> dict[str, object]:
+    """What the engine passes to read on an import: the program's inputs, outputs still unset."""
+    return props(fake, **over) | {"quotaProject": None, "previousEnabled": None, "liveVersion": None}
+
+
+def test_import_of_a_cluster_already_managed_shows_no_diff(
+    provider: gmd.ManagedMlDiagnosticsProvider, fake: FakeGkeApi
+) -> None:
+    fake.clusters[(P, L, C)]["managedMachineLearningDiagnosticsConfig"] = {"enabled": True}
+    inputs = engine_inputs(fake)
+    read = provider.read(ID, inputs)
+    assert read.id == ID
+    assert read.inputs == {k: v for k, v in inputs.items() if v is not None}
+    assert (read.outs["previousEnabled"], read.outs["liveVersion"]) == (True, "1.35.1-gke.1396000")
+    d = provider.diff(ID, read.outs, inputs)
+    assert (d.changes, d.replaces) == (False, [])
+    assert fake.calls() == [("GET", CLUSTER)]
+
+
+def test_import_of_a_cluster_with_the_flag_off_shows_exactly_enabled(
+    provider: gmd.ManagedMlDiagnosticsProvider, fake: FakeGkeApi
+) -> None:
+    inputs = engine_inputs(fake)
+    read = provider.read(ID, inputs)
+    assert {k for k in read.inputs if read.inputs[k] != inputs.get(k)} == {"enabled"}
+    assert read.outs["previousEnabled"] is False  # delete will put it back off
+    d = provider.diff(ID, read.outs, inputs)
+    assert (d.changes, d.replaces) == (True, [])
+
+
+def test_import_by_id_alone(provider: gmd.ManagedMlDiagnosticsProvider, fake: FakeGkeApi) -> None:
+    read = provider.read(ID, {"apiEndpoint": fake.url, "emulator": True})
+    assert (read.inputs["project"], read.inputs["location"], read.inputs["cluster"]) == (P, L, C)
+    assert (read.inputs["enabled"], read.inputs["clusterVersion"]) == (False, "1.35.1-gke.1396000")

@@ -15,10 +15,12 @@ from components.providers.google_rest import (
     GoogleRestClient,
     OperationFailed,
     OperationTimeout,
+    RetryPolicy,
 )
-from tests.fakes.vertex_api import FakeVertexApi, SimulatedClock
+from tests.fakes.vertex_api import FakeAuth, FakeVertexApi, SimulatedClock
 
 CLUSTER = "projects/p/locations/us-central1/modelDevelopmentClusters/c1"
+SA = "deployer@acme-ml.iam.gserviceaccount.com"
 
 
 @pytest.fixture()
@@ -28,21 +30,31 @@ def api(api: FakeVertexApi) -> FakeVertexApi:
 
 
 def client(api: FakeVertexApi, clock: SimulatedClock, **kw: Any) -> GoogleRestClient:
-    return GoogleRestClient(
-        f"{api.endpoint}/v1beta1", anonymous=True, custom_endpoint=True, clock=clock, **kw
+    kw.setdefault("emulator", True)
+    return GoogleRestClient(f"{api.endpoint}/v1beta1", clock=clock, **kw)
+
+
+@pytest.mark.parametrize(
+    "url", ["https://us-central1-aiplatform.googleapis.com/v1beta1", "http://10.1.2.3:80/v1"]
+)
+def test_emulator_mode_only_on_the_loopback(url):
+    host = url.split("/")[2]
+    with pytest.raises(ValueError) as e:
+        GoogleRestClient(url, emulator=True)
+    assert str(e.value) == (
+        "emulator mode sends no credentials, so only loopback endpoints (127.0.0.1, localhost, ::1) are "
+        f"allowed; {host!r} is not one"
     )
+    with pytest.raises(ValueError, match="emulator mode uses no credentials"):
+        GoogleRestClient("http://127.0.0.1:1/v1", emulator=True, impersonate_service_account=SA)
 
 
-def test_anonymous_requires_a_custom_endpoint():
-    with pytest.raises(ValueError, match="only allowed against a custom endpoint"):
-        GoogleRestClient("https://us-central1-aiplatform.googleapis.com/v1beta1", anonymous=True)
-
-
-def test_get_sends_quota_project_and_user_agent(api, clock):
+def test_emulator_mode_sends_no_credentials_and_the_quota_project(api, clock):
     got = client(api, clock, quota_project="billing-proj").request("GET", CLUSTER)
     assert got["displayName"] == "c1"
     (req,) = api.requests
     assert (req.method, req.path) == ("GET", f"/v1beta1/{CLUSTER}")
+    assert "authorization" not in req.headers
     assert req.headers["x-goog-user-project"] == "billing-proj"
     assert req.headers["user-agent"] == "ml-diagnostics/1.0"
 
@@ -52,7 +64,52 @@ def test_no_quota_header_when_not_configured(api, clock):
     assert "x-goog-user-project" not in api.requests[0].headers
 
 
-@pytest.mark.parametrize("status", [429, 500, 502, 503])
+def test_adc_credentials_reach_the_api(api, clock, monkeypatch, tmp_path):
+    api.auth = FakeAuth()
+    monkeypatch.setenv(
+        "GOOGLE_APPLICATION_CREDENTIALS", api.auth.adc_file(api.endpoint, tmp_path / "adc.json")
+    )
+    c = client(api, clock, emulator=False, quota_project="billing")
+    assert c._session is None  # created lazily
+    assert c.request("GET", CLUSTER)["name"] == CLUSTER
+    token, get = api.requests
+    assert token.path == "/token" and api.auth.token_requests[0]["grant_type"] == [
+        "urn:ietf:params:oauth:grant-type:jwt-bearer"
+    ]
+    assert get.headers["authorization"] == f"Bearer {FakeAuth.SOURCE_TOKEN}"
+    assert get.headers["x-goog-user-project"] == "billing"
+
+
+def test_impersonated_credentials_reach_the_api(api, clock, monkeypatch, tmp_path):
+    api.auth = FakeAuth(service_account=SA)
+    monkeypatch.setenv(
+        "GOOGLE_APPLICATION_CREDENTIALS", api.auth.adc_file(api.endpoint, tmp_path / "adc.json")
+    )
+    c = client(api, clock, emulator=False, impersonate_service_account=SA, iam_endpoint=api.endpoint)
+    c.request("GET", CLUSTER)
+    assert [r.path for r in api.requests] == [
+        "/token",
+        f"/v1/projects/-/serviceAccounts/{SA}:generateAccessToken",
+        f"/v1beta1/{CLUSTER}",
+    ]
+    ((sa, body, headers),) = api.auth.iam_requests
+    assert sa == SA and headers["authorization"] == f"Bearer {FakeAuth.SOURCE_TOKEN}"
+    assert body["scope"] == [google_rest.CLOUD_PLATFORM_SCOPE]
+    assert api.requests[-1].headers["authorization"] == f"Bearer {FakeAuth.IMPERSONATED_TOKEN}"
+
+
+def test_impersonation_refused_by_iam_is_an_error_naming_it(api, clock, monkeypatch, tmp_path):
+    api.auth = FakeAuth(service_account="someone-else@p.iam.gserviceaccount.com")
+    monkeypatch.setenv(
+        "GOOGLE_APPLICATION_CREDENTIALS", api.auth.adc_file(api.endpoint, tmp_path / "adc.json")
+    )
+    c = client(api, clock, emulator=False, impersonate_service_account=SA, iam_endpoint=api.endpoint)
+    with pytest.raises(Exception, match="Unable to acquire impersonated credentials"):
+        c.request("GET", CLUSTER)
+    assert f"/v1beta1/{CLUSTER}" not in [r.path for r in api.requests]
+
+
+@pytest.mark.parametrize("status", [408, 429, 500, 502, 503, 504])
 def test_idempotent_call_retries_with_exponential_backoff(api, clock, status):
     api.inject("GET", CLUSTER, status, times=2)
     assert client(api, clock).request("GET", CLUSTER)["name"] == CLUSTER
@@ -61,35 +118,37 @@ def test_idempotent_call_retries_with_exponential_backoff(api, clock, status):
     assert clock.sleeps == [0.75, 1.5]
 
 
+def test_retry_settings_shape_the_backoff(api, clock):
+    api.inject("GET", CLUSTER, 503, times=3)
+    retry = RetryPolicy.from_inputs(
+        {"deadline_minutes": 1, "initial_delay_seconds": 2, "max_delay_seconds": 5, "multiplier": 3}
+    )
+    client(api, clock, retry=retry).request("GET", CLUSTER)
+    assert clock.sleeps == [1.5, 3.75, 3.75]  # 2, 6 -> 5, 5 s, less 25 % jitter
+
+
 def test_dropped_connection_is_retried_for_get(api, clock):
     api.inject("GET", CLUSTER, None)
     assert client(api, clock).request("GET", CLUSTER)["name"] == CLUSTER
     assert [r.method for r in api.requests] == ["GET", "GET"]
 
 
-def test_retry_after_header_is_honoured(clock):
-    class Resp:
-        def __init__(self, status: int, body: dict[str, Any], headers: dict[str, str] | None = None):
-            self.status_code, self.headers, self.reason = status, headers or {}, ""
-            self.content = json.dumps(body).encode()
-            self.text = self.content.decode()
-
-        def json(self) -> Any:
-            return json.loads(self.content)
-
-    class Session:
-        def __init__(self):
-            self.answers = [
-                Resp(429, {"error": {"code": 429}}, {"Retry-After": "7"}),
-                Resp(200, {"ok": True}),
-            ]
-
-        def request(self, *a: Any, **kw: Any) -> Resp:
-            return self.answers.pop(0)
-
-    c = GoogleRestClient("https://x.example/v1", session=Session(), clock=clock)  # type: ignore[arg-type]
-    assert c.request("GET", "thing") == {"ok": True}
+def test_retry_after_seconds_is_honoured(api, clock):
+    api.inject("GET", CLUSTER, 429, retry_after="7")
+    assert client(api, clock).request("GET", CLUSTER)["name"] == CLUSTER
     assert clock.sleeps == [7.0]
+
+
+def test_retry_after_http_date_is_honoured():
+    assert google_rest.retry_after_seconds("Wed, 21 Oct 2015 07:28:00 GMT", now=1445412470.0) == 10.0
+    assert google_rest.retry_after_seconds("soon") is None
+
+
+def test_retry_after_beyond_the_deadline_gives_up_at_once(api, clock):
+    api.inject("GET", CLUSTER, 503, retry_after="600", message="come back later")
+    with pytest.raises(GoogleApiError) as e:
+        client(api, clock).request("GET", CLUSTER, resource="cluster c1")
+    assert (len(api.requests), clock.sleeps, e.value.retry_after) == (1, [], 600.0)
 
 
 def test_non_idempotent_call_is_not_retried(api, clock):
@@ -101,7 +160,7 @@ def test_non_idempotent_call_is_not_retried(api, clock):
             json={},
         )
     assert len(api.requests) == 1
-    assert e.value.http_status == 503
+    assert e.value.http_status == 503 and e.value.answer_lost and e.value.retryable
     assert clock.sleeps == []
 
 
@@ -112,19 +171,22 @@ def test_dropped_connection_on_post_raises_without_retry(api, clock):
             "POST", "projects/p/locations/us-central1/modelDevelopmentClusters", json={}
         )
     assert e.value.http_status is None
-    assert e.value.status == "UNAVAILABLE"
-    assert "no response after 1 attempt(s)" in str(e.value)
-    assert len(api.requests) == 1
 
 
-def test_gives_up_after_max_attempts(api, clock):
-    api.inject("GET", CLUSTER, 503, times=10, message="backend unavailable")
+def test_gives_up_at_the_retry_deadline(api, clock):
+    api.inject("GET", CLUSTER, 503, times=100, message="backend unavailable")
     with pytest.raises(GoogleApiError) as e:
-        client(api, clock, max_attempts=3).request("GET", CLUSTER, resource="cluster c1")
-    assert len(api.requests) == 3
-    assert str(e.value) == (
-        f"cluster c1 (GET /v1beta1/{CLUSTER}): HTTP 503, UNAVAILABLE: backend unavailable"
-    )
+        client(api, clock, retry=RetryPolicy(deadline=10)).request("GET", CLUSTER, resource="cluster c1")
+    assert clock.sleeps == [0.75, 1.5, 3.0]  # the next (6 s) would pass the 10 s deadline
+    assert len(api.requests) == 4
+    assert str(e.value) == f"cluster c1 (GET /v1beta1/{CLUSTER}): HTTP 503, UNAVAILABLE: backend unavailable"
+
+
+def test_default_deadline_is_minutes_long(api, clock):
+    api.inject("GET", CLUSTER, 503, times=1000)
+    with pytest.raises(GoogleApiError):
+        client(api, clock).request("GET", CLUSTER)
+    assert 240 < clock.now <= 300 and max(clock.sleeps) == 32 * 0.75
 
 
 def test_error_names_resource_status_reason_and_message(api, clock):
@@ -242,28 +304,20 @@ def test_gke_operation_error(clock):
         c.wait_operation("projects/p/locations/l/operations/operation-1", 600, style=GKE)
 
 
-def test_adc_session_sends_the_bearer_token(api, clock, monkeypatch):
-    from google.auth import credentials as ga_credentials
+def test_operation_404_right_after_the_call_counts_as_pending(api, clock):
+    api.operation_not_found_polls = 2
+    c = client(api, clock)
+    op = c.request("DELETE", CLUSTER)
+    assert c.wait_operation(op, 600)["done"] is True
+    polls = [r for r in api.requests if "/operations/" in r.path]
+    # the first two polls were answered 404; the operation still ends at 30 s, seen at the seventh poll
+    assert (len(polls), api.operations[op["name"]].polls) == (7, 5)
 
-    class FakeCredentials(ga_credentials.Credentials):
-        def __init__(self):
-            super().__init__()
-            self.token = "ya29.fake-test-token"
 
-        def refresh(self, request: Any) -> None:
-            pass
-
-    seen: list[Any] = []
-
-    def fake_default(scopes=None, **kw):
-        seen.append(scopes)
-        return FakeCredentials(), "p"
-
-    import google.auth
-
-    monkeypatch.setattr(google.auth, "default", fake_default)
-    c = GoogleRestClient(f"{api.endpoint}/v1beta1", custom_endpoint=True, clock=clock)
-    assert c._session is None  # created lazily
-    c.request("GET", CLUSTER)
-    assert seen == [[google_rest.CLOUD_PLATFORM_SCOPE]]
-    assert api.requests[0].headers["authorization"] == "Bearer ya29.fake-test-token"
+def test_operation_404_that_lasts_past_the_retry_deadline_is_an_error(api, clock):
+    api.operation_not_found_polls = 1000
+    c = client(api, clock, retry=RetryPolicy(deadline=30))
+    op = c.request("DELETE", CLUSTER)
+    with pytest.raises(GoogleApiError) as e:
+        c.wait_operation(op, 600, resource="cluster c1")
+    assert e.value.http_status == 404 and 30 <= clock.now < 45

@@ -20,69 +20,13 @@ from components.providers.model_development_cluster import (
     ModelDevelopmentClusterError,
     ModelDevelopmentClusterProvider,
 )
-from tests.fakes.vertex_api import DEFAULT_IMAGE, FakeVertexApi, SimulatedClock
+from tests.fakes.vertex_api import DEFAULT_IMAGE, FakeAuth
+from tests.fixtures.google import pool, rest_pool
 
 P = "projects/p/locations/us-central1"
 NAME = f"{P}/modelDevelopmentClusters/mdc1"
 BASE = f"/v1beta1/{NAME}"
 SLURM = "orchestrator_spec.slurm_spec."
-
-
-def pool(pid: str, lo: int = 0, hi: int = 2, **extra: Any) -> dict[str, Any]:
-    return {
-        "id": pid,
-        "machine_spec": {"machine_type": "n2-standard-8"},
-        "scaling_spec": {"min_node_count": lo, "max_node_count": hi},
-        "zone": "us-central1-a",
-        "enable_public_ips": True,
-        "boot_disk": {"boot_disk_type": "pd-standard", "boot_disk_size_gb": 120},
-        **extra,
-    }
-
-
-def rest_pool(pid: str, lo: int = 0, hi: int = 2, **extra: Any) -> dict[str, Any]:
-    return {
-        "id": pid,
-        "machineSpec": {"machineType": "n2-standard-8"},
-        "scalingSpec": {"minNodeCount": lo, "maxNodeCount": hi},
-        "zone": "us-central1-a",
-        "enablePublicIps": True,
-        "bootDisk": {"bootDiskType": "pd-standard", "bootDiskSizeGb": 120},
-        **extra,
-    }
-
-
-@pytest.fixture()
-def provider(clock: SimulatedClock) -> ModelDevelopmentClusterProvider:
-    return ModelDevelopmentClusterProvider(anonymous=True, clock=clock)
-
-
-@pytest.fixture()
-def spec(api: FakeVertexApi) -> dict[str, Any]:
-    """The seed's CPU-only cluster (one cpu pool, one login pool, one partition), as inputs."""
-    return {
-        "project": "p",
-        "region": "us-central1",
-        "model_development_cluster_id": "mdc1",
-        "display_name": "cpu cluster",
-        "network": {
-            "network": "projects/p/global/networks/net",
-            "subnetwork": "projects/p/regions/us-central1/subnetworks/sub",
-        },
-        "node_pools": [pool("cpu"), pool("login", 1, 1)],
-        "orchestrator_spec": {
-            "slurm_spec": {
-                "home_directory_storage": "projects/p/locations/us-central1-a/instances/home",
-                "partitions": [{"id": "cpu", "node_pool_ids": ["cpu"]}],
-                "login_node_pool_id": "login",
-            }
-        },
-        "update_mode": "USER_AND_SERVICE",
-        "deletion_policy": "DELETE",
-        "operation_timeout_minutes": 120,
-        "api_endpoint": api.endpoint,
-        "__provider": "serialized-provider",
-    }
 
 
 @pytest.fixture()
@@ -642,13 +586,6 @@ def test_read_404_means_gone(provider, api, spec):
     assert (res.id, res.outs) == (None, {})
 
 
-def test_import_reads_everything(provider, api, spec):
-    create(provider, api, spec)
-    res = provider.read(NAME, {"api_endpoint": api.endpoint})
-    assert res.inputs["model_development_cluster_id"] == "mdc1"
-    assert [p["id"] for p in res.inputs["node_pools"]] == ["cpu", "login"]
-
-
 def test_delete_waits_for_the_operation(provider, api, spec):
     outs = create(provider, api, spec)
     provider.delete(NAME, outs)
@@ -682,32 +619,24 @@ def test_delete_prevent_refuses(provider, api, spec):
 # -- pickling -------------------------------------------------------------------------------------------
 
 
-def test_provider_pickles_with_no_secret_and_round_trips(api, spec, monkeypatch):
-    from google.auth import credentials as ga_credentials
-
-    token = "ya29.super-secret-token-value"
-
-    class FakeCredentials(ga_credentials.Credentials):
-        def __init__(self):
-            super().__init__()
-            self.token = token
-
-        def refresh(self, request: Any) -> None:
-            pass
-
-    import google.auth
-
-    monkeypatch.setattr(google.auth, "default", lambda scopes=None, **kw: (FakeCredentials(), "p"))
+def test_provider_pickles_with_no_secret_and_round_trips(api, spec, monkeypatch, tmp_path):
+    # Application Default Credentials from an authorized_user file whose token URI is the loopback fake
+    api.auth = FakeAuth()
+    monkeypatch.setenv(
+        "GOOGLE_APPLICATION_CREDENTIALS", api.auth.adc_file(api.endpoint, tmp_path / "adc.json")
+    )
     prov = ModelDevelopmentClusterProvider()  # as the resource builds it: ADC, real clock
     api.operation_seconds = 0
+    del spec["emulator"]
     spec["quota_project"] = "billing"
     prov.create(copy.deepcopy(spec))  # a real authenticated call happened through this instance
-    assert api.requests[0].headers["authorization"] == f"Bearer {token}"
-    assert api.requests[0].headers["x-goog-user-project"] == "billing"
+    post = api.api_requests()[0]
+    assert post.headers["authorization"] == f"Bearer {FakeAuth.SOURCE_TOKEN}"
+    assert post.headers["x-goog-user-project"] == "billing"
 
-    assert vars(prov) == {"anonymous": False, "clock": None}
+    assert vars(prov) == {"clock": None}
     raw = base64.b64decode(serialize_provider(prov))
-    assert token.encode() not in raw and b"ya29" not in raw
+    assert FakeAuth.SOURCE_TOKEN.encode() not in raw and b"ya29" not in raw
     assert b"components.providers.model_development_cluster" in raw  # pickled by reference
     back = dill.loads(raw)
     assert type(back) is ModelDevelopmentClusterProvider and vars(back) == vars(prov)

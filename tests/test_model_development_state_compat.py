@@ -83,3 +83,31 @@ print(json.dumps({
         "same": [False, []],
         "off": [True, []],
     }
+
+
+def test_old_state_provider_refreshes_and_updates_against_the_fake(api):
+    """The unpickled provider talks to the (emulated) API: refresh finds no drift, a label change PATCHes."""
+    s = state("model_development_cluster")
+    api.operation_seconds = 0
+    api.put_cluster(s["id"], s["cluster"])
+    olds = {**s["outputs"], "api_endpoint": api.endpoint, "emulator": True}  # googleApi emulator mode
+    news = {
+        k: v
+        for k, v in olds.items()
+        if k not in ("__provider", "name", "state", "create_time", "update_time")
+    }
+    script = """
+import base64, json, sys, dill
+olds, news = (json.loads(a) for a in sys.argv[1:])
+p = dill.loads(base64.b64decode(olds["__provider"]))
+read = p.read(olds["name"], olds)
+diff = p.diff(read.id, read.outs, news)
+news["labels"] = {"team": "research"}
+upd = p.update(read.id, read.outs, news)
+print(json.dumps({"diff": [diff.changes, diff.replaces], "labels": upd.outs["labels"], "state": upd.outs["state"]}))
+"""
+    got = run_in_fresh_interpreter(script, olds, news)
+    assert got == {"diff": [False, []], "labels": {"team": "research"}, "state": "RUNNING"}
+    (patch,) = [r for r in api.api_requests() if r.method == "PATCH"]
+    assert patch.query == {"updateMask": "labels", "updateMode": "USER_AND_SERVICE"}
+    assert api.clusters[s["id"]]["labels"] == {"team": "research"}

@@ -45,7 +45,7 @@ def _run(api: FakeVertexApi, duration: float, strategy: str, seed: int) -> tuple
     api.clock, api.operation_seconds = clock, duration
     cluster = f"projects/p/locations/us-central1/modelDevelopmentClusters/b{len(api.operations)}"
     api.put_cluster(cluster, {})
-    client = GoogleRestClient(f"{api.endpoint}/v1beta1", anonymous=True, custom_endpoint=True, clock=clock)
+    client = GoogleRestClient(f"{api.endpoint}/v1beta1", emulator=True, clock=clock)
     op = client.request("DELETE", cluster)
     if strategy == "ours":
         client.wait_operation(op, 7200, style=VERTEX)

@@ -16,6 +16,7 @@ This module's path is pickled into state with the provider: do not move it.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Any
 
 import pulumi
@@ -30,15 +31,21 @@ from pulumi.dynamic import (
 )
 
 from components import compat
-from components.providers.google_rest import GKE, Clock, GoogleApiError, GoogleRestClient
+from components.providers.google_rest import GKE, Clock, GoogleApiError, GoogleRestClient, RetryPolicy
 
 DEFAULT_ENDPOINT = "https://container.googleapis.com"
 OPERATION_DEADLINE_SECONDS = 45 * 60  # enabling a cluster feature redeploys add-ons; minutes, not seconds
 IDENTITY_KEYS = ("project", "location", "cluster")
+# REST client settings (googleApi): inputs that never reach the API.
+CLIENT_KEYS = ("apiEndpoint", "quotaProject", "impersonateServiceAccount", "iamEndpoint", "emulator", "retry")
+_CLIENT_INPUTS = dict(
+    zip(
+        ("api_endpoint", "quota_project", "impersonate_service_account", "iam_endpoint", "emulator", "retry"),
+        CLIENT_KEYS,
+        strict=True,
+    )
+)
 FIELD = "desiredManagedMachineLearningDiagnosticsConfig"
-
-# Tests substitute a simulated clock (no real sleeping); None = wall clock.
-CLOCK: Clock | None = None
 
 _BUSY = re.compile(r"incompatible operation (operation-[\w-]+)")
 
@@ -60,23 +67,29 @@ class ManagedMlDiagnosticsProvider(ResourceProvider):
     # Nothing secret is captured: the pickled provider need not be a secret.
     serialize_as_secret_always = False
 
-    def __init__(self, anonymous: bool = False) -> None:
+    def __init__(self, *, clock: Clock | None = None) -> None:
         super().__init__()
-        # Only tests set this (unauthenticated calls to a loopback fake; the client refuses it otherwise).
-        self.anonymous = anonymous
+        # Tests and benchmarks pass a simulated clock (no real sleeping); None = wall clock. Instances
+        # pickled by older versions carry an unused `anonymous` attribute instead.
+        self.clock = clock
 
     # --- helpers -----------------------------------------------------------------------------------
 
     def _client(self, props: dict[str, Any]) -> GoogleRestClient:
         endpoint = (props.get("apiEndpoint") or DEFAULT_ENDPOINT).rstrip("/")
         base = endpoint if endpoint.endswith("/v1") else f"{endpoint}/v1"
-        return GoogleRestClient(
-            base,
-            quota_project=props.get("quotaProject") or None,
-            anonymous=self.anonymous,
-            custom_endpoint=bool(props.get("apiEndpoint")),
-            clock=CLOCK,
-        )
+        try:
+            return GoogleRestClient(
+                base,
+                quota_project=props.get("quotaProject") or None,
+                impersonate_service_account=props.get("impersonateServiceAccount") or None,
+                iam_endpoint=props.get("iamEndpoint") or None,
+                emulator=bool(props.get("emulator")),
+                clock=getattr(self, "clock", None),
+                retry=RetryPolicy.from_inputs(props.get("retry")),
+            )
+        except ValueError as e:
+            raise ValueError(f"googleApi settings of {self._resource(props)}: {e}") from None
 
     @staticmethod
     def _resource(props: dict[str, Any]) -> str:
@@ -133,7 +146,7 @@ class ManagedMlDiagnosticsProvider(ResourceProvider):
     def _outs(
         props: dict[str, Any], previous: bool, cluster: dict[str, Any], operation: str
     ) -> dict[str, Any]:
-        keep = (*IDENTITY_KEYS, "enabled", "clusterVersion", "apiEndpoint", "quotaProject")
+        keep = (*IDENTITY_KEYS, "enabled", "clusterVersion", *CLIENT_KEYS)
         outs = {k: props.get(k) for k in keep if k in props}
         outs.update(
             previousEnabled=previous,
@@ -172,7 +185,7 @@ class ManagedMlDiagnosticsProvider(ResourceProvider):
 
     def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
         replaces = [k for k in IDENTITY_KEYS if _unknown(news.get(k)) or olds.get(k) != news.get(k)]
-        watched = ("enabled", "clusterVersion", "apiEndpoint", "quotaProject")
+        watched = ("enabled", "clusterVersion", *CLIENT_KEYS)
         changed = [k for k in watched if _unknown(news.get(k)) or olds.get(k) != news.get(k)]
         return DiffResult(changes=bool(replaces or changed), replaces=replaces, delete_before_replace=False)
 
@@ -190,6 +203,19 @@ class ManagedMlDiagnosticsProvider(ResourceProvider):
             client.close()
 
     def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
+        """Refresh gets the stored outputs; an import (`import_` = the cluster path) the program's inputs.
+
+        The returned inputs are the program's with `enabled` as GKE reports it, so adopting a cluster whose
+        flag already has the declared value shows no diff, and one that differs shows exactly `enabled`.
+        """
+        props = dict(props)
+        if not all(props.get(k) for k in IDENTITY_KEYS):  # by id alone
+            m = re.fullmatch(r"projects/([^/]+)/locations/([^/]+)/clusters/([^/]+)", id_)
+            if not m:
+                raise ValueError(
+                    f"cannot import {id_!r}: expected projects/PROJECT/locations/LOCATION/clusters/NAME"
+                )
+            props.update(project=m[1], location=m[2], cluster=m[3])
         client = self._client(props)
         try:
             cluster = self._get(client, props)
@@ -197,9 +223,18 @@ class ManagedMlDiagnosticsProvider(ResourceProvider):
             client.close()
         if cluster is None:
             return ReadResult("", {})
-        outs = dict(props)
-        outs.update(enabled=live_enabled(cluster), liveVersion=cluster.get("currentMasterVersion", ""))
-        return ReadResult(id_, outs)
+        live = live_enabled(cluster)
+        inputs = {
+            k: props[k] for k in (*IDENTITY_KEYS, "clusterVersion", *CLIENT_KEYS) if props.get(k) is not None
+        }
+        inputs["enabled"] = live
+        if "clusterVersion" not in inputs:
+            inputs["clusterVersion"] = cluster.get("currentMasterVersion", "")
+        previous = props.get("previousEnabled")
+        outs = self._outs(
+            inputs, live if previous is None else bool(previous), cluster, props.get("lastOperation") or ""
+        )
+        return ReadResult(id_, outs, inputs)
 
     def update(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
         client = self._client(news)
@@ -261,8 +296,12 @@ class ManagedMlDiagnostics(pulumi.dynamic.Resource, module="gke", name="ManagedM
         cluster_version: pulumi.Input[str],
         api_endpoint: str | None = None,
         quota_project: str | None = None,
+        google_api: Mapping[str, Any] | None = None,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
+        """`google_api`: the REST client inputs `GoogleApiSettings.rest_inputs("container")` returns
+        (api_endpoint, quota_project, impersonate_service_account, emulator, retry); they override
+        `api_endpoint`/`quota_project`."""
         props: dict[str, Any] = {
             "project": project,
             "location": location,
@@ -271,6 +310,7 @@ class ManagedMlDiagnostics(pulumi.dynamic.Resource, module="gke", name="ManagedM
             "clusterVersion": cluster_version,
             "apiEndpoint": api_endpoint,
             "quotaProject": quota_project,
+            **{_CLIENT_INPUTS[k]: v for k, v in (google_api or {}).items()},
             "previousEnabled": None,
             "liveVersion": None,
             "lastOperation": None,

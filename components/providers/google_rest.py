@@ -1,13 +1,16 @@
 """A small Google REST client shared by the dynamic providers (Vertex AI, GKE).
 
-- Credentials: Application Default Credentials (`google.auth.default()` + `AuthorizedSession`), created
-  lazily on first request. `anonymous=True` uses a plain `requests.Session` instead; it is only allowed
-  together with a custom endpoint (tests against a loopback fake), never as an implicit fallback.
+- Credentials, created lazily on first request: Application Default Credentials
+  (`google.auth.default()` + `AuthorizedSession`), optionally impersonating a service account
+  (`google.auth.impersonated_credentials`). Emulator mode (`emulator=True`) sends no credentials at all
+  and is refused unless the endpoint is on the loopback (127.0.0.1, localhost, ::1).
 - `x-goog-user-project` header when a quota project is configured.
-- Retries with exponential backoff and jitter on 429/500/502/503 and connection errors, for idempotent
-  calls only (GET, DELETE, PUT by default; pass `idempotent=` to override).
+- Retries follow Google's guidance: truncated exponential backoff with jitter under a total deadline
+  (minutes), `Retry-After` honoured; 408/429/500/502/503/504 and lost connections; idempotent calls only
+  (GET, DELETE, PUT by default; pass `idempotent=` to override).
 - Long-running operation polling with backoff (1 s growing to 20 s) and an overall deadline; Vertex
-  (`done: true`) and GKE (`status: DONE`) operation shapes.
+  (`done: true`) and GKE (`status: DONE`) operation shapes. An operation GET answered 404 shortly after
+  the call that started it counts as pending (the operation is not visible everywhere at once).
 - Errors are `GoogleApiError`s naming the resource, HTTP status, Google status/reason and message.
 
 Nothing here is pickled: providers build a client inside each method from plain settings.
@@ -19,14 +22,17 @@ import random
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from email.utils import parsedate_to_datetime
 from typing import Any
 from urllib.parse import urlsplit
 
 import requests
 from google.rpc import code_pb2
 
+from components.providers.google_endpoints import LOOPBACK_HOSTS, is_loopback_url
+
 CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
-RETRYABLE_STATUS = frozenset({429, 500, 502, 503})
+RETRYABLE_STATUS = frozenset({408, 429, 500, 502, 503, 504})
 IDEMPOTENT_METHODS = frozenset({"GET", "HEAD", "PUT", "DELETE", "OPTIONS"})
 
 
@@ -51,7 +57,9 @@ class GoogleApiError(Exception):
         http_status: int | None = None,
         status: str = "",
         reason: str = "",
+        retry_after: float | None = None,
     ):
+        self.retry_after = retry_after  # seconds the server asked to wait (Retry-After), if any
         self.resource = resource
         self.method = method
         self.url = url
@@ -72,6 +80,15 @@ class GoogleApiError(Exception):
             parts.append(f"reason {self.reason}")
         head = ", ".join(parts)
         return f"{self.resource}{where}: {head + ': ' if head else ''}{self.message}"
+
+    @property
+    def answer_lost(self) -> bool:
+        """No answer, or a 5xx: the call may have taken effect."""
+        return self.http_status is None or self.http_status >= 500
+
+    @property
+    def retryable(self) -> bool:
+        return self.http_status is None or self.http_status in RETRYABLE_STATUS
 
 
 class OperationFailed(GoogleApiError):
@@ -98,7 +115,7 @@ class OperationTimeout(GoogleApiError):
             resource,
             f"operation {operation} still running after {deadline:.0f} s; it may still complete: check it "
             f"with GET on the operation, then run the update again",
-            status="DEADLINE_EXCEEDED",
+            status=rpc_status_name(code_pb2.DEADLINE_EXCEEDED),
         )
 
 
@@ -158,8 +175,44 @@ class Backoff:
         return d * (1.0 - self.jitter * rnd)
 
 
-REQUEST_BACKOFF = Backoff(initial=1.0, multiplier=2.0, maximum=32.0, jitter=0.5)
+@dataclass(frozen=True)
+class RetryPolicy:
+    """Retries of one call: backoff between attempts, all within `deadline` seconds (Google's guidance)."""
+
+    backoff: Backoff = Backoff()
+    deadline: float = 300.0
+
+    @classmethod
+    def from_inputs(cls, settings: Mapping[str, Any] | None) -> RetryPolicy:
+        """From the resources' `retry` input (googleApi.retry: deadline_minutes, initial_delay_seconds, ...)."""
+        s = settings or {}
+        d = cls()
+        return cls(
+            Backoff(
+                initial=float(s.get("initial_delay_seconds") or d.backoff.initial),
+                multiplier=float(s.get("multiplier") or d.backoff.multiplier),
+                maximum=float(s.get("max_delay_seconds") or d.backoff.maximum),
+                jitter=d.backoff.jitter,
+            ),
+            deadline=60.0 * float(s.get("deadline_minutes") or d.deadline / 60.0),
+        )
+
+
 POLL_BACKOFF = Backoff(initial=1.0, multiplier=1.5, maximum=20.0, jitter=0.1)
+
+
+def retry_after_seconds(value: str, now: float | None = None) -> float | None:
+    """Retry-After as delta-seconds or an HTTP date; None when absent or unreadable."""
+    value = (value or "").strip()
+    if not value:
+        return None
+    if value.isdigit():
+        return float(value)
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - (time.time() if now is None else now))
 
 
 def _parse_error(resp: requests.Response) -> tuple[str, str, str]:
@@ -192,24 +245,30 @@ class GoogleRestClient:
         base_url: str,
         *,
         quota_project: str | None = None,
-        anonymous: bool = False,
-        custom_endpoint: bool = False,
+        impersonate_service_account: str | None = None,
+        iam_endpoint: str | None = None,
+        emulator: bool = False,
         session: requests.Session | None = None,
         clock: Clock | None = None,
-        max_attempts: int = 5,
-        request_backoff: Backoff = REQUEST_BACKOFF,
+        retry: RetryPolicy | None = None,
         poll_backoff: Backoff = POLL_BACKOFF,
         timeout: tuple[float, float] = (10.0, 60.0),
         user_agent: str = "ml-diagnostics/1.0",
     ):
-        if anonymous and not custom_endpoint:
-            raise ValueError("anonymous (unauthenticated) calls are only allowed against a custom endpoint")
+        if emulator and not is_loopback_url(base_url):
+            raise ValueError(
+                f"emulator mode sends no credentials, so only loopback endpoints ({', '.join(LOOPBACK_HOSTS)}) "
+                f"are allowed; {urlsplit(base_url).netloc or base_url!r} is not one"
+            )
+        if emulator and impersonate_service_account:
+            raise ValueError("emulator mode uses no credentials: impersonateServiceAccount cannot be set")
         self.base_url = base_url.rstrip("/")
         self.quota_project = quota_project
-        self.anonymous = anonymous
+        self.impersonate_service_account = impersonate_service_account
+        self.iam_endpoint = iam_endpoint
+        self.emulator = emulator
         self.clock = clock or Clock()
-        self.max_attempts = max(1, max_attempts)
-        self.request_backoff = request_backoff
+        self.retry = retry or RetryPolicy()
         self.poll_backoff = poll_backoff
         self.timeout = timeout
         self.user_agent = user_agent
@@ -218,15 +277,33 @@ class GoogleRestClient:
     @property
     def session(self) -> requests.Session:
         if self._session is None:
-            if self.anonymous:
+            if self.emulator:
                 self._session = requests.Session()
             else:
-                import google.auth
-                from google.auth.transport.requests import AuthorizedSession
-
-                credentials, _ = google.auth.default(scopes=[CLOUD_PLATFORM_SCOPE])
-                self._session = AuthorizedSession(credentials)
+                self._session = self._authorized_session()
         return self._session
+
+    def _authorized_session(self) -> requests.Session:
+        import google.auth
+        from google.auth.transport.requests import AuthorizedSession
+
+        credentials, _ = google.auth.default(scopes=[CLOUD_PLATFORM_SCOPE])
+        sa = self.impersonate_service_account
+        if sa:
+            from google.auth import impersonated_credentials
+
+            override = None
+            if self.iam_endpoint:
+                override = (
+                    f"{self.iam_endpoint.rstrip('/')}/v1/projects/-/serviceAccounts/{sa}:generateAccessToken"
+                )
+            credentials = impersonated_credentials.Credentials(
+                source_credentials=credentials,
+                target_principal=sa,
+                target_scopes=[CLOUD_PLATFORM_SCOPE],
+                iam_endpoint_override=override,
+            )
+        return AuthorizedSession(credentials)
 
     def close(self) -> None:
         if self._session is not None:
@@ -250,9 +327,9 @@ class GoogleRestClient:
     ) -> dict[str, Any]:
         """One JSON call; returns the decoded body ({} when empty). Raises GoogleApiError.
 
-        Retries 429/500/502/503 and connection errors only when the call is idempotent (default: by
-        method). A non-idempotent call that fails this way raises at once; the caller decides (e.g. GET
-        the resource to learn whether a create happened).
+        Retries RETRYABLE_STATUS and connection errors only when the call is idempotent (default: by
+        method), until the retry deadline. A non-idempotent call that fails this way raises at once; the
+        caller decides (e.g. look for the resource or a running operation before calling again).
         """
         method = method.upper()
         full = self.url(url)
@@ -261,6 +338,7 @@ class GoogleRestClient:
         headers = {"User-Agent": self.user_agent}
         if self.quota_project:
             headers["x-goog-user-project"] = self.quota_project
+        end = self.retry_end()
         attempt = 0
         while True:
             try:
@@ -268,8 +346,7 @@ class GoogleRestClient:
                     method, full, json=json, params=params, headers=headers, timeout=self.timeout
                 )
             except requests.RequestException as e:
-                if retry and attempt + 1 < self.max_attempts:
-                    self.clock.sleep(self.request_backoff.delay(attempt, self.clock.random()))
+                if retry and self.pause(attempt, None, end):
                     attempt += 1
                     continue
                 raise GoogleApiError(
@@ -277,7 +354,7 @@ class GoogleRestClient:
                     f"no response after {attempt + 1} attempt(s): {type(e).__name__}: {e}",
                     method=method,
                     url=full,
-                    status="UNAVAILABLE",
+                    status=rpc_status_name(code_pb2.UNAVAILABLE),
                 ) from None
             if resp.status_code < 400:
                 if not resp.content:
@@ -292,12 +369,8 @@ class GoogleRestClient:
                         url=full,
                         http_status=resp.status_code,
                     ) from None
-            if retry and resp.status_code in RETRYABLE_STATUS and attempt + 1 < self.max_attempts:
-                delay = self.request_backoff.delay(attempt, self.clock.random())
-                retry_after = resp.headers.get("Retry-After", "")
-                if retry_after.isdigit():
-                    delay = max(delay, min(float(retry_after), self.request_backoff.maximum))
-                self.clock.sleep(delay)
+            wait = retry_after_seconds(resp.headers.get("Retry-After", ""))
+            if retry and resp.status_code in RETRYABLE_STATUS and self.pause(attempt, wait, end):
                 attempt += 1
                 continue
             status, reason, message = _parse_error(resp)
@@ -309,7 +382,22 @@ class GoogleRestClient:
                 http_status=resp.status_code,
                 status=status,
                 reason=reason,
+                retry_after=wait,
             )
+
+    def retry_end(self) -> float:
+        """When retrying a call that starts now must stop (the retry deadline)."""
+        return self.clock.monotonic() + self.retry.deadline
+
+    def pause(self, attempt: int, retry_after: float | None, end: float) -> bool:
+        """Sleeps before the next attempt; False when that would pass the retry deadline."""
+        delay = self.retry.backoff.delay(attempt, self.clock.random())
+        if retry_after is not None:
+            delay = max(delay, retry_after)
+        if self.clock.monotonic() + delay > end:
+            return False
+        self.clock.sleep(delay)
+        return True
 
     def wait_operation(
         self,
@@ -324,7 +412,8 @@ class GoogleRestClient:
 
         `operation` is an operation dict (as returned by the call that started it), its name
         (`projects/P/locations/L/operations/O`) or a full URL (GKE `selfLink`). Raises OperationFailed
-        when it finished with an error, OperationTimeout when the deadline passes first.
+        when it finished with an error, OperationTimeout when the deadline passes first. A 404 within the
+        retry deadline of the start counts as "not visible yet" and is polled again.
         """
         if isinstance(operation, Mapping):
             op: dict[str, Any] = dict(operation)
@@ -338,6 +427,7 @@ class GoogleRestClient:
         resource = resource or ref
         start = self.clock.monotonic()
         end = start + deadline
+        not_found_until = start + self.retry.deadline
         attempt = 0
         while not (op and style.is_done(op)):
             now = self.clock.monotonic()
@@ -346,7 +436,13 @@ class GoogleRestClient:
             delay = min(self.poll_backoff.delay(attempt, self.clock.random()), end - now)
             self.clock.sleep(delay)
             attempt += 1
-            op = self.request("GET", ref, resource=resource)
+            try:
+                polled = self.request("GET", ref, resource=resource)
+            except GoogleApiError as e:
+                if e.http_status == 404 and self.clock.monotonic() < not_found_until:
+                    continue  # brief 404 right after the call that started it: still pending
+                raise
+            op = polled
             if on_poll:
                 on_poll(op)
         err = style.error_of(op)

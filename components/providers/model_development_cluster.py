@@ -36,6 +36,13 @@ from components.providers.google_rest import (
     GoogleApiError,
     GoogleRestClient,
     OperationFailed,
+    RetryPolicy,
+)
+from components.providers.mdc.live import (
+    ModelDevelopmentClusterError,
+    error_state_message,
+    patch_once,
+    project_onto,
 )
 from components.providers.mdc.spec import (
     API_SCHEMA,
@@ -48,12 +55,8 @@ from components.providers.mdc.spec import (
     normalize,
     to_rest,
 )
-from components.providers.mdc.update_plan import by_key, mask_body, plan_update
+from components.providers.mdc.update_plan import plan_update
 from components.providers.mdc.validation import validate_spec
-
-
-class ModelDevelopmentClusterError(pulumi.RunError):
-    """A failure the user must act on; the message says what happened and what to do."""
 
 
 def _base_url(spec: Mapping[str, Any]) -> str:
@@ -67,24 +70,30 @@ def _base_url(spec: Mapping[str, Any]) -> str:
 class ModelDevelopmentClusterProvider(ResourceProvider):
     """CRUD for `pulumi-python:dynamic/vertexai:ModelDevelopmentCluster`.
 
-    `anonymous` and `clock` exist for tests against a loopback fake and the benchmark; production
-    instances are built with no arguments. Nothing else lives on the instance (it is pickled into state).
+    `clock` exists for tests against a loopback fake and the benchmark; production instances are built
+    with no arguments. Nothing else lives on the instance (it is pickled into state; instances pickled by
+    older versions may carry an unused `anonymous` attribute). Credentials, endpoints, emulator mode and
+    retries come from the inputs (googleApi settings).
     """
 
-    def __init__(self, *, anonymous: bool = False, clock: Clock | None = None) -> None:
+    def __init__(self, *, clock: Clock | None = None) -> None:
         super().__init__()
-        self.anonymous = anonymous
         self.clock = clock
 
     # -- plumbing -----------------------------------------------------------------------------------------
     def _client(self, spec: Mapping[str, Any]) -> GoogleRestClient:
-        return GoogleRestClient(
-            _base_url(spec),
-            quota_project=spec.get("quota_project") or None,
-            anonymous=self.anonymous,
-            custom_endpoint=bool(spec.get("api_endpoint")),
-            clock=self.clock,
-        )
+        try:
+            return GoogleRestClient(
+                _base_url(spec),
+                quota_project=spec.get("quota_project") or None,
+                impersonate_service_account=spec.get("impersonate_service_account") or None,
+                iam_endpoint=spec.get("iam_endpoint") or None,
+                emulator=bool(spec.get("emulator")),
+                clock=getattr(self, "clock", None),
+                retry=RetryPolicy.from_inputs(spec.get("retry")),
+            )
+        except ValueError as e:
+            raise ModelDevelopmentClusterError(f"googleApi settings of {cluster_path(spec)}: {e}") from None
 
     @staticmethod
     def _deadline(spec: Mapping[str, Any]) -> float:
@@ -146,21 +155,23 @@ class ModelDevelopmentClusterProvider(ResourceProvider):
         body = to_rest(spec)
         deadline = self._deadline(spec)
         op: dict[str, Any] | None = None
-        for attempt in range(3):
+        end = client.retry_end()
+        attempt = 0
+        while op is None:
             try:
                 op = client.request("POST", url, json=body, idempotent=False, resource=path)
-                break
             except GoogleApiError as e:
                 if e.http_status == 409:
                     return CreateResult(path, self._adopt(client, spec, path))
-                if e.http_status not in (None, 429, 500, 502, 503) or attempt == 2:
+                if not e.retryable or not client.pause(attempt, e.retry_after, end):
                     raise ModelDevelopmentClusterError(f"creating cluster failed: {e}") from None
-                # The create may have happened (no answer, or a 5xx after it was accepted): look before retrying.
-                client.clock.sleep(client.request_backoff.delay(attempt, client.clock.random()))
-                existing = self._get(client, path)
-                if existing is not None:
-                    return CreateResult(path, self._wait_for_cluster(client, spec, path, existing, deadline))
-        assert op is not None
+                attempt += 1
+                if e.answer_lost:  # the create may have happened: look before posting again
+                    existing = self._get(client, path)
+                    if existing is not None:
+                        return CreateResult(
+                            path, self._wait_for_cluster(client, spec, path, existing, deadline)
+                        )
         try:
             done = client.wait_operation(op, deadline, style=VERTEX, resource=path)
         except OperationFailed as e:
@@ -200,7 +211,7 @@ class ModelDevelopmentClusterProvider(ResourceProvider):
         status = cluster.get("clusterStatus") or {}
         if status.get("state") == "ERROR":
             raise ModelDevelopmentClusterError(
-                self._error_state_message(path, cluster, f"creating cluster {path} failed")
+                error_state_message(path, cluster, f"creating cluster {path} failed")
             )
         return self._outs(spec, cluster)
 
@@ -218,24 +229,13 @@ class ModelDevelopmentClusterProvider(ResourceProvider):
             )
         if state == "ERROR":
             raise ModelDevelopmentClusterError(
-                self._error_state_message(
+                error_state_message(
                     path,
                     cluster,
                     f"cluster {path} already exists (ALREADY_EXISTS) and matches the inputs, but cannot be adopted",
                 )
             )
         return self._wait_for_cluster(client, spec, path, cluster, self._deadline(spec))
-
-    @staticmethod
-    def _error_state_message(path: str, cluster: Mapping[str, Any], what: str) -> str:
-        status = cluster.get("clusterStatus") or {}
-        err = status.get("error") or {}
-        detail = (err.get("message") or status.get("detail") or "no detail given").rstrip(".")
-        return (
-            f"{what}; cluster {path} is in state {status.get('state')} ({detail}) and is not in the Pulumi "
-            f"state: delete it (DELETE https://REGION-aiplatform.googleapis.com/{API_VERSION}/{path} or the "
-            "console), fix the cause, then run `pulumi up` again"
-        )
 
     def _failed_create_message(self, client: GoogleRestClient, path: str, err: OperationFailed) -> str:
         what = f"creating cluster {path} failed: {err.message.rstrip('.')}"
@@ -245,13 +245,18 @@ class ModelDevelopmentClusterProvider(ResourceProvider):
             return f"{what}. Could not check whether the cluster was left behind ({e}); look for it before retrying"
         if cluster is None:
             return f"{what}. No cluster was left behind; fix the cause and run `pulumi up` again"
-        return self._error_state_message(path, cluster, what)
+        return error_state_message(path, cluster, what)
 
-    # -- read ---------------------------------------------------------------------------------------------
+    # -- read (refresh and import) ------------------------------------------------------------------------
     def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
+        """Refresh gets the stored outputs; an import gets the program's inputs (or nothing but the id).
+
+        The returned inputs are the live cluster projected onto what the inputs manage, so an adopted
+        cluster that matches the program shows no diff, and one that differs shows exactly the fields.
+        """
         spec = normalize(props)
-        importing = not spec.get("model_development_cluster_id")
-        if importing:  # derive the identity from the id
+        by_id_only = not spec.get("model_development_cluster_id")
+        if by_id_only:  # derive the identity from the id
             m = re.fullmatch(r"projects/([^/]+)/locations/([^/]+)/modelDevelopmentClusters/([^/]+)", id_)
             if not m:
                 raise ModelDevelopmentClusterError(
@@ -262,10 +267,10 @@ class ModelDevelopmentClusterProvider(ResourceProvider):
         cluster = self._get(client, id_)
         if cluster is None:
             return ReadResult(None, {})
-        if importing:
-            inputs = {**spec, **from_rest(cluster)}
-            return ReadResult(id_, self._outs(inputs, cluster), inputs)
-        return ReadResult(id_, self._outs(project_onto(spec, cluster), cluster))
+        if by_id_only:
+            spec.update(from_rest(cluster))
+        inputs = project_onto(spec, cluster)
+        return ReadResult(id_, self._outs(inputs, cluster), inputs)
 
     # -- update -------------------------------------------------------------------------------------------
     def update(self, _id: str, _olds: dict[str, Any], _news: dict[str, Any]) -> UpdateResult:
@@ -278,19 +283,7 @@ class ModelDevelopmentClusterProvider(ResourceProvider):
         if not plan.mask:  # only local settings changed (deletion policy, timeout, ...): nothing to send
             return UpdateResult({**{k: _olds.get(k) for k in OUTPUT_KEYS}, **new})
         client = self._client(new)
-        mode = new.get("update_mode") or "USER_AND_SERVICE"
-        params = {"updateMask": ",".join(plan.mask), "updateMode": mode}
-        # A PATCH with an explicit mask sets fixed values: repeating it is harmless, so it may be retried.
-        op = client.request(
-            "PATCH", path, json=mask_body(new, plan.mask), params=params, idempotent=True, resource=path
-        )
-        try:
-            done = client.wait_operation(op, self._deadline(new), style=VERTEX, resource=path)
-        except OperationFailed as e:
-            raise ModelDevelopmentClusterError(
-                f"updating {', '.join(plan.mask)} failed: {e}. The cluster keeps its previous settings for "
-                "the fields the service rejected; run `pulumi refresh` to see its state"
-            ) from None
+        done = patch_once(client, new, plan.mask, self._deadline(new), path)
         cluster = done.get("response") or {}
         if not cluster.get("name"):
             cluster = client.request("GET", path, resource=path)
@@ -321,30 +314,6 @@ class ModelDevelopmentClusterProvider(ResourceProvider):
             if e.status == "NOT_FOUND":
                 return
             raise ModelDevelopmentClusterError(f"deleting failed: {e}") from None
-
-
-def project_onto(spec: Mapping[str, Any], cluster: Mapping[str, Any]) -> dict[str, Any]:
-    """The cluster as the server reports it, in input shape, limited to what the inputs set.
-
-    Used by refresh: drift in a field the user manages shows up in the next diff; fields the service
-    fills in (and the user left unset) stay unset. Node pools the server has are all kept (by id).
-    """
-    server = from_rest(cluster)
-
-    def limit(mine: Any, theirs: Any, schema: Any) -> Any:
-        if isinstance(schema, dict) and isinstance(mine, Mapping) and isinstance(theirs, Mapping):
-            return {k: limit(mine[k], theirs.get(k), schema[k]) for k in mine if k in schema}
-        if isinstance(schema, list) and isinstance(theirs, list):
-            key = "id" if "id" in schema[0] else "node_pool_id"
-            mine_by = by_key(mine if isinstance(mine, list) else [], key)
-            return [limit(mine_by.get(t.get(key), t), t, schema[0]) for t in theirs]
-        return theirs
-
-    out = dict(spec)
-    for k in API_SCHEMA:
-        if k in spec:
-            out[k] = limit(spec[k], server.get(k), API_SCHEMA[k])
-    return out
 
 
 class ModelDevelopmentCluster(pulumi.dynamic.Resource, module="vertexai", name="ModelDevelopmentCluster"):

@@ -16,7 +16,6 @@ credential (components wire them); the REST clients take them as plain resource 
 
 from __future__ import annotations
 
-import ipaddress
 import re
 from typing import Literal
 from urllib.parse import urlsplit
@@ -24,26 +23,7 @@ from urllib.parse import urlsplit
 from pydantic import Field, field_validator, model_validator
 
 from components.config_base import Model
-
-LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
-
-
-def is_loopback_url(url: str) -> bool:
-    """http(s)://127.0.0.1|localhost|[::1][:port][/path] (an emulator or a test fake on this machine)."""
-    try:
-        parts = urlsplit(url)
-        host = parts.hostname or ""
-        parts.port  # noqa: B018 (raises on a bad port)
-    except ValueError:
-        return False
-    if parts.scheme not in ("http", "https") or parts.username or parts.password:
-        return False
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host) in (ipaddress.ip_address("127.0.0.1"), ipaddress.ip_address("::1"))
-    except ValueError:
-        return False
+from components.providers.google_endpoints import LOOPBACK_HOSTS, is_loopback_url
 
 
 class GoogleRetrySettings(Model):
@@ -97,9 +77,9 @@ class TargetGoogleApi(Model):
 class GoogleApiSettings(TargetGoogleApi):
     """Stack-level REST client settings of the dynamic providers (GKE adopt, Model Development Cluster)."""
 
-    endpoints: dict[Literal["aiplatform", "container"], str] = {}
+    endpoints: dict[Literal["aiplatform", "container", "iamcredentials"], str] = {}
     """Custom API endpoints, e.g. a private endpoint or a local fake: {"aiplatform": "https://...",
-    "container": ...}
+    "container": ..., "iamcredentials": ... (where impersonation tokens come from)}
     """
     emulator: bool = False
     """Emulator/loopback mode: every endpoint on 127.0.0.1, localhost or ::1, and no credentials at all (no
@@ -149,6 +129,8 @@ class GoogleApiSettings(TargetGoogleApi):
             out["quota_project"] = self.quota_project
         if self.impersonate_service_account:
             out["impersonate_service_account"] = self.impersonate_service_account
+            if self.endpoints.get("iamcredentials"):
+                out["iam_endpoint"] = self.endpoints["iamcredentials"]
         if self.emulator:
             out["emulator"] = True
         if self.retry is not None:

@@ -72,8 +72,8 @@ SCHEMA = {
     "orchestratorSpec": {"slurmSpec": _SLURM},
     "runtimeSpec": {"serviceAccount": _STR},
 }
+# The fields seed 004 lists for updateMask (and nothing else).
 UPDATABLE = {
-    "display_name": ("displayName",),
     "labels": ("labels",),
     "node_pools": ("nodePools",),
     **{
@@ -136,7 +136,8 @@ class Fault:
     times: int
     body_status: str = ""
     message: str = ""
-    after: bool = False  # drop the connection after the request took effect
+    after: bool = False  # the request takes effect first; then the fault (the answer is lost)
+    retry_after: str = ""  # Retry-After header of the error answer
 
 
 @dataclass
@@ -150,6 +151,7 @@ class Operation:
     response: dict[str, Any] = field(default_factory=dict)
     polls: int = 0
     noticed_at: float | None = None
+    hidden_polls: int = 0  # GETs answered 404 before the operation is visible
 
 
 _STATUS_NAMES = {
@@ -157,9 +159,12 @@ _STATUS_NAMES = {
     403: "PERMISSION_DENIED",
     404: "NOT_FOUND",
     409: "ALREADY_EXISTS",
+    408: "DEADLINE_EXCEEDED",
     429: "RESOURCE_EXHAUSTED",
     500: "INTERNAL",
+    502: "UNAVAILABLE",
     503: "UNAVAILABLE",
+    504: "DEADLINE_EXCEEDED",
 }
 
 
@@ -205,6 +210,78 @@ def _snake(path: str) -> str:
     return re.sub(r"([A-Z])", lambda m: "_" + m.group(1).lower(), path)
 
 
+def _respond(h: BaseHTTPRequestHandler, code: int, out: dict[str, Any]) -> None:
+    data = json.dumps(out).encode()
+    h.send_response(code)
+    h.send_header("Content-Type", "application/json")
+    h.send_header("Content-Length", str(len(data)))
+    h.end_headers()
+    h.wfile.write(data)
+
+
+class FakeAuth:
+    """The credential side of a loopback "Google": an OAuth token endpoint (`/token`, for a
+    service-account ADC file pointing at it) and the IAM Credentials `generateAccessToken` method
+    (service account impersonation). With it set on the fake, every API call must carry the token the
+    configuration should produce: the impersonated one when `service_account` is set, else the ADC one."""
+
+    SOURCE_TOKEN = "ya29.adc-source-token"
+    IMPERSONATED_TOKEN = "ya29.impersonated-token"
+
+    def __init__(self, service_account: str | None = None):
+        self.service_account = service_account
+        self.token_requests: list[dict[str, list[str]]] = []
+        self.iam_requests: list[tuple[str, Any, dict[str, str]]] = []
+
+    def adc_file(self, endpoint: str, path: Any) -> str:
+        """Writes a service-account ADC key file (a fresh RSA key) whose token URI is this fake."""
+        from cryptography.hazmat.primitives import serialization
+        from cryptography.hazmat.primitives.asymmetric import rsa
+
+        key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        pem = key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
+        info = {
+            "type": "service_account",
+            "project_id": "p",
+            "private_key_id": "fake-key-1",
+            "private_key": pem.decode(),
+            "client_email": "adc-source@p.iam.gserviceaccount.com",
+            "client_id": "1",
+            "token_uri": f"{endpoint}/token",
+        }
+        with open(path, "w") as fh:
+            json.dump(info, fh)
+        return str(path)
+
+    def serve(self, h: BaseHTTPRequestHandler, path: str, body: Any, headers: dict[str, str]) -> bool:
+        if path == "/token" and h.command == "POST":
+            self.token_requests.append(parse_qs(body if isinstance(body, str) else ""))
+            _respond(h, 200, {"access_token": self.SOURCE_TOKEN, "expires_in": 3600, "token_type": "Bearer"})
+            return True
+        m = re.fullmatch(r"/v1/projects/-/serviceAccounts/([^/:]+):generateAccessToken", path)
+        if m and h.command == "POST":
+            self.iam_requests.append((m[1], body, headers))
+            if headers.get("authorization") != f"Bearer {self.SOURCE_TOKEN}":
+                _respond(
+                    h, 401, {"error": {"code": 401, "status": "UNAUTHENTICATED", "message": "bad source"}}
+                )
+            elif m[1] != self.service_account:
+                _respond(h, 403, {"error": {"code": 403, "status": "PERMISSION_DENIED", "message": m[1]}})
+            else:
+                _respond(
+                    h, 200, {"accessToken": self.IMPERSONATED_TOKEN, "expireTime": "2099-01-01T00:00:00Z"}
+                )
+            return True
+        return False
+
+    def check_api_call(self, headers: dict[str, str]) -> None:
+        want = self.IMPERSONATED_TOKEN if self.service_account else self.SOURCE_TOKEN
+        if headers.get("authorization") != f"Bearer {want}":
+            raise ApiError(401, "UNAUTHENTICATED", "Request had invalid authentication credentials.")
+
+
 class FakeVertexApi:
     """Start with `with FakeVertexApi() as api:`; `api.endpoint` is the base URL (no version)."""
 
@@ -218,6 +295,10 @@ class FakeVertexApi:
         self.operations: dict[str, Operation] = {}
         self.faults: list[Fault] = []
         self.next_operation_error: dict[str, Any] | None = None
+        # GETs of a new operation answered 404 before it becomes visible (eventual consistency).
+        self.operation_not_found_polls = 0
+        # Credentials the API demands (None: any or none), and the token/IAM endpoints that issue them.
+        self.auth: FakeAuth | None = None
         self._lock = threading.RLock()
         self._op_seq = 0
         self._server: ThreadingHTTPServer | None = None
@@ -281,17 +362,24 @@ class FakeVertexApi:
         body_status: str = "",
         message: str = "",
         after: bool = False,
+        retry_after: str = "",
     ) -> None:
-        """The next `times` matching requests fail with `status` (None: the connection is dropped;
-        with `after=True` it is dropped after the request took effect, so the answer is lost)."""
-        self.faults.append(Fault(method, path_contains, status, times, body_status, message, after))
+        """The next `times` matching requests fail with `status` (None: the connection is dropped);
+        `after=True`: the request takes effect first, then fails (its answer is lost)."""
+        self.faults.append(
+            Fault(method, path_contains, status, times, body_status, message, after, retry_after)
+        )
 
     def fail_next_operation(self, code: int = 9, message: str = "injected failure") -> None:
         self.next_operation_error = {"code": code, "message": message}
 
     def api_requests(self) -> list[Recorded]:
-        """Requests other than operation polls."""
-        return [r for r in self.requests if "/operations/" not in r.path]
+        """Requests to the API other than operation polls (no token or IAM calls)."""
+        return [
+            r
+            for r in self.requests
+            if "/operations/" not in r.path and r.path != "/token" and "/serviceAccounts/" not in r.path
+        ]
 
     def put_cluster(self, name: str, cluster: dict[str, Any]) -> None:
         with self._lock:
@@ -310,10 +398,11 @@ class FakeVertexApi:
             body = json.loads(raw) if raw else None
         except ValueError:
             body = raw.decode(errors="replace")
+        headers = {k.lower(): v for k, v in h.headers.items()}
         with self._lock:
-            self.requests.append(
-                Recorded(h.command, url.path, query, body, {k.lower(): v for k, v in h.headers.items()})
-            )
+            self.requests.append(Recorded(h.command, url.path, query, body, headers))
+            if self.auth is not None and self.auth.serve(h, url.path, body, headers):
+                return
             fault = self._take_fault(h.command, url.path)
         if fault is not None and fault.after:
             with self._lock, contextlib.suppress(ApiError):
@@ -324,8 +413,13 @@ class FakeVertexApi:
             with contextlib.suppress(OSError):
                 h.connection.shutdown(socket.SHUT_RDWR)
             return
+        extra_headers: dict[str, str] = {}
         try:
+            if self.auth is not None:
+                self.auth.check_api_call(headers)
             if fault is not None:
+                if fault.retry_after:
+                    extra_headers["Retry-After"] = fault.retry_after
                 raise ApiError(
                     fault.status,
                     fault.body_status or _STATUS_NAMES.get(fault.status, "UNKNOWN"),
@@ -349,6 +443,8 @@ class FakeVertexApi:
         h.send_response(code)
         h.send_header("Content-Type", "application/json")
         h.send_header("Content-Length", str(len(data)))
+        for k, v in extra_headers.items():
+            h.send_header(k, v)
         h.end_headers()
         h.wfile.write(data)
 
@@ -377,6 +473,12 @@ class FakeVertexApi:
         m = re.fullmatch(r"/v1(?:beta1)?/(projects/[^/]+/locations/[^/]+/operations/[^/]+)", path)
         if m and method == "GET":
             return 200, self._get_operation(m[1])
+        m = re.fullmatch(
+            r"/v1(?:beta1)?/(projects/[^/]+/locations/[^/]+/modelDevelopmentClusters/[^/]+)/operations", path
+        )
+        if m and method == "GET":  # the cluster's operations (google.longrunning ListOperations)
+            ops = [self._operation_json(o) for o in self.operations.values() if o.cluster == m[1]]
+            return 200, {"operations": ops} if ops else {}
         raise ApiError(404, "NOT_FOUND", f"no route for {method} {path}")
 
     # -- behaviour ----------------------------------------------------------------------------------------
@@ -397,6 +499,7 @@ class FakeVertexApi:
             name, kind, cluster, self.clock.monotonic() + self.operation_seconds, self.next_operation_error
         )
         self.next_operation_error = None
+        op.hidden_polls = self.operation_not_found_polls
         self.operations[name] = op
         return {
             "name": name,
@@ -430,9 +533,15 @@ class FakeVertexApi:
 
     def _get_operation(self, name: str) -> dict[str, Any]:
         op = self.operations.get(name)
-        if op is None:
+        if op is None or op.hidden_polls > 0:
+            if op is not None:
+                op.hidden_polls -= 1
             raise ApiError(404, "NOT_FOUND", f"operation {name} not found")
         op.polls += 1
+        return self._operation_json(op)
+
+    def _operation_json(self, op: Operation) -> dict[str, Any]:
+        name = op.name
         out: dict[str, Any] = {"name": name}
         if op.done:
             if op.noticed_at is None:

@@ -12,7 +12,12 @@ from typing import Any
 from google.auth.exceptions import GoogleAuthError
 
 from components import compat
-from components.providers.google_rest import CLOUD_PLATFORM_SCOPE, GoogleApiError, GoogleRestClient
+from components.providers.google_rest import (
+    CLOUD_PLATFORM_SCOPE,
+    GoogleApiError,
+    GoogleRestClient,
+    RetryPolicy,
+)
 from components.targets.gke import GkeClusterTarget
 from components.targets.google_api import GoogleApiSettings
 from components.targets.model_development import ModelDevelopmentClusterTarget
@@ -54,10 +59,9 @@ def rest_client(
     return GoogleRestClient(
         base,
         quota_project=settings.quota_project,
-        anonymous=anonymous,
-        custom_endpoint=bool(endpoint),
+        emulator=anonymous,
         session=session,
-        max_attempts=3,
+        retry=RetryPolicy(deadline=5.0),  # a read-only check: a few quick retries, then report
         timeout=(5.0, 30.0),
     )
 

@@ -226,6 +226,7 @@ LOCAL_KEYS = (
     "api_endpoint",
     "quota_project",
     "impersonate_service_account",
+    "iam_endpoint",
     "emulator",
     "retry",
 )
