@@ -55,7 +55,10 @@ def test_every_problem_reported_at_once_with_key_paths():
     }
     out = problems(raw)
     assert f"{NS}:environment: must be one of 'dev', 'staging' or 'prod'" in out
-    assert f"{NS}:googleApi.endpoints.compute (key): must be one of 'aiplatform' or 'container'" in out
+    assert (
+        f"{NS}:googleApi.endpoints.compute (key): must be one of 'aiplatform', 'container' or 'iamcredentials'"
+        in out
+    )
     assert (
         f"{NS}:googleApi.quotaProjct: unknown key; allowed keys: emulator, endpoints, impersonateServiceAccount, quotaProject, retry"
         in out

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import copy
+import json
 from typing import Any
 
 import dill
@@ -678,3 +679,36 @@ def test_any_api_change_yields_a_non_empty_mask_of_allowed_paths(spec, n):
         assert plan.mask, combo
         assert set(plan.mask) <= ALLOWED_MASK, combo
         assert len(plan.mask) == len(set(plan.mask)), combo
+
+
+def test_impersonation_and_quota_project_from_the_inputs(api, spec, monkeypatch, tmp_path):
+    """googleApi.impersonateServiceAccount/quotaProject reach the API as the impersonated token and header."""
+    sa = "deployer@acme-ml.iam.gserviceaccount.com"
+    api.auth = FakeAuth(service_account=sa)
+    monkeypatch.setenv(
+        "GOOGLE_APPLICATION_CREDENTIALS", api.auth.adc_file(api.endpoint, tmp_path / "adc.json")
+    )
+    api.operation_seconds = 0
+    del spec["emulator"]
+    spec.update(impersonate_service_account=sa, iam_endpoint=api.endpoint, quota_project="billing")
+    ModelDevelopmentClusterProvider().create(copy.deepcopy(spec))
+    post = api.api_requests()[0]
+    assert (post.method, post.headers["authorization"], post.headers["x-goog-user-project"]) == (
+        "POST",
+        f"Bearer {FakeAuth.IMPERSONATED_TOKEN}",
+        "billing",
+    )
+    assert [r[0] for r in api.auth.iam_requests] == [sa]
+    assert "impersonateServiceAccount" not in json.dumps(post.body) and "iamEndpoint" not in json.dumps(
+        post.body
+    )
+
+
+def test_emulator_mode_refuses_a_non_loopback_endpoint(provider, spec):
+    spec["api_endpoint"] = "https://europe-west4-aiplatform.googleapis.com"
+    with pytest.raises(ModelDevelopmentClusterError) as e:
+        provider.create(copy.deepcopy(spec))
+    assert str(e.value) == (
+        f"googleApi settings of {NAME}: emulator mode sends no credentials, so only loopback endpoints "
+        "(127.0.0.1, localhost, ::1) are allowed; 'europe-west4-aiplatform.googleapis.com' is not one"
+    )

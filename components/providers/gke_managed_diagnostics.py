@@ -8,7 +8,9 @@ does) and wait for the returned GKE operation. Create records the flag's value b
 touched it (`previousEnabled`); delete puts that value back.
 
 Inputs: project, location, cluster, enabled, clusterVersion (the version the stack declares; the policy
-pack checks it against the managed threshold), apiEndpoint / quotaProject (optional client settings).
+pack checks it against the managed threshold), and the REST client settings from `googleApi`: apiEndpoint,
+quotaProject, impersonateServiceAccount, iamEndpoint, emulator, retry. `read` supports `import_` with the
+cluster path as id (inputs with the live flag, so an adopted cluster in the declared state shows no diff).
 
 This module's path is pickled into state with the provider: do not move it.
 """
