@@ -88,9 +88,8 @@ COMPONENT_MODULES = {
     "components.model_development",
     "components.workload_opt_in",
 }
-# The Model Development Cluster target still reads its rules from the provider module until the one shared
-# spec module lands (issue 11, owned by the Google provider work); nothing else may.
-_PENDING = {"components.targets.model_development"}
+# Target models share schemas with the providers through components/specs/, never a provider module.
+_PENDING: set[str] = set()
 
 
 def _is_provider(m: str) -> bool:

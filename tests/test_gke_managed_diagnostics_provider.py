@@ -250,11 +250,30 @@ def test_busy_cluster_waits_for_the_running_operation_then_retries(
         ("GET", CLUSTER),
         ("PUT", CLUSTER),
         ("GET", f"{OPS}/operation-0001"),
+        ("GET", CLUSTER),  # the flag still differs after the running operation: send again
         ("PUT", CLUSTER),
         ("GET", f"{OPS}/operation-0002"),
         ("GET", f"{OPS}/operation-0002"),
     ]
     assert running.done
+
+
+def test_busy_with_the_same_change_sends_nothing_again(
+    provider: gmd.ManagedMlDiagnosticsProvider, fake: FakeGkeApi
+) -> None:
+    """A PUT retried after its answer was lost finds its own operation running: no second operation."""
+    fake.fail_next(
+        "PUT",
+        "/clusters/",
+        400,
+        "Cluster is running incompatible operation operation-0001.",
+        reason="FAILED_PRECONDITION",
+    )
+    running = fake.add_operation(P, L, C, polls=0)
+    running.apply = {gmd.FIELD: {"enabled": True}}
+    out = provider.create(props(fake))
+    assert fake.calls("PUT") == [("PUT", CLUSTER)]
+    assert out.outs["lastOperation"] == "operation-0001" and fake.managed(P, L, C) is True
 
 
 def test_check_refuses_managed_on_an_old_declared_version(provider: gmd.ManagedMlDiagnosticsProvider) -> None:

@@ -1,4 +1,4 @@
-"""No PATCH can name a field outside seed 004's `updateMask` list (`spec.UPDATE_MASK_PATHS`).
+"""No PATCH can name a field outside seed 004's `updateMask` list (`UPDATE_MASK_PATHS` (components/specs/model_development.py)).
 
 A property test mutates any leaf of the API schema (derived from the one schema), any number of times,
 and checks the update plan: the mask only ever holds listed paths, the body only those fields, and a change
@@ -14,7 +14,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from components.providers.mdc.spec import (
+from components.providers.mdc.update_plan import mask_body, plan_update
+from components.providers.model_development_cluster import (
+    ModelDevelopmentClusterError,
+    ModelDevelopmentClusterProvider,
+)
+from components.specs.model_development import (
     API_SCHEMA,
     BOOL,
     INT,
@@ -24,11 +29,6 @@ from components.providers.mdc.spec import (
     UPDATE_MASK_PATHS,
     normalize,
     to_camel,
-)
-from components.providers.mdc.update_plan import mask_body, plan_update
-from components.providers.model_development_cluster import (
-    ModelDevelopmentClusterError,
-    ModelDevelopmentClusterProvider,
 )
 
 BASE: dict[str, Any] = {

@@ -15,12 +15,12 @@ import pulumi
 import pytest
 from pulumi.dynamic.dynamic import serialize_provider
 
-from components.providers.mdc.spec import UNKNOWN, UPDATE_MASK_PATHS, normalize
 from components.providers.mdc.update_plan import plan_update
 from components.providers.model_development_cluster import (
     ModelDevelopmentClusterError,
     ModelDevelopmentClusterProvider,
 )
+from components.specs.model_development import UNKNOWN, UPDATE_MASK_PATHS, normalize
 from tests.fakes.vertex_api import DEFAULT_IMAGE, FakeAuth
 from tests.fixtures.google import pool, rest_pool
 

@@ -124,11 +124,14 @@ class ManagedMlDiagnosticsProvider(ResourceProvider):
                 op = client.request("PUT", path, json=body, resource=resource)
                 break
             except GoogleApiError as e:
-                # GKE runs one operation per cluster at a time: wait for the running one, then retry once.
+                # GKE runs one operation per cluster at a time: wait for the running one (possibly our own
+                # PUT whose answer was lost and was retried), then send again only if the flag still differs.
                 busy = _BUSY.search(e.message)
                 if attempt or not busy or e.status != "FAILED_PRECONDITION":
                     raise
                 self._wait(client, props, {"name": busy.group(1)})
+                if live_enabled(self._get_existing(client, props)) == enabled:
+                    return busy.group(1)
         return str(self._wait(client, props, op).get("name", ""))
 
     def _wait(self, client: GoogleRestClient, props: dict[str, Any], op: dict[str, Any]) -> dict[str, Any]:

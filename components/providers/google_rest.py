@@ -29,7 +29,7 @@ from urllib.parse import urlsplit
 import requests
 from google.rpc import code_pb2
 
-from components.providers.google_endpoints import LOOPBACK_HOSTS, is_loopback_url
+from components.specs.google_endpoints import LOOPBACK_HOSTS, is_loopback_url
 
 CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
 RETRYABLE_STATUS = frozenset({408, 429, 500, 502, 503, 504})

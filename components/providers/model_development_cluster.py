@@ -5,7 +5,7 @@ schema, validation and update planning live in `components.providers.mdc` (share
 The REST body is the API's JSON (lowerCamelCase).
 
 Update rules (seed 004): PATCH always carries an explicit `updateMask` naming exactly the changed fields,
-all of them from `spec.UPDATE_MASK_PATHS` (without a mask the service compares the whole payload and
+all of them from `UPDATE_MASK_PATHS` (components/specs/model_development.py) (without a mask the service compares the whole payload and
 deletes what it omits); repeated fields and maps are sent whole; `updateMode` comes from the input.
 
 This module path is pickled into Pulumi state with the provider: do not move it. The provider instance
@@ -44,7 +44,8 @@ from components.providers.mdc.live import (
     patch_once,
     project_onto,
 )
-from components.providers.mdc.spec import (
+from components.providers.mdc.update_plan import plan_update
+from components.specs.model_development import (
     API_SCHEMA,
     API_VERSION,
     DEFAULT_OPERATION_TIMEOUT_MINUTES,
@@ -55,8 +56,7 @@ from components.providers.mdc.spec import (
     normalize,
     to_rest,
 )
-from components.providers.mdc.update_plan import plan_update
-from components.providers.mdc.validation import validate_spec
+from components.specs.model_development_rules import validate_spec
 
 
 def _base_url(spec: Mapping[str, Any]) -> str:

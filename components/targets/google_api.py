@@ -23,7 +23,7 @@ from urllib.parse import urlsplit
 from pydantic import Field, field_validator, model_validator
 
 from components.config_base import Model
-from components.providers.google_endpoints import LOOPBACK_HOSTS, is_loopback_url
+from components.specs.google_endpoints import LOOPBACK_HOSTS, is_loopback_url
 
 
 class GoogleRetrySettings(Model):

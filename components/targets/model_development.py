@@ -1,6 +1,6 @@
 """Config of `modelDevelopmentClusters` targets (Vertex AI Model Development Cluster, Slurm).
 
-The keys are the cluster schema in `components.providers.mdc.spec` (one schema, shared with the dynamic
+The keys are the cluster schema in `components.specs.model_development` (one schema, shared with the dynamic
 provider; camelCase here, snake_case as resource inputs) plus the target's name, `adopt` and `googleApi`.
 Every rule of the provider's check runs here too, so a bad stack file fails before any resource is
 registered, with the key path.
@@ -13,8 +13,8 @@ from typing import Any
 from pydantic import model_validator
 
 from components.config_base import TargetBase, raise_issues
-from components.providers.mdc.spec import ClusterSpec
-from components.providers.mdc.validation import validate_spec
+from components.specs.model_development import ClusterSpec
+from components.specs.model_development_rules import validate_spec
 from components.targets.google_api import TargetGoogleApi
 
 

@@ -9,8 +9,8 @@ from typing import Any
 import pulumi
 
 from components.providers.google_rest import VERTEX, GoogleApiError, GoogleRestClient, OperationFailed
-from components.providers.mdc.spec import API_SCHEMA, API_VERSION, UPDATE_MASK_PATHS, from_rest
 from components.providers.mdc.update_plan import by_key, mask_body, plan_update
+from components.specs.model_development import API_SCHEMA, API_VERSION, UPDATE_MASK_PATHS, from_rest
 
 
 def project_onto(spec: Mapping[str, Any], cluster: Mapping[str, Any]) -> dict[str, Any]:

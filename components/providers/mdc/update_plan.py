@@ -1,7 +1,7 @@
 """What an input change means for a Model Development Cluster: nothing, a PATCH (with which mask), or a
 replacement.
 
-The mask is built from `spec.UPDATE_MASK_PATHS` only: a difference under one of those paths is sent with
+The mask is built from `UPDATE_MASK_PATHS` (components/specs/model_development.py) only: a difference under one of those paths is sent with
 that path in `updateMask`; a difference anywhere else in the API fields is immutable and replaces the
 cluster. So no PATCH can name a field outside the list. Repeated fields and maps go whole.
 """
@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from components.providers.mdc.spec import (
+from components.specs.model_development import (
     API_SCHEMA,
     CLEAR_AS_EMPTY_MAP,
     IDENTITY_KEYS,

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from components.providers.mdc.spec import (
+from components.specs.model_development import (
     CLUSTER_ID_SLURM,
     DELETION_POLICIES,
     UNKNOWN,
