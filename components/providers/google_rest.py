@@ -18,218 +18,52 @@ Nothing here is pickled: providers build a client inside each method from plain 
 
 from __future__ import annotations
 
-import random
-import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from email.utils import parsedate_to_datetime
 from typing import Any
 from urllib.parse import urlsplit
 
 import requests
 from google.rpc import code_pb2
 
+from components.providers.google_errors import (
+    RETRYABLE_STATUS,
+    GoogleApiError,
+    OperationFailed,
+    OperationTimeout,
+    parse_error,
+    rpc_status_name,
+)
+from components.providers.google_retry import (
+    GKE,
+    POLL_BACKOFF,
+    VERTEX,
+    Backoff,
+    Clock,
+    OperationStyle,
+    RetryPolicy,
+    retry_after_seconds,
+)
 from components.specs.google_endpoints import LOOPBACK_HOSTS, is_loopback_url
 
+# Re-exported: the providers, tools and tests import these from here.
+__all__ = [
+    "CLOUD_PLATFORM_SCOPE",
+    "GKE",
+    "VERTEX",
+    "Backoff",
+    "Clock",
+    "GoogleApiError",
+    "GoogleRestClient",
+    "OperationFailed",
+    "OperationStyle",
+    "OperationTimeout",
+    "RetryPolicy",
+    "retry_after_seconds",
+    "rpc_status_name",
+]
+
 CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
-RETRYABLE_STATUS = frozenset({408, 429, 500, 502, 503, 504})
 IDEMPOTENT_METHODS = frozenset({"GET", "HEAD", "PUT", "DELETE", "OPTIONS"})
-
-
-def rpc_status_name(code: int) -> str:
-    """google.rpc.Code number -> name (operation errors carry the number only); "" if unknown."""
-    try:
-        return code_pb2.Code.Name(code)
-    except ValueError:
-        return ""
-
-
-class GoogleApiError(Exception):
-    """A failed Google API call (or one that never got an answer: `http_status` is None)."""
-
-    def __init__(
-        self,
-        resource: str,
-        message: str,
-        *,
-        method: str = "",
-        url: str = "",
-        http_status: int | None = None,
-        status: str = "",
-        reason: str = "",
-        retry_after: float | None = None,
-    ):
-        self.retry_after = retry_after  # seconds the server asked to wait (Retry-After), if any
-        self.resource = resource
-        self.method = method
-        self.url = url
-        self.http_status = http_status
-        self.status = status
-        self.reason = reason
-        self.message = message
-        super().__init__(self._render())
-
-    def _render(self) -> str:
-        where = f" ({self.method} {urlsplit(self.url).path})" if self.method else ""
-        parts = []
-        if self.http_status is not None:
-            parts.append(f"HTTP {self.http_status}")
-        if self.status:
-            parts.append(self.status)
-        if self.reason:
-            parts.append(f"reason {self.reason}")
-        head = ", ".join(parts)
-        return f"{self.resource}{where}: {head + ': ' if head else ''}{self.message}"
-
-    @property
-    def answer_lost(self) -> bool:
-        """No answer, or a 5xx: the call may have taken effect."""
-        return self.http_status is None or self.http_status >= 500
-
-    @property
-    def retryable(self) -> bool:
-        return self.http_status is None or self.http_status in RETRYABLE_STATUS
-
-
-class OperationFailed(GoogleApiError):
-    """The long-running operation finished with an error."""
-
-    def __init__(self, resource: str, operation: str, code: int | str | None, message: str):
-        self.operation = operation
-        self.code = code
-        status = rpc_status_name(code) if isinstance(code, int) else str(code or "")
-        label = f"code {code}" if isinstance(code, int) else ""
-        super().__init__(
-            resource,
-            f"operation {operation} failed ({', '.join(p for p in (label, status) if p) or 'no code'}): {message}",
-            status=status,
-        )
-
-
-class OperationTimeout(GoogleApiError):
-    """The operation did not finish within the deadline (it may still be running)."""
-
-    def __init__(self, resource: str, operation: str, deadline: float):
-        self.operation = operation
-        super().__init__(
-            resource,
-            f"operation {operation} still running after {deadline:.0f} s; it may still complete: check it "
-            f"with GET on the operation, then run the update again",
-            status=rpc_status_name(code_pb2.DEADLINE_EXCEEDED),
-        )
-
-
-class Clock:
-    """Time source; tests and the benchmark pass a simulated one."""
-
-    def monotonic(self) -> float:
-        return time.monotonic()
-
-    def sleep(self, seconds: float) -> None:
-        time.sleep(seconds)
-
-    def random(self) -> float:
-        return random.random()
-
-
-@dataclass(frozen=True)
-class OperationStyle:
-    """How to read an operation: when it is done and what its error is."""
-
-    name: str
-    is_done: Callable[[Mapping[str, Any]], bool]
-    error_of: Callable[[Mapping[str, Any]], tuple[int | str | None, str] | None]
-
-
-def _vertex_error(op: Mapping[str, Any]) -> tuple[int | str | None, str] | None:
-    err = op.get("error")
-    if not err:
-        return None
-    return err.get("code"), err.get("message", "")
-
-
-def _gke_error(op: Mapping[str, Any]) -> tuple[int | str | None, str] | None:
-    err = op.get("error")
-    if err and (err.get("code") or err.get("message")):
-        return err.get("code"), err.get("message", "")
-    if op.get("statusMessage"):  # older GKE operations report failure only here
-        return None, op["statusMessage"]
-    return None
-
-
-# google.longrunning.Operation (Vertex AI and most APIs): {"name", "done": true, "error": {code, message}}
-VERTEX = OperationStyle("vertex", lambda op: bool(op.get("done")), _vertex_error)
-# container.googleapis.com/v1 Operation: {"name", "selfLink", "status": "DONE", "error": {code, message}}
-GKE = OperationStyle("gke", lambda op: op.get("status") == "DONE", _gke_error)
-
-
-@dataclass(frozen=True)
-class Backoff:
-    initial: float = 1.0
-    multiplier: float = 2.0
-    maximum: float = 32.0
-    jitter: float = 0.5  # the delay is drawn from [(1 - jitter) * d, d]
-
-    def delay(self, attempt: int, rnd: float) -> float:
-        d = min(self.maximum, self.initial * self.multiplier**attempt)
-        return d * (1.0 - self.jitter * rnd)
-
-
-@dataclass(frozen=True)
-class RetryPolicy:
-    """Retries of one call: backoff between attempts, all within `deadline` seconds (Google's guidance)."""
-
-    backoff: Backoff = Backoff()
-    deadline: float = 300.0
-
-    @classmethod
-    def from_inputs(cls, settings: Mapping[str, Any] | None) -> RetryPolicy:
-        """From the resources' `retry` input (googleApi.retry: deadline_minutes, initial_delay_seconds, ...)."""
-        s = settings or {}
-        d = cls()
-        return cls(
-            Backoff(
-                initial=float(s.get("initial_delay_seconds") or d.backoff.initial),
-                multiplier=float(s.get("multiplier") or d.backoff.multiplier),
-                maximum=float(s.get("max_delay_seconds") or d.backoff.maximum),
-                jitter=d.backoff.jitter,
-            ),
-            deadline=60.0 * float(s.get("deadline_minutes") or d.deadline / 60.0),
-        )
-
-
-POLL_BACKOFF = Backoff(initial=1.0, multiplier=1.5, maximum=20.0, jitter=0.1)
-
-
-def retry_after_seconds(value: str, now: float | None = None) -> float | None:
-    """Retry-After as delta-seconds or an HTTP date; None when absent or unreadable."""
-    value = (value or "").strip()
-    if not value:
-        return None
-    if value.isdigit():
-        return float(value)
-    try:
-        when = parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, when.timestamp() - (time.time() if now is None else now))
-
-
-def _parse_error(resp: requests.Response) -> tuple[str, str, str]:
-    """(status, reason, message) from a Google error body, tolerant of non-JSON bodies."""
-    try:
-        body = resp.json()
-    except ValueError:
-        return "", "", (resp.text or resp.reason or "").strip()[:500]
-    err = body.get("error") if isinstance(body, dict) else None
-    if not isinstance(err, dict):
-        return "", "", str(body)[:500]
-    reason = ""
-    for d in err.get("details") or []:
-        if isinstance(d, dict) and d.get("reason"):
-            reason = d["reason"]
-            break
-    return str(err.get("status", "")), reason, str(err.get("message", ""))
 
 
 class GoogleRestClient:
@@ -373,7 +207,7 @@ class GoogleRestClient:
             if retry and resp.status_code in RETRYABLE_STATUS and self.pause(attempt, wait, end):
                 attempt += 1
                 continue
-            status, reason, message = _parse_error(resp)
+            status, reason, message = parse_error(resp)
             raise GoogleApiError(
                 resource,
                 message or resp.reason or "request failed",
