@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pytest
@@ -261,47 +260,46 @@ def test_already_done_operation_needs_no_request(clock):
     }
 
 
-class _GkeSession:
-    """Answers GKE-shaped operations: RUNNING twice, then DONE (optionally with an error)."""
-
-    def __init__(self, final: dict[str, Any]):
-        self.final = final
-        self.urls: list[str] = []
-
-    def request(self, method: str, url: str, **kw: Any) -> Any:
-        self.urls.append(url)
-        body = {"name": "operation-1", "status": "RUNNING"} if len(self.urls) < 3 else self.final
-
-        class R:
-            status_code, headers, reason = 200, {}, "OK"
-            content = json.dumps(body).encode()
-
-            def json(self) -> Any:
-                return body
-
-        return R()
+GKE_CLUSTER = "projects/p/locations/us-central1/clusters/c"
+GKE_OP = "/v1/projects/p/locations/us-central1/operations/operation-0001"
 
 
-def test_gke_operation_shape(clock):
-    s = _GkeSession({"name": "operation-1", "status": "DONE"})
-    c = GoogleRestClient("https://container.googleapis.com/v1", session=s, clock=clock)  # type: ignore[arg-type]
-    c.wait_operation("projects/p/locations/l/operations/operation-1", 600, style=GKE)
-    assert s.urls == ["https://container.googleapis.com/v1/projects/p/locations/l/operations/operation-1"] * 3
+@pytest.fixture()
+def gke(gke_api):
+    gke_api.add_cluster("p", "us-central1", "c", version="1.35.1-gke.1396000")
+    gke_api.operation_polls = 2  # RUNNING twice, then DONE
+    return gke_api
 
 
-def test_gke_operation_polls_self_link_when_the_name_is_short(clock):
-    s = _GkeSession({"name": "operation-1", "status": "DONE"})
-    c = GoogleRestClient("https://container.googleapis.com/v1", session=s, clock=clock)  # type: ignore[arg-type]
-    link = "https://container.googleapis.com/v1/projects/p/locations/l/operations/operation-1"
-    c.wait_operation({"name": "operation-1", "selfLink": link, "status": "PENDING"}, 600, style=GKE)
-    assert s.urls == [link] * 3
+def gke_client(gke, clock) -> GoogleRestClient:
+    return GoogleRestClient(f"{gke.url}/v1", emulator=True, clock=clock)
 
 
-def test_gke_operation_error(clock):
-    s = _GkeSession({"name": "operation-1", "status": "DONE", "error": {"code": 3, "message": "bad version"}})
-    c = GoogleRestClient("https://container.googleapis.com/v1", session=s, clock=clock)  # type: ignore[arg-type]
+def start_gke_operation(c: GoogleRestClient) -> dict[str, Any]:
+    body = {"update": {"desiredManagedMachineLearningDiagnosticsConfig": {"enabled": True}}}
+    return c.request("PUT", GKE_CLUSTER, json=body)
+
+
+def test_gke_operation_by_full_name(gke, clock):
+    c = gke_client(gke, clock)
+    start_gke_operation(c)
+    c.wait_operation("projects/p/locations/us-central1/operations/operation-0001", 600, style=GKE)
+    assert gke.calls("GET") == [("GET", GKE_OP)] * 3
+
+
+def test_gke_operation_polls_self_link_when_the_name_is_short(gke, clock):
+    c = gke_client(gke, clock)
+    op = start_gke_operation(c)
+    assert (op["name"], op["selfLink"]) == ("operation-0001", f"{gke.url}{GKE_OP}")
+    done = c.wait_operation(op, 600, style=GKE)
+    assert done["status"] == "DONE" and gke.calls("GET") == [("GET", GKE_OP)] * 3
+
+
+def test_gke_operation_error(gke, clock):
+    gke.operation_error = {"code": 3, "message": "bad version"}
+    c = gke_client(gke, clock)
     with pytest.raises(OperationFailed, match=r"failed \(code 3, INVALID_ARGUMENT\): bad version"):
-        c.wait_operation("projects/p/locations/l/operations/operation-1", 600, style=GKE)
+        c.wait_operation(start_gke_operation(c), 600, style=GKE)
 
 
 def test_operation_404_right_after_the_call_counts_as_pending(api, clock):
