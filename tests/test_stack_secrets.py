@@ -6,6 +6,9 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import os
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -124,3 +127,52 @@ def test_check_command_prints_key_paths_and_no_secret(capsys):
         "stacks/Pulumi.prod.yaml: ml-diagnostics:azureMl[0].inference.sslKeyPem: decrypts",
         "stacks/Pulumi.prod.yaml: ml-diagnostics:kubernetesClusters[0].kubeconfig: decrypts",
     ]
+
+
+def _built_cli() -> Path | None:
+    """The Pulumi CLI the end-to-end tier builds from Go modules (tools/e2e/toolchain.sh), when present."""
+    root = Path(os.environ.get("ML_DIAG_E2E_CACHE", Path.home() / ".cache" / "ml-diagnostics-e2e"))
+    found = sorted(root.glob("*/bin/pulumi"))
+    return found[-1] if found else None
+
+
+@pytest.mark.skipif(_built_cli() is None, reason="no Pulumi CLI built by the e2e toolchain on this machine")
+def test_the_real_cli_decrypts_the_shipped_stacks(tmp_path, decrypted):
+    cli = str(_built_cli())
+    project = tmp_path / "project"
+    (project / "stacks").mkdir(parents=True)
+    shutil.copy(Path(stack_secrets.ROOT) / "Pulumi.yaml", project)
+    env = {
+        "PATH": os.environ.get("PATH", ""),
+        "HOME": str(tmp_path),
+        "PULUMI_HOME": str(tmp_path / "pulumi-home"),
+        "PULUMI_BACKEND_URL": (tmp_path / "state").as_uri(),
+        "PULUMI_SKIP_UPDATE_CHECK": "1",
+        "PULUMI_CONFIG_PASSPHRASE": EXAMPLE_PASSPHRASE,
+    }
+    (tmp_path / "state").mkdir()
+
+    def pulumi(*args: str, passphrase: str = EXAMPLE_PASSPHRASE) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [cli, *args, "--non-interactive"],
+            cwd=project,
+            env={**env, "PULUMI_CONFIG_PASSPHRASE": passphrase},
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+
+    for path in STACKS:
+        stack = path.name.removeprefix("Pulumi.").removesuffix(".yaml")
+        shutil.copy(path, project / "stacks")
+        # `stack init` keeps the file's encryptionsalt when the passphrase matches it.
+        init = pulumi("stack", "init", stack, "--secrets-provider", "passphrase")
+        assert init.returncode == 0, init.stderr
+        assert (project / "stacks" / path.name).read_text() == path.read_text()
+        for key_path, plain in decrypted[path.name].items():
+            got = pulumi("config", "get", "--path", key_path, "-s", stack)
+            assert got.returncode == 0, got.stderr
+            assert got.stdout.rstrip("\n") == plain.rstrip("\n"), key_path
+    wrong = pulumi("config", "get", "--path", key_path, "-s", stack, passphrase="not-the-passphrase")
+    assert wrong.returncode != 0
+    assert "passphrase" in (wrong.stdout + wrong.stderr).lower()
