@@ -3,7 +3,7 @@ PY := .venv/bin/python
 STACK ?= dev
 FORMAT ?= table
 
-.PHONY: plan test lint bench venv clean diff verify e2e
+.PHONY: plan test lint bench venv clean diff verify e2e mermaid-deps pictures
 
 venv: .venv/.installed
 
@@ -19,7 +19,7 @@ lint: venv
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
 
-test: lint
+test: lint mermaid-deps
 	$(PY) -m pytest
 
 bench: venv
@@ -27,7 +27,23 @@ bench: venv
 	$(PY) tools/bench_lro.py
 
 clean:
-	rm -rf .venv .pytest_cache .ruff_cache plan-out
+	rm -rf .venv .pytest_cache .ruff_cache plan-out $(MERMAID)/node_modules
+
+# Mermaid's parser (tests) and renderer (pictures), pinned in tools/mermaid/package-lock.json. Without npm
+# the Mermaid parser tests skip with that reason.
+MERMAID := tools/mermaid
+mermaid-deps: $(MERMAID)/node_modules/.installed
+
+$(MERMAID)/node_modules/.installed: $(MERMAID)/package.json $(MERMAID)/package-lock.json
+	@if command -v npm >/dev/null; then \
+		cd $(MERMAID) && npm ci --no-audit --no-fund --loglevel=error && touch node_modules/.installed; \
+	else echo "npm not found: the Mermaid parser tests will be skipped"; fi
+
+# The graph pictures in docs/ (README "Plan and diff as a graph"): Mermaid sources, then Mermaid's renderer in
+# headless Chromium (apt-get install -y chromium; CHROMIUM=/path overrides /usr/bin/chromium).
+pictures: venv mermaid-deps
+	$(PY) -m tools.plan_pictures --write docs
+	node $(MERMAID)/render.mjs docs/plan-dev.mmd docs/diff-sample.mmd
 
 BASE ?= origin/main
 diff: venv

@@ -2,6 +2,7 @@
 
 pytest_plugins: list[str] = [
     "tests.fixtures.google",
+    "tests.fixtures.mermaid",
     "tests.fixtures.policies",
     "tests.fixtures.verify",
     "tests.fixtures.e2e",

@@ -1,6 +1,6 @@
 """Offline diff of several stacks against a git ref, as one report (the offline-plan PR comment).
 
-    python -m tools.diff [STACK ...] --base GITREF [--format table|json|markdown] [--output FILE]
+    python -m tools.diff [STACK ...] --base GITREF [--format table|json|markdown|dot] [--output FILE]
 
 Without STACK, every `stacks/Pulumi.*.yaml` of the working tree. Markdown stays under GitHub's comment
 limit for all stacks together (each stack gets an equal share; a stack's details are truncated first).
@@ -22,9 +22,10 @@ from tools.plan_diff import (
     DiffError,
     diff_stacks,
     exit_code,
+    render,
     render_markdown,
-    render_table,
 )
+from tools.plan_diff.render import FORMATS
 
 COMMENT_MARKER = "<!-- ml-diagnostics:offline-plan -->"
 
@@ -41,8 +42,8 @@ def render_all(
 ) -> str:
     if fmt == "json":
         return json.dumps(diffs, indent=2) + "\n"
-    if fmt == "table":
-        return "\n".join(render_table(d) for d in diffs)
+    if fmt in ("table", "dot"):
+        return "\n".join(render(d, fmt) for d in diffs)
     header = (
         f"{COMMENT_MARKER}\n## Offline plan: this pull request against `{base_ref}`\n\n"
         "Computed without cloud credentials (`python -m tools.plan STACK --diff-base REF`): replacements are "
@@ -61,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--base", required=True, metavar="GITREF", help="git ref to compare against, e.g. origin/main"
     )
-    p.add_argument("--format", choices=("table", "json", "markdown"), default="table")
+    p.add_argument("--format", choices=FORMATS, default="table")
     p.add_argument("--output", type=Path, help="write the report here instead of stdout")
     p.add_argument("--project-dir", type=Path, default=ROOT, help=argparse.SUPPRESS)
     args = p.parse_args(argv)

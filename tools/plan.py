@@ -1,7 +1,8 @@
 """Offline plan: run a stack with no cloud, no credentials and no Pulumi CLI, then its policy pack.
 
     python -m tools.plan STACK [--config-file FILE] [--policy-config FILE]
-                               [--format table|json|markdown] [--out DIR] [--diff-base GITREF]
+                               [--format table|json|markdown|dot] [--out DIR] [--diff-base GITREF]
+    python -m tools.plan --from-json FILE [--format ...]     (render a saved plan or diff JSON)
 
 Exit codes: 0 no mandatory violation; 1 mandatory violation(s); 2 invalid config or program error.
 It is a review and CI tool; where the Pulumi CLI and credentials exist, `pulumi preview` is the authority.
@@ -163,24 +164,69 @@ def has_mandatory(report: dict[str, Any]) -> bool:
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m tools.plan", description=__doc__.split("\n\n")[0])
-    p.add_argument("stack", help="stack name: reads stacks/Pulumi.STACK.yaml and policies/config/STACK.json")
+    p.add_argument(
+        "stack", nargs="?", help="stack name: reads stacks/Pulumi.STACK.yaml and policies/config/STACK.json"
+    )
     p.add_argument(
         "--config-file", type=Path, help="stack config file to use instead of stacks/Pulumi.STACK.yaml"
     )
     p.add_argument(
         "--policy-config", type=Path, help="policy pack config instead of policies/config/STACK.json"
     )
-    p.add_argument("--format", choices=("table", "json", "markdown"), default="table")
+    p.add_argument("--format", choices=plan_render.FORMATS, default="table")
+    p.add_argument(
+        "--from-json",
+        type=Path,
+        metavar="FILE",
+        help="render a saved plan or diff JSON (this tool's or tools.diff's --format json) instead of planning",
+    )
     p.add_argument("--out", type=Path, help="write what each resource would apply (manifests, values, JSON)")
     p.add_argument("--diff-base", metavar="GITREF", help="diff this stack's plan against its plan at GITREF")
     p.add_argument("--skip-policies", action="store_true", help="do not run the policy pack")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
-    return p.parse_args(argv)
+    args = p.parse_args(argv)
+    if not args.stack and not args.from_json:
+        p.error("give a STACK to plan or --from-json FILE to render")
+    return args
+
+
+def render_saved(path: Path, fmt: str) -> tuple[str, int]:
+    """Renders a saved plan report, diff, or list of diffs; returns (text, exit code)."""
+    from tools import plan_diff
+
+    try:
+        data = json.loads(path.read_text())
+    except FileNotFoundError:
+        return f"error: {path} does not exist", EXIT_ERROR
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        return f"error: {path}: not valid JSON ({e})", EXIT_ERROR
+    docs = data if isinstance(data, list) else [data]
+    out, code = [], EXIT_OK
+    for i, doc in enumerate(docs):
+        where = f"{path}[{i}]" if isinstance(data, list) else str(path)
+        if isinstance(doc, dict) and isinstance(doc.get("summary"), dict) and "resources" in doc:
+            out.append(plan_diff.render(doc, fmt))
+            code = max(code, plan_diff.exit_code(doc))
+        elif isinstance(doc, dict) and isinstance(doc.get("resources"), list) and "policyViolations" in doc:
+            out.append(plan_render.render(doc, fmt))
+            code = max(code, EXIT_MANDATORY if has_mandatory(doc) else EXIT_OK)
+        else:
+            return (
+                f"error: {where}: not a plan report (keys resources, policyViolations) "
+                "nor a diff (keys summary, resources)",
+                EXIT_ERROR,
+            )
+    return "\n".join(out), code
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     progress = Progress(args.quiet)
+    if args.from_json:
+        text, code = render_saved(args.from_json, args.format)
+        stream = sys.stderr if code == EXIT_ERROR else sys.stdout
+        stream.write(text if text.endswith("\n") else text + "\n")
+        return code
     if args.diff_base:
         from tools.plan_diff import run_diff
 

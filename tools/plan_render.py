@@ -11,6 +11,9 @@ from typing import Any
 import yaml
 
 from tools.plan_common import code, is_provider, md, short_urn
+from tools.plan_graph_text import mermaid_block, render_dot
+
+FORMATS = ("table", "json", "markdown", "dot")
 
 
 def render(report: dict[str, Any], fmt: str) -> str:
@@ -18,6 +21,8 @@ def render(report: dict[str, Any], fmt: str) -> str:
         return json.dumps(report, indent=2, sort_keys=False) + "\n"
     if fmt == "markdown":
         return render_markdown(report)
+    if fmt == "dot":
+        return render_dot(report)
     return render_table(report)
 
 
@@ -92,7 +97,7 @@ def render_markdown(report: dict[str, Any]) -> str:
     mandatory = sum(1 for v in vs if v["enforcementLevel"] == "mandatory")
     status = "❌ blocked by policy" if mandatory else "✅ no mandatory policy violation"
     imports = sum(1 for r in res if r.get("importId"))
-    out = [f"### Offline plan: `{report['stack']}` — {status}", ""]
+    out = [f"### Offline plan: `{report['stack']}` — {status}", "", mermaid_block(report)]
     out.append(
         f"{len(res)} resources ({sum(1 for r in res if r['custom'])} custom), "
         f"{len(vs)} policy finding(s) ({mandatory} mandatory), critical path {report['criticalPath']['depth']} step(s)"

@@ -9,9 +9,10 @@ from typing import Any
 
 from tools.plan_common import GITHUB_COMMENT_LIMIT, SECRET_MASK, code, md
 from tools.plan_diff.compare import SUMMARY_ACTIONS
+from tools.plan_graph_text import MERMAID_BUDGET, mermaid_block, render_dot
 
 DEFAULT_MARKDOWN_BUDGET = 60_000  # leaves room for a header the caller may add
-FORMATS = ("table", "json", "markdown")
+FORMATS = ("table", "json", "markdown", "dot")
 SYMBOL = {"add": "+", "import": "=", "update": "~", "rename": "~>", "replace": "+-", "delete": "-"}
 
 
@@ -133,9 +134,10 @@ def _resource_details(e: dict[str, Any], max_rows: int = 40) -> str:
 def render_markdown(
     diff: dict[str, Any], max_chars: int = DEFAULT_MARKDOWN_BUDGET, heading: str = "###"
 ) -> str:
-    """A PR comment section: summary table first, then one collapsed <details> per changed resource.
+    """A PR comment section: the graph (Mermaid), the summary tables, then one <details> per changed resource.
 
-    Stays under max_chars: details are dropped (with a note) before the summary is touched.
+    Stays under max_chars: the graph takes at most a third, details are dropped (with a note) before the
+    summary is touched.
     """
     if "error" in diff:
         # The message comes from the plan (e.g. config errors with key paths): shown verbatim, escaped.
@@ -152,6 +154,7 @@ def render_markdown(
     head = [
         f"{heading} Offline plan diff: stack `{diff.get('stack')}`",
         "",
+        mermaid_block(diff, min(MERMAID_BUDGET, max_chars // 3)),
         f"Base `{md(_base_label(diff))}` → this change. {status}. "
         f"Critical path depth {diff['criticalPath']['base']} → {diff['criticalPath']['head']}.",
         "",
@@ -229,4 +232,6 @@ def render(diff: dict[str, Any], fmt: str, max_chars: int = DEFAULT_MARKDOWN_BUD
         return render_markdown(diff, max_chars)
     if fmt == "table":
         return render_table(diff)
+    if fmt == "dot":
+        return render_dot(diff) if "error" not in diff else f"// offline diff of {diff.get('stack')} failed\n"
     raise ValueError(f"unknown format {fmt!r}: use {', '.join(FORMATS)}")
