@@ -46,7 +46,7 @@ def _modules(base: Path, package_root: Path) -> list[str]:
     names = []
     for path in sorted(base.rglob("*.py")):
         rel = path.relative_to(package_root).with_suffix("")
-        skip = any(p.startswith(".") or p in ("__pycache__", "tests") for p in rel.parts)
+        skip = any(p.startswith(".") or p in ("__pycache__", "tests", "node_modules") for p in rel.parts)
         if path.name == "__main__.py" or skip:
             continue
         parts = rel.parts[:-1] if rel.name == "__init__" else rel.parts

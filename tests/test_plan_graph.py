@@ -178,11 +178,11 @@ def test_from_json_renders_any_saved_plan_or_diff(reports, sample_diff, tmp_path
     assert proc.returncode == 2 and "give a STACK to plan or --from-json FILE to render" in proc.stderr
 
 
-def test_pictures_in_docs_are_rendered_from_fresh_sources() -> None:
+def test_pictures_in_docs_are_rendered_from_fresh_sources(reports, sample_diff) -> None:
     """`make pictures` regenerates docs/*.mmd and renders them; this fails when either is stale."""
     docs = ROOT / "docs"
     lock = json.loads((docs / "pictures.lock.json").read_text())
-    for name, text in plan_pictures.sources().items():
+    for name, text in plan_pictures.sources(reports["dev"], sample_diff).items():
         committed = (docs / name).read_text()
         assert committed == text, f"docs/{name} is stale: run `make pictures`"
         digest = hashlib.sha256(committed.encode()).hexdigest()

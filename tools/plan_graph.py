@@ -14,9 +14,10 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from tools.plan_common import is_provider
+
 OPS = ("replace", "delete", "update", "rename", "import", "create", "same")  # most consequential first
-DIFF_OPS = {"add": "create", "import": "import", "update": "update", "rename": "rename"}
-DIFF_OPS |= {"replace": "replace", "delete": "delete"}
+DIFF_OPS = {"add": "create", **{a: a for a in ("import", "update", "rename", "replace", "delete")}}
 SYMBOL = {
     "create": "+",
     "import": "=",
@@ -68,7 +69,7 @@ def _walk_ops(items: list[Node | Box]) -> list[str]:
 
 
 def kind(type_token: str) -> str:
-    if type_token.startswith("pulumi:providers:"):
+    if is_provider(type_token):
         return f"provider {type_token.rsplit(':', 1)[-1]}"
     return type_token.rsplit(":", 1)[-1]
 

@@ -60,10 +60,10 @@ def sample_diff(base: dict[str, Any] | None = None) -> dict[str, Any]:
     return diff_plans(base, head)
 
 
-def sources() -> dict[str, str]:
-    """File name -> Mermaid source of each picture."""
-    base = dev_report()
-    return {"plan-dev.mmd": fitted(base)[1], "diff-sample.mmd": fitted(sample_diff(base))[1]}
+def sources(base: dict[str, Any] | None = None, diff: dict[str, Any] | None = None) -> dict[str, str]:
+    """File name -> Mermaid source of each picture (from the given dev plan and sample diff, if any)."""
+    base = base or dev_report()
+    return {"plan-dev.mmd": fitted(base)[1], "diff-sample.mmd": fitted(diff or sample_diff(base))[1]}
 
 
 def synthetic_plan(targets: int, image: str = "v2.1.0", skip: frozenset[int] = frozenset()) -> dict[str, Any]:
