@@ -11,32 +11,25 @@ silently.
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
 import jsonschema
-from pulumi_policy import PolicyConfigSchema, ReportViolation
-from pulumi_policy.proxy import (
-    UNKNOWN_ARCHIVE_VALUE,
-    UNKNOWN_ARRAY_VALUE,
-    UNKNOWN_ASSET_VALUE,
-    UNKNOWN_BOOLEAN_VALUE,
-    UNKNOWN_NUMBER_VALUE,
-    UNKNOWN_OBJECT_VALUE,
-    UNKNOWN_STRING_VALUE,
-    UnknownValueError,
+from pulumi_policy import (
+    EnforcementLevel,
+    PolicyConfigSchema,
+    ReportViolation,
+    ResourceValidationPolicy,
+    Severity,
+    StackValidationPolicy,
+    proxy,
 )
+from pulumi_policy.proxy import UNKNOWN_STRING_VALUE, UnknownValueError
 
+# The SDK's sentinel strings for unknown values: proxy.UNKNOWN_<KIND>_VALUE.
 _UNKNOWN_SENTINELS = frozenset(
-    {
-        UNKNOWN_ARCHIVE_VALUE,
-        UNKNOWN_ARRAY_VALUE,
-        UNKNOWN_ASSET_VALUE,
-        UNKNOWN_BOOLEAN_VALUE,
-        UNKNOWN_NUMBER_VALUE,
-        UNKNOWN_OBJECT_VALUE,
-        UNKNOWN_STRING_VALUE,
-    }
+    getattr(proxy, f"UNKNOWN_{kind}_VALUE")
+    for kind in ("ARCHIVE", "ARRAY", "ASSET", "BOOLEAN", "NUMBER", "OBJECT", "STRING")
 )
 
 
@@ -231,6 +224,75 @@ def cited(validate: Validate, url: str) -> Validate:
             )
 
     return run
+
+
+Defaults = Mapping[str, tuple[dict[str, Any], Any]]
+# check(args, plain props, options with defaults, unknowns, report)
+Check = Callable[[Any, Any, dict[str, Any], Unknowns, ReportViolation], None]
+
+
+def _described(
+    docs: str, severity: Severity, remediation: str, defaults: Defaults | None, level: EnforcementLevel
+) -> dict[str, Any]:
+    return {
+        "enforcement_level": level,
+        "config_schema": schema(defaults) if defaults is not None else None,
+        "url": docs,
+        "severity": severity,
+        "remediation_steps": remediation,
+    }
+
+
+def resource_rule(
+    name: str,
+    description: str,
+    check: Check,
+    *,
+    applies: Collection[str] | Callable[[Any], bool],
+    docs: str,
+    severity: Severity,
+    remediation: str,
+    defaults: Defaults | None = None,
+    level: EnforcementLevel = EnforcementLevel.MANDATORY,
+) -> ResourceValidationPolicy:
+    """A resource policy running `check` on the resources `applies` takes (type tokens, or a predicate on
+    the args), with their plain props and options (`{}` without `defaults`); the unknowns it noted are
+    raised after it returns, and every message cites `docs` (see `cited`)."""
+
+    def validate(args: Any, report: ReportViolation) -> None:
+        if not (applies(args) if callable(applies) else args.resource_type in applies):
+            return
+        cfg = config(args, defaults) if defaults is not None else {}
+        unknowns = Unknowns()
+        check(args, plain(args.props), cfg, unknowns, report)
+        unknowns.finish()
+
+    return ResourceValidationPolicy(
+        name=name,
+        description=description,
+        validate=cited(validate, docs),
+        **_described(docs, severity, remediation, defaults, level),
+    )
+
+
+def stack_rule(
+    name: str,
+    description: str,
+    validate: Validate,
+    *,
+    docs: str,
+    severity: Severity,
+    remediation: str,
+    defaults: Defaults | None = None,
+    level: EnforcementLevel = EnforcementLevel.MANDATORY,
+) -> StackValidationPolicy:
+    """A stack policy running `validate` on the whole stack; every message cites `docs`."""
+    return StackValidationPolicy(
+        name=name,
+        description=description,
+        validate=cited(validate, docs),
+        **_described(docs, severity, remediation, defaults, level),
+    )
 
 
 def name_of(props: Mapping[str, Any], fallback: str) -> str:

@@ -78,6 +78,14 @@ def _get(client: GoogleRestClient, path: str, what: str) -> dict[str, Any] | Non
         raise Unreachable(f"no Google credentials: {str(e).splitlines()[0][:300]}") from None
 
 
+def _get_once(client: GoogleRestClient, path: str, what: str) -> dict[str, Any] | None:
+    """`_get` with a client used for this one request: closed whatever the outcome."""
+    try:
+        return _get(client, path, what)
+    finally:
+        client.close()
+
+
 def check_gke(
     target: GkeClusterTarget, google_api: GoogleApiSettings, result: TargetResult
 ) -> dict[str, Any] | None:
@@ -85,10 +93,7 @@ def check_gke(
     google_api = google_api.for_target(target.google_api)
     path = f"projects/{target.project}/locations/{target.location}/clusters/{target.gke_name}"
     client = rest_client(google_api.endpoints.get("container"), CONTAINER_ENDPOINT, "v1", google_api)
-    try:
-        cluster = _get(client, path, f"GKE cluster {path}")
-    finally:
-        client.close()
+    cluster = _get_once(client, path, f"GKE cluster {path}")
     if cluster is None:
         result.add(
             "gke.cluster",
@@ -158,10 +163,7 @@ def check_model_development_cluster(
         endpoint = endpoint.replace("{region}", target.region)
     path = f"projects/{target.project}/locations/{target.region}/modelDevelopmentClusters/{target.model_development_cluster_id}"
     client = rest_client(endpoint, default, MDC_API_VERSION, google_api)
-    try:
-        cluster = _get(client, path, f"Model Development Cluster {path}")
-    finally:
-        client.close()
+    cluster = _get_once(client, path, f"Model Development Cluster {path}")
     if cluster is None:
         result.add(
             "mdc.state",

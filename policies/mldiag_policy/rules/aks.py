@@ -7,27 +7,18 @@ from __future__ import annotations
 
 import ipaddress
 import re
+from typing import Any
 
-from pulumi_policy import (
-    EnforcementLevel,
-    ReportViolation,
-    ResourceValidationArgs,
-    ResourceValidationPolicy,
-    Severity,
-)
+from pulumi_policy import EnforcementLevel, ReportViolation, Severity
 
-from ..common import AZUREML_DOCS, Unknowns, as_bool, cited, config, dig, plain, schema
+from ..common import AZUREML_DOCS, Unknowns, as_bool, dig, resource_rule
 from ..forms import MANAGED_CLUSTER
 from .azure_ml_settings import _pool_nodes
 
 # --- aks-managed-identity-local-accounts ---------------------------------------------------------
 
 
-def _validate_aks(args: ResourceValidationArgs, report: ReportViolation) -> None:
-    if args.resource_type != MANAGED_CLUSTER:
-        return
-    props = plain(args.props)
-    unknowns = Unknowns()
+def _check_aks(args: Any, props: dict, cfg: dict, unknowns: Unknowns, report: ReportViolation) -> None:
     name = f"AKS cluster '{props.get('resourceName') or args.name}'"
     id_type = dig(props, "identity", "type")
     sp_client = dig(props, "servicePrincipalProfile", "clientId")
@@ -51,31 +42,28 @@ def _validate_aks(args: ResourceValidationArgs, report: ReportViolation) -> None
             f"{name} sets disableLocalAccounts=true, which Azure ML does not support (Azure ML extension docs, limitations). "
             "Remediation: remove disableLocalAccounts (local accounts are enabled by default)."
         )
-    unknowns.finish()
 
 
-aks_identity = ResourceValidationPolicy(
-    name="aks-managed-identity-local-accounts",
-    description=(
+aks_identity = resource_rule(
+    "aks-managed-identity-local-accounts",
+    (
         "AKS clusters use a managed identity (no service principal) and keep local accounts enabled, the two "
         "AKS settings the Azure ML extension docs list as unsupported by Azure ML."
     ),
-    enforcement_level=EnforcementLevel.MANDATORY,
-    validate=cited(_validate_aks, AZUREML_DOCS),
-    url=AZUREML_DOCS,
+    _check_aks,
+    applies={MANAGED_CLUSTER},
+    docs=AZUREML_DOCS,
     severity=Severity.HIGH,
-    remediation_steps="Use a managed identity and leave local accounts enabled.",
+    remediation="Use a managed identity and leave local accounts enabled.",
 )
 
 
 # --- aks-no-pod-identity -------------------------------------------------------------------------
 
 
-def _validate_pod_identity(args: ResourceValidationArgs, report: ReportViolation) -> None:
-    if args.resource_type != MANAGED_CLUSTER:
-        return
-    props = plain(args.props)
-    unknowns = Unknowns()
+def _check_pod_identity(
+    args: Any, props: dict, cfg: dict, unknowns: Unknowns, report: ReportViolation
+) -> None:
     enabled = dig(props, "podIdentityProfile", "enabled")
     if not unknowns.hit(enabled, "podIdentityProfile.enabled") and as_bool(enabled) is True:
         report(
@@ -83,17 +71,16 @@ def _validate_pod_identity(args: ResourceValidationArgs, report: ReportViolation
             "(podIdentityProfile.enabled), a preview feature Azure ML does not support. Remediation: turn it off "
             "and use Microsoft Entra Workload ID (securityProfile.workloadIdentity) where pods need identities."
         )
-    unknowns.finish()
 
 
-no_pod_identity = ResourceValidationPolicy(
-    name="aks-no-pod-identity",
-    description="AKS clusters do not enable Microsoft Entra pod identity (Azure ML extension docs, limitations).",
-    enforcement_level=EnforcementLevel.MANDATORY,
-    validate=cited(_validate_pod_identity, AZUREML_DOCS),
-    url=AZUREML_DOCS,
+no_pod_identity = resource_rule(
+    "aks-no-pod-identity",
+    "AKS clusters do not enable Microsoft Entra pod identity (Azure ML extension docs, limitations).",
+    _check_pod_identity,
+    applies={MANAGED_CLUSTER},
+    docs=AZUREML_DOCS,
     severity=Severity.HIGH,
-    remediation_steps="Disable podIdentityProfile.",
+    remediation="Disable podIdentityProfile.",
 )
 
 # --- aks-node-size-minimum -----------------------------------------------------------------------
@@ -145,12 +132,7 @@ SIZE_DEFAULTS = {
 }
 
 
-def _validate_size(args: ResourceValidationArgs, report: ReportViolation) -> None:
-    if args.resource_type != MANAGED_CLUSTER:
-        return
-    cfg = config(args, SIZE_DEFAULTS)
-    props = plain(args.props)
-    unknowns = Unknowns()
+def _check_size(args: Any, props: dict, cfg: dict, unknowns: Unknowns, report: ReportViolation) -> None:
     pools = props.get("agentPoolProfiles")
     if unknowns.hit(pools, "agentPoolProfiles") or not isinstance(pools, list):
         unknowns.finish()
@@ -179,21 +161,20 @@ def _validate_size(args: ResourceValidationArgs, report: ReportViolation) -> Non
             f"production needs at least {cfg['minVcpus']:g} vCPU and {cfg['minMemoryGiB']:g} GB for the Azure ML "
             "extension. Remediation: use a larger vmSize or more nodes (e.g. 1 x Standard_D4s_v3)."
         )
-    unknowns.finish()
 
 
-node_size_minimum = ResourceValidationPolicy(
-    name="aks-node-size-minimum",
-    description=(
+node_size_minimum = resource_rule(
+    "aks-node-size-minimum",
+    (
         "AKS clusters for production have at least 4 vCPU cores and 14 GB of memory in their node pools "
         "(Azure ML extension docs, prerequisites)."
     ),
-    enforcement_level=EnforcementLevel.MANDATORY,
-    config_schema=schema(SIZE_DEFAULTS),
-    validate=cited(_validate_size, AZUREML_DOCS),
-    url=AZUREML_DOCS,
+    _check_size,
+    applies={MANAGED_CLUSTER},
+    docs=AZUREML_DOCS,
     severity=Severity.MEDIUM,
-    remediation_steps="Size node pools to at least 4 vCPU and 14 GB in total.",
+    remediation="Size node pools to at least 4 vCPU and 14 GB in total.",
+    defaults=SIZE_DEFAULTS,
 )
 
 # --- aks-authorized-ip-ranges (advisory) ---------------------------------------------------------
@@ -218,12 +199,7 @@ def _covered(cidr: str, ranges: list[str]) -> bool:
         return False
 
 
-def _validate_ranges(args: ResourceValidationArgs, report: ReportViolation) -> None:
-    if args.resource_type != MANAGED_CLUSTER:
-        return
-    cfg = config(args, RANGES_DEFAULTS)
-    props = plain(args.props)
-    unknowns = Unknowns()
+def _check_ranges(args: Any, props: dict, cfg: dict, unknowns: Unknowns, report: ReportViolation) -> None:
     ranges = dig(props, "apiServerAccessProfile", "authorizedIPRanges")
     if (
         not unknowns.hit(ranges, "apiServerAccessProfile.authorizedIPRanges")
@@ -244,19 +220,19 @@ def _validate_ranges(args: ResourceValidationArgs, report: ReportViolation) -> N
                 f"{name} authorised IP ranges do not admit the Azure ML control plane range(s) {', '.join(missing)}. "
                 "Remediation: add them to apiServerAccessProfile.authorizedIPRanges (both paired regions)."
             )
-    unknowns.finish()
 
 
-authorized_ip_ranges = ResourceValidationPolicy(
-    name="aks-authorized-ip-ranges",
-    description=(
+authorized_ip_ranges = resource_rule(
+    "aks-authorized-ip-ranges",
+    (
         "AKS clusters with authorised API server IP ranges admit the Azure ML control plane of both paired "
         "regions (Azure ML extension docs, limitations); advisory, since the ranges are the operator's to know."
     ),
-    enforcement_level=EnforcementLevel.ADVISORY,
-    config_schema=schema(RANGES_DEFAULTS),
-    validate=cited(_validate_ranges, AZUREML_DOCS),
-    url=AZUREML_DOCS,
+    _check_ranges,
+    applies={MANAGED_CLUSTER},
+    docs=AZUREML_DOCS,
     severity=Severity.MEDIUM,
-    remediation_steps="Admit the Azure ML control plane ranges in authorizedIPRanges.",
+    remediation="Admit the Azure ML control plane ranges in authorizedIPRanges.",
+    defaults=RANGES_DEFAULTS,
+    level=EnforcementLevel.ADVISORY,
 )

@@ -15,15 +15,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from pulumi_policy import (
-    EnforcementLevel,
-    ReportViolation,
-    ResourceValidationArgs,
-    ResourceValidationPolicy,
-    Severity,
-)
+from pulumi_policy import ReportViolation, Severity
 
-from ..common import AZUREML_DOCS, Unknowns, as_bool, cited, config, dig, is_unknown, plain, schema
+from ..common import AZUREML_DOCS, Unknowns, as_bool, dig, is_unknown, plain, resource_rule
 
 EXTENSION_TYPE_TOKEN = "azure-native:kubernetesconfiguration:Extension"
 AZUREML_EXTENSION = "microsoft.azureml.kubernetes"
@@ -78,11 +72,7 @@ def _settings_or_unknown(props: dict, unknowns: Unknowns) -> Settings | None:
 # --- azureml-workloads-enabled -------------------------------------------------------------------
 
 
-def _validate_workloads(args: ResourceValidationArgs, report: ReportViolation) -> None:
-    if not is_azureml(args):
-        return
-    props = plain(args.props)
-    unknowns = Unknowns()
+def _check_workloads(args: Any, props: dict, cfg: dict, unknowns: Unknowns, report: ReportViolation) -> None:
     st = _settings_or_unknown(props, unknowns)
     if st is not None:
         training, inference = st.get("enableTraining"), st.get("enableInference")
@@ -103,20 +93,19 @@ def _validate_workloads(args: ResourceValidationArgs, report: ReportViolation) -
                         f"{rst!r}; it is required when enableInference=True and must be one of "
                         f"{', '.join(ROUTER_SERVICE_TYPES)}. Remediation: set inference.routerServiceType."
                     )
-    unknowns.finish()
 
 
-workloads_enabled = ResourceValidationPolicy(
-    name="azureml-workloads-enabled",
-    description=(
+workloads_enabled = resource_rule(
+    "azureml-workloads-enabled",
+    (
         "The Azure ML extension enables training or inference (or both), and inference has a valid "
         "inferenceRouterServiceType: loadBalancer, nodePort or clusterIP (Azure ML extension docs, settings table)."
     ),
-    enforcement_level=EnforcementLevel.MANDATORY,
-    validate=cited(_validate_workloads, AZUREML_DOCS),
-    url=AZUREML_DOCS,
+    _check_workloads,
+    applies=is_azureml,
+    docs=AZUREML_DOCS,
     severity=Severity.HIGH,
-    remediation_steps="Enable training and/or inference; give inference a router service type.",
+    remediation="Enable training and/or inference; give inference a router service type.",
 )
 
 # --- azureml-inference-https ---------------------------------------------------------------------
@@ -132,12 +121,7 @@ HTTPS_DEFAULTS = {
 }
 
 
-def _validate_https(args: ResourceValidationArgs, report: ReportViolation) -> None:
-    if not is_azureml(args):
-        return
-    cfg = config(args, HTTPS_DEFAULTS)
-    props = plain(args.props)
-    unknowns = Unknowns()
+def _check_https(args: Any, props: dict, cfg: dict, unknowns: Unknowns, report: ReportViolation) -> None:
     st = _settings_or_unknown(props, unknowns)
     if st is not None:
         inference, insecure = st.get("enableInference"), st.get("allowInsecureConnections")
@@ -171,22 +155,21 @@ def _validate_https(args: ResourceValidationArgs, report: ReportViolation) -> No
                         "inference.sslKeyPem as secret config; or, for dev/test only, "
                         "allowInsecureConnections: true."
                     )
-    unknowns.finish()
 
 
-inference_https = ResourceValidationPolicy(
-    name="azureml-inference-https",
-    description=(
+inference_https = resource_rule(
+    "azureml-inference-https",
+    (
         "Azure ML inference over HTTPS is complete (sslCname plus sslSecret or the protected certificate and "
         "key) unless insecure connections are allowed, and insecure connections are refused where the "
         "environment says so (Azure ML extension docs: allowInsecureConnections is for development or testing)."
     ),
-    enforcement_level=EnforcementLevel.MANDATORY,
-    config_schema=schema(HTTPS_DEFAULTS),
-    validate=cited(_validate_https, AZUREML_DOCS),
-    url=AZUREML_DOCS,
+    _check_https,
+    applies=is_azureml,
+    docs=AZUREML_DOCS,
     severity=Severity.HIGH,
-    remediation_steps="Set sslCname and sslSecret or the PEM pair; do not allow insecure connections in prod.",
+    remediation="Set sslCname and sslSecret or the PEM pair; do not allow insecure connections in prod.",
+    defaults=HTTPS_DEFAULTS,
 )
 
 # --- azureml-secrets-protected -------------------------------------------------------------------
@@ -224,11 +207,7 @@ def secret_looking(key: str, value: Any) -> str | None:
     return None
 
 
-def _validate_secrets(args: ResourceValidationArgs, report: ReportViolation) -> None:
-    if args.resource_type != EXTENSION_TYPE_TOKEN:
-        return
-    props = plain(args.props)
-    unknowns = Unknowns()
+def _check_secrets(args: Any, props: dict, cfg: dict, unknowns: Unknowns, report: ReportViolation) -> None:
     st = _settings_or_unknown(props, unknowns)
     if st is not None:
         for key, value in sorted(st.plain.items()):
@@ -241,31 +220,26 @@ def _validate_secrets(args: ResourceValidationArgs, report: ReportViolation) -> 
                     "it to configurationProtectedSettings and feed it from a secret config value "
                     "(`pulumi config set --secret`)."
                 )
-    unknowns.finish()
 
 
-secrets_protected = ResourceValidationPolicy(
-    name="azureml-secrets-protected",
-    description=(
+secrets_protected = resource_rule(
+    "azureml-secrets-protected",
+    (
         "Certificates, keys and connection strings of a cluster extension go only into "
         "configurationProtectedSettings, never plain configurationSettings (Azure ML extension docs: sslCertPemFile and "
         "sslKeyPemFile are protected settings; the CLI puts the relay connection string there too)."
     ),
-    enforcement_level=EnforcementLevel.MANDATORY,
-    validate=cited(_validate_secrets, AZUREML_DOCS),
-    url=AZUREML_DOCS,
+    _check_secrets,
+    applies={EXTENSION_TYPE_TOKEN},
+    docs=AZUREML_DOCS,
     severity=Severity.CRITICAL,
-    remediation_steps="Move secret material to configurationProtectedSettings, from secret config.",
+    remediation="Move secret material to configurationProtectedSettings, from secret config.",
 )
 
 # --- azureml-cluster-scope -----------------------------------------------------------------------
 
 
-def _validate_scope(args: ResourceValidationArgs, report: ReportViolation) -> None:
-    if not is_azureml(args):
-        return
-    props = plain(args.props)
-    unknowns = Unknowns()
+def _check_scope(args: Any, props: dict, cfg: dict, unknowns: Unknowns, report: ReportViolation) -> None:
     scope = props.get("scope")
     if not unknowns.hit(scope, "scope"):
         cluster_scope = dig(scope, "cluster")
@@ -282,20 +256,19 @@ def _validate_scope(args: ResourceValidationArgs, report: ReportViolation) -> No
                 f"the sslSecret are expected in '{RELEASE_NAMESPACE}' (Azure ML extension docs: `kubectl get pods -n azureml`). "
                 f"Remediation: set scope.cluster.releaseNamespace='{RELEASE_NAMESPACE}'."
             )
-    unknowns.finish()
 
 
-cluster_scope = ResourceValidationPolicy(
-    name="azureml-cluster-scope",
-    description=(
+cluster_scope = resource_rule(
+    "azureml-cluster-scope",
+    (
         "The Azure ML extension is installed at cluster scope with release namespace 'azureml' "
         "(Azure ML extension docs; the CLI refuses namespace scope)."
     ),
-    enforcement_level=EnforcementLevel.MANDATORY,
-    validate=cited(_validate_scope, AZUREML_DOCS),
-    url=AZUREML_DOCS,
+    _check_scope,
+    applies=is_azureml,
+    docs=AZUREML_DOCS,
     severity=Severity.MEDIUM,
-    remediation_steps="Use scope.cluster.releaseNamespace 'azureml'.",
+    remediation="Use scope.cluster.releaseNamespace 'azureml'.",
 )
 
 # --- azureml-arc-relay ---------------------------------------------------------------------------
@@ -311,11 +284,7 @@ def is_arc(props: dict) -> bool:
     )
 
 
-def _validate_relay(args: ResourceValidationArgs, report: ReportViolation) -> None:
-    if not is_azureml(args):
-        return
-    props = plain(args.props)
-    unknowns = Unknowns()
+def _check_relay(args: Any, props: dict, cfg: dict, unknowns: Unknowns, report: ReportViolation) -> None:
     if unknowns.hit(props.get("clusterRp"), "clusterRp") or unknowns.hit(
         props.get("clusterResourceName"), "clusterResourceName"
     ):
@@ -341,18 +310,17 @@ def _validate_relay(args: ResourceValidationArgs, report: ReportViolation) -> No
                 "hybrid connection and azureml_rw rule (the AzureMlExtension component does for kind arc) and "
                 "pass their id, name and connection string (protected)."
             )
-    unknowns.finish()
 
 
-arc_relay = ResourceValidationPolicy(
-    name="azureml-arc-relay",
-    description=(
+arc_relay = resource_rule(
+    "azureml-arc-relay",
+    (
         "Azure ML extensions on Arc clusters carry the Azure Relay settings (relayserver enabled, hybrid "
         "connection id and name, protected connection string), as the CLI sets them (Azure ML extension docs: relayserver)."
     ),
-    enforcement_level=EnforcementLevel.MANDATORY,
-    validate=cited(_validate_relay, AZUREML_DOCS),
-    url=AZUREML_DOCS,
+    _check_relay,
+    applies=is_azureml,
+    docs=AZUREML_DOCS,
     severity=Severity.HIGH,
-    remediation_steps="Create the Azure Relay for the Arc cluster and pass its settings.",
+    remediation="Create the Azure Relay for the Arc cluster and pass its settings.",
 )

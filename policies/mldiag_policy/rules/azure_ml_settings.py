@@ -8,17 +8,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from pulumi_policy import (
-    EnforcementLevel,
-    ReportViolation,
-    ResourceValidationArgs,
-    ResourceValidationPolicy,
-    Severity,
-    StackValidationArgs,
-    StackValidationPolicy,
-)
+from pulumi_policy import ReportViolation, Severity, StackValidationArgs
 
-from ..common import AZUREML_DOCS, Unknowns, as_bool, cited, config, plain, schema
+from ..common import AZUREML_DOCS, Unknowns, as_bool, config, plain, resource_rule, stack_rule
 from ..forms import AGENT_POOL, MANAGED_CLUSTER
 from .azure_ml import Settings, _ext, is_arc, is_azureml
 
@@ -49,11 +41,7 @@ def wrong_case(key: str) -> str | None:
     return None
 
 
-def _validate_keys(args: ResourceValidationArgs, report: ReportViolation) -> None:
-    if not is_azureml(args):
-        return
-    props = plain(args.props)
-    unknowns = Unknowns()
+def _check_keys(args: Any, props: dict, cfg: dict, unknowns: Unknowns, report: ReportViolation) -> None:
     st = Settings(props)
     for field, known, settings in (
         ("configurationSettings", st.plain_unknown, st.plain),
@@ -69,30 +57,27 @@ def _validate_keys(args: ResourceValidationArgs, report: ReportViolation) -> Non
                     f"{_ext(args, props)} {field} has key '{key}'; the extension reads '{want}' and silently "
                     f"ignores '{key}', so the setting has no effect. Remediation: rename it to '{want}'."
                 )
-    unknowns.finish()
 
 
-setting_keys_case = ResourceValidationPolicy(
-    name="azureml-setting-keys-case",
-    description=(
+setting_keys_case = resource_rule(
+    "azureml-setting-keys-case",
+    (
         "Azure ML extension setting keys are spelled exactly as the settings table does (e.g. inferenceRouterHA, "
         "not InferenceRouterHA); a key in another case is silently ignored (Azure ML extension docs)."
     ),
-    enforcement_level=EnforcementLevel.MANDATORY,
-    validate=cited(_validate_keys, AZUREML_DOCS),
-    url=AZUREML_DOCS,
+    _check_keys,
+    applies=is_azureml,
+    docs=AZUREML_DOCS,
     severity=Severity.HIGH,
-    remediation_steps="Spell setting keys exactly as the settings table does.",
+    remediation="Spell setting keys exactly as the settings table does.",
 )
 
 # --- azureml-internal-lb-aks-only ----------------------------------------------------------------
 
 
-def _validate_internal_lb(args: ResourceValidationArgs, report: ReportViolation) -> None:
-    if not is_azureml(args):
-        return
-    props = plain(args.props)
-    unknowns = Unknowns()
+def _check_internal_lb(
+    args: Any, props: dict, cfg: dict, unknowns: Unknowns, report: ReportViolation
+) -> None:
     st = Settings(props)
     if st.plain_unknown:
         unknowns.note("configurationSettings")
@@ -109,20 +94,19 @@ def _validate_internal_lb(args: ResourceValidationArgs, report: ReportViolation)
                 f"{_ext(args, props)} sets internalLoadBalancerProvider to {value!r}; the only value is 'azure'. "
                 "Remediation: set internalLoadBalancerProvider=azure or remove it."
             )
-    unknowns.finish()
 
 
-internal_lb_aks_only = ResourceValidationPolicy(
-    name="azureml-internal-lb-aks-only",
-    description=(
+internal_lb_aks_only = resource_rule(
+    "azureml-internal-lb-aks-only",
+    (
         "internalLoadBalancerProvider is set only on AKS clusters and only to 'azure' "
         "(Azure ML extension docs, settings table)."
     ),
-    enforcement_level=EnforcementLevel.MANDATORY,
-    validate=cited(_validate_internal_lb, AZUREML_DOCS),
-    url=AZUREML_DOCS,
+    _check_internal_lb,
+    applies=is_azureml,
+    docs=AZUREML_DOCS,
     severity=Severity.MEDIUM,
-    remediation_steps="Use internalLoadBalancerProvider=azure on AKS only.",
+    remediation="Use internalLoadBalancerProvider=azure on AKS only.",
 )
 
 # --- azureml-inference-router-ha (stack) ---------------------------------------------------------
@@ -189,17 +173,16 @@ def _validate_router_ha(args: StackValidationArgs, report: ReportViolation) -> N
     unknowns.finish()
 
 
-inference_router_ha = StackValidationPolicy(
-    name="azureml-inference-router-ha",
-    description=(
+inference_router_ha = stack_rule(
+    "azureml-inference-router-ha",
+    (
         "An inference-enabled Azure ML extension on an AKS cluster with fewer than 3 worker nodes sets "
         "inferenceRouterHA=False (Azure ML extension docs, settings table)."
     ),
-    enforcement_level=EnforcementLevel.MANDATORY,
-    validate=cited(_validate_router_ha, AZUREML_DOCS),
-    url=AZUREML_DOCS,
+    _validate_router_ha,
+    docs=AZUREML_DOCS,
     severity=Severity.HIGH,
-    remediation_steps="Set inferenceRouterHA=False below 3 nodes.",
+    remediation="Set inferenceRouterHA=False below 3 nodes.",
 )
 
 
@@ -279,16 +262,15 @@ def _validate_subscriptions(args: StackValidationArgs, report: ReportViolation) 
     unknowns.finish()
 
 
-allowed_subscriptions = StackValidationPolicy(
-    name="azureml-allowed-subscriptions",
-    description=(
+allowed_subscriptions = stack_rule(
+    "azureml-allowed-subscriptions",
+    (
         "Every Azure ML extension's cluster is in an allowed subscription (the workspace's): Azure ML does not "
         "attach clusters across subscriptions (Azure ML extension docs, limitations)."
     ),
-    enforcement_level=EnforcementLevel.MANDATORY,
-    config_schema=schema(SUBSCRIPTION_DEFAULTS),
-    validate=cited(_validate_subscriptions, AZUREML_DOCS),
-    url=AZUREML_DOCS,
+    _validate_subscriptions,
+    docs=AZUREML_DOCS,
     severity=Severity.HIGH,
-    remediation_steps="Attach clusters from the workspace's subscription or via Azure Arc.",
+    remediation="Attach clusters from the workspace's subscription or via Azure Arc.",
+    defaults=SUBSCRIPTION_DEFAULTS,
 )

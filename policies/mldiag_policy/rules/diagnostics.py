@@ -5,58 +5,46 @@ webhook's opt-in label is exactly the string "true".
 
 from __future__ import annotations
 
-from pulumi_policy import (
-    EnforcementLevel,
-    ReportViolation,
-    ResourceValidationArgs,
-    ResourceValidationPolicy,
-    Severity,
-)
+from typing import Any
+
+from pulumi_policy import ReportViolation, Severity
 
 from .. import compat
-from ..common import GKE_DOCS, Unknowns, cited, config, dig, name_of, plain, schema
+from ..common import GKE_DOCS, Unknowns, dig, name_of, resource_rule
 from ..forms import K8S_KINDS, is_patch
-from .kubernetes import _DIAGON_NAMESPACES, DAEMONSET_TYPES, containers, is_diagon, pod_spec_path
+from .kubernetes import _DIAGON_NAMESPACES, DAEMONSET_TYPES, containers, is_known_diagon, pod_spec_path
 
 DIAGON_DEFAULTS = {"diagonNamespaces": _DIAGON_NAMESPACES}
 
 # --- k8s-diagon-no-cpu-limit ---------------------------------------------------------------------
 
 
-def _validate_cpu(args: ResourceValidationArgs, report: ReportViolation) -> None:
-    if args.resource_type not in DAEMONSET_TYPES:
+def _check_cpu(args: Any, props: dict, cfg: dict, unknowns: Unknowns, report: ReportViolation) -> None:
+    if not is_known_diagon(props, cfg, unknowns):
         return
-    cfg = config(args, DIAGON_DEFAULTS)
-    props = plain(args.props)
-    unknowns = Unknowns()
-    diagon = is_diagon(props, cfg["diagonNamespaces"])
-    if diagon is None:
-        unknowns.note("metadata.namespace")
-    elif diagon:
-        for path, c in containers(args.resource_type, props, unknowns):
-            cpu = dig(c, "resources", "limits", "cpu")
-            if not unknowns.hit(cpu, f"{path}.resources.limits.cpu") and cpu is not None:
-                report(
-                    f"Diagon DaemonSet '{name_of(props, args.name)}' container '{c.get('name')}' sets a CPU limit "
-                    f"({cpu}); the vendor manifest requests 10m CPU and sets no CPU limit, because a throttled "
-                    "daemon misses profiling samples. Remediation: remove resources.limits.cpu (keep the 256Mi "
-                    "memory limit)."
-                )
-    unknowns.finish()
+    for path, c in containers(args.resource_type, props, unknowns):
+        cpu = dig(c, "resources", "limits", "cpu")
+        if not unknowns.hit(cpu, f"{path}.resources.limits.cpu") and cpu is not None:
+            report(
+                f"Diagon DaemonSet '{name_of(props, args.name)}' container '{c.get('name')}' sets a CPU limit "
+                f"({cpu}); the vendor manifest requests 10m CPU and sets no CPU limit, because a throttled "
+                "daemon misses profiling samples. Remediation: remove resources.limits.cpu (keep the 256Mi "
+                "memory limit)."
+            )
 
 
-diagon_no_cpu_limit = ResourceValidationPolicy(
-    name="k8s-diagon-no-cpu-limit",
-    description=(
+diagon_no_cpu_limit = resource_rule(
+    "k8s-diagon-no-cpu-limit",
+    (
         "The Diagon DaemonSet's containers set no CPU limit (ML Diagnostics docs, Diagon manifest: "
         "requests 10m CPU, limits memory only: '# No CPU limit')."
     ),
-    enforcement_level=EnforcementLevel.MANDATORY,
-    config_schema=schema(DIAGON_DEFAULTS),
-    validate=cited(_validate_cpu, GKE_DOCS),
-    url=GKE_DOCS,
+    _check_cpu,
+    applies=DAEMONSET_TYPES,
+    docs=GKE_DOCS,
     severity=Severity.MEDIUM,
-    remediation_steps="Remove resources.limits.cpu from the Diagon containers.",
+    remediation="Remove resources.limits.cpu from the Diagon containers.",
+    defaults=DIAGON_DEFAULTS,
 )
 
 # --- k8s-host-network-dns-policy -----------------------------------------------------------------
@@ -64,52 +52,42 @@ diagon_no_cpu_limit = ResourceValidationPolicy(
 HOST_NET_DNS = "ClusterFirstWithHostNet"
 
 
-def _validate_dns(args: ResourceValidationArgs, report: ReportViolation) -> None:
-    if args.resource_type not in DAEMONSET_TYPES:
+def _check_dns(args: Any, props: dict, cfg: dict, unknowns: Unknowns, report: ReportViolation) -> None:
+    if not is_known_diagon(props, cfg, unknowns):
         return
-    cfg = config(args, DIAGON_DEFAULTS)
-    props = plain(args.props)
-    unknowns = Unknowns()
-    diagon = is_diagon(props, cfg["diagonNamespaces"])
-    if diagon is None:
-        unknowns.note("metadata.namespace")
-    elif diagon:
-        path = pod_spec_path(args.resource_type)
-        spec = dig(props, *path)
-        where = ".".join(path)
-        if not unknowns.hit(spec, where) and isinstance(spec, dict):
-            host, dns = spec.get("hostNetwork"), spec.get("dnsPolicy")
-            known = not unknowns.hit(host, f"{where}.hostNetwork") and not unknowns.hit(
-                dns, f"{where}.dnsPolicy"
+    path = pod_spec_path(args.resource_type)
+    spec = dig(props, *path)
+    where = ".".join(path)
+    if not unknowns.hit(spec, where) and isinstance(spec, dict):
+        host, dns = spec.get("hostNetwork"), spec.get("dnsPolicy")
+        known = not unknowns.hit(host, f"{where}.hostNetwork") and not unknowns.hit(dns, f"{where}.dnsPolicy")
+        # a patch that leaves dnsPolicy out keeps the one the DaemonSet has
+        if (
+            known
+            and host is True
+            and dns != HOST_NET_DNS
+            and not (dns is None and is_patch(args.resource_type))
+        ):
+            report(
+                f"Diagon DaemonSet '{name_of(props, args.name)}' runs on the host network with dnsPolicy "
+                f"{dns or 'ClusterFirst (the default)'}; on the host network that falls back to the node's "
+                "resolver, so the daemon cannot resolve cluster names. Remediation: set "
+                f"{where}.dnsPolicy: {HOST_NET_DNS}, as the vendor manifest does."
             )
-            # a patch that leaves dnsPolicy out keeps the one the DaemonSet has
-            if (
-                known
-                and host is True
-                and dns != HOST_NET_DNS
-                and not (dns is None and is_patch(args.resource_type))
-            ):
-                report(
-                    f"Diagon DaemonSet '{name_of(props, args.name)}' runs on the host network with dnsPolicy "
-                    f"{dns or 'ClusterFirst (the default)'}; on the host network that falls back to the node's "
-                    "resolver, so the daemon cannot resolve cluster names. Remediation: set "
-                    f"{where}.dnsPolicy: {HOST_NET_DNS}, as the vendor manifest does."
-                )
-    unknowns.finish()
 
 
-host_network_dns_policy = ResourceValidationPolicy(
-    name="k8s-host-network-dns-policy",
-    description=(
+host_network_dns_policy = resource_rule(
+    "k8s-host-network-dns-policy",
+    (
         "A Diagon DaemonSet with hostNetwork: true sets dnsPolicy: ClusterFirstWithHostNet "
         "(ML Diagnostics docs, Diagon manifest)."
     ),
-    enforcement_level=EnforcementLevel.MANDATORY,
-    config_schema=schema(DIAGON_DEFAULTS),
-    validate=cited(_validate_dns, GKE_DOCS),
-    url=GKE_DOCS,
+    _check_dns,
+    applies=DAEMONSET_TYPES,
+    docs=GKE_DOCS,
     severity=Severity.MEDIUM,
-    remediation_steps="Set dnsPolicy ClusterFirstWithHostNet next to hostNetwork: true.",
+    remediation="Set dnsPolicy ClusterFirstWithHostNet next to hostNetwork: true.",
+    defaults=DIAGON_DEFAULTS,
 )
 
 # --- k8s-opt-in-label-value ----------------------------------------------------------------------
@@ -117,11 +95,7 @@ host_network_dns_policy = ResourceValidationPolicy(
 LABELLED_TYPES = frozenset(K8S_KINDS.values()) | frozenset(t + "Patch" for t in K8S_KINDS.values())
 
 
-def _validate_opt_in(args: ResourceValidationArgs, report: ReportViolation) -> None:
-    if args.resource_type not in LABELLED_TYPES:
-        return
-    props = plain(args.props)
-    unknowns = Unknowns()
+def _check_opt_in(args: Any, props: dict, cfg: dict, unknowns: Unknowns, report: ReportViolation) -> None:
     labels = dig(props, "metadata", "labels")
     if (
         not unknowns.hit(labels, "metadata.labels")
@@ -136,18 +110,17 @@ def _validate_opt_in(args: ResourceValidationArgs, report: ReportViolation) -> N
                 'webhook acts only on the exact string "true", so this workload gets no ML Diagnostics metadata. '
                 f'Remediation: set {compat.OPT_IN_LABEL}: "true" (a quoted string), or remove the label.'
             )
-    unknowns.finish()
 
 
-opt_in_label_value = ResourceValidationPolicy(
-    name="k8s-opt-in-label-value",
-    description=(
+opt_in_label_value = resource_rule(
+    "k8s-opt-in-label-value",
+    (
         f'The workload/namespace opt-in label {compat.OPT_IN_LABEL}, where set, is exactly the string "true" '
         "(ML Diagnostics docs, labelling workloads)."
     ),
-    enforcement_level=EnforcementLevel.MANDATORY,
-    validate=cited(_validate_opt_in, GKE_DOCS),
-    url=GKE_DOCS,
+    _check_opt_in,
+    applies=LABELLED_TYPES,
+    docs=GKE_DOCS,
     severity=Severity.MEDIUM,
-    remediation_steps=f'Set {compat.OPT_IN_LABEL}: "true".',
+    remediation=f'Set {compat.OPT_IN_LABEL}: "true".',
 )

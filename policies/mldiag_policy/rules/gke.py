@@ -10,18 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from pulumi_policy import (
-    EnforcementLevel,
-    ReportViolation,
-    ResourceValidationArgs,
-    ResourceValidationPolicy,
-    Severity,
-    StackValidationArgs,
-    StackValidationPolicy,
-)
+from pulumi_policy import ReportViolation, Severity, StackValidationArgs
 
 from .. import compat
-from ..common import GKE_DOCS, Unknowns, cited, dig, is_unknown, plain
+from ..common import GKE_DOCS, Unknowns, dig, is_unknown, plain, resource_rule, stack_rule
 from .helm import RELEASE_TYPE, release_info, release_kind
 from .helm_mldiagnostics import provider_key
 
@@ -56,11 +48,9 @@ def _remedy(field: str) -> str:
 # --- gke-managed-diagnostics-min-version ---------------------------------------------------------
 
 
-def _validate_min_version(args: ResourceValidationArgs, report: ReportViolation) -> None:
-    if args.resource_type not in (CLUSTER_TYPE, ADOPTED_TYPE):
-        return
-    props = plain(args.props)
-    unknowns = Unknowns()
+def _check_min_version(
+    args: Any, props: dict, cfg: dict, unknowns: Unknowns, report: ReportViolation
+) -> None:
     if args.resource_type == CLUSTER_TYPE:
         enabled, field = dig(props, MANAGED_BLOCK, "enabled"), "minMasterVersion"
     else:
@@ -74,30 +64,25 @@ def _validate_min_version(args: ResourceValidationArgs, report: ReportViolation)
                 f"diagnostics, which needs GKE {compat.MANAGED_MIN_VERSION} or later, but {problem} ({field}). "
                 + _remedy(field)
             )
-    unknowns.finish()
 
 
-managed_min_version = ResourceValidationPolicy(
-    name="gke-managed-diagnostics-min-version",
-    description=(
+managed_min_version = resource_rule(
+    "gke-managed-diagnostics-min-version",
+    (
         f"Managed ML diagnostics is enabled only on GKE clusters whose version is at least "
         f"{compat.MANAGED_MIN_VERSION} (ML Diagnostics docs); older clusters need the manual install."
     ),
-    enforcement_level=EnforcementLevel.MANDATORY,
-    validate=cited(_validate_min_version, GKE_DOCS),
-    url=GKE_DOCS,
+    _check_min_version,
+    applies=(CLUSTER_TYPE, ADOPTED_TYPE),
+    docs=GKE_DOCS,
     severity=Severity.HIGH,
-    remediation_steps="Pin a GKE version at or above the threshold, or use the manual install.",
+    remediation="Pin a GKE version at or above the threshold, or use the manual install.",
 )
 
 # --- gke-managed-diagnostics-explicit ------------------------------------------------------------
 
 
-def _validate_explicit(args: ResourceValidationArgs, report: ReportViolation) -> None:
-    if args.resource_type not in (CLUSTER_TYPE, ADOPTED_TYPE):
-        return
-    props = plain(args.props)
-    unknowns = Unknowns()
+def _check_explicit(args: Any, props: dict, cfg: dict, unknowns: Unknowns, report: ReportViolation) -> None:
     if args.resource_type == CLUSTER_TYPE:
         block = props.get(MANAGED_BLOCK)
         enabled = dig(block, "enabled")
@@ -111,20 +96,19 @@ def _validate_explicit(args: ResourceValidationArgs, report: ReportViolation) ->
             "the cluster keeps whatever it had. Remediation: set managed_machine_learning_diagnostics_config="
             '{"enabled": True} or {"enabled": False} (the components always do).'
         )
-    unknowns.finish()
 
 
-managed_explicit = ResourceValidationPolicy(
-    name="gke-managed-diagnostics-explicit",
-    description=(
+managed_explicit = resource_rule(
+    "gke-managed-diagnostics-explicit",
+    (
         "The managed ML diagnostics block is set explicitly (enabled true or false) on every GKE cluster; "
         "omitting it does not disable the feature (ML Diagnostics docs: disabling needs enabled = false)."
     ),
-    enforcement_level=EnforcementLevel.MANDATORY,
-    validate=cited(_validate_explicit, GKE_DOCS),
-    url=GKE_DOCS,
+    _check_explicit,
+    applies=(CLUSTER_TYPE, ADOPTED_TYPE),
+    docs=GKE_DOCS,
     severity=Severity.MEDIUM,
-    remediation_steps="Set managedMachineLearningDiagnosticsConfig.enabled to true or false.",
+    remediation="Set managedMachineLearningDiagnosticsConfig.enabled to true or false.",
 )
 
 # --- gke-no-manual-releases-when-managed (stack) -------------------------------------------------
@@ -193,15 +177,14 @@ def _validate_no_manual_when_managed(args: StackValidationArgs, report: ReportVi
     unknowns.finish()
 
 
-no_manual_when_managed = StackValidationPolicy(
-    name="gke-no-manual-releases-when-managed",
-    description=(
+no_manual_when_managed = stack_rule(
+    "gke-no-manual-releases-when-managed",
+    (
         "No manual injection-webhook or connection-operator Helm release on a GKE cluster whose managed ML "
         "diagnostics flag is on (ML Diagnostics docs: the managed feature installs both)."
     ),
-    enforcement_level=EnforcementLevel.MANDATORY,
-    validate=cited(_validate_no_manual_when_managed, GKE_DOCS),
-    url=GKE_DOCS,
+    _validate_no_manual_when_managed,
+    docs=GKE_DOCS,
     severity=Severity.HIGH,
-    remediation_steps="Use either the managed flag or the manual releases on a cluster, not both.",
+    remediation="Use either the managed flag or the manual releases on a cluster, not both.",
 )

@@ -12,16 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from pulumi_policy import (
-    EnforcementLevel,
-    ReportViolation,
-    ResourceValidationArgs,
-    ResourceValidationPolicy,
-    Severity,
-)
+from pulumi_policy import EnforcementLevel, ReportViolation, Severity
 
 from .. import compat
-from ..common import GKE_DOCS, Unknowns, as_bool, cited, config, dig, is_unknown, plain, schema
+from ..common import GKE_DOCS, Unknowns, as_bool, dig, is_unknown, resource_rule
 
 RELEASE_TYPE = "kubernetes:helm.sh/v3:Release"
 NAMESPACE_TYPE = "kubernetes:core/v1:Namespace"
@@ -90,12 +84,10 @@ def _label(info: ReleaseInfo) -> str:
 # --- helm-chart-version-pinned -------------------------------------------------------------------
 
 
-def _validate_version_pinned(args: ResourceValidationArgs, report: ReportViolation) -> None:
-    if args.resource_type != RELEASE_TYPE:
-        return
-    props = plain(args.props)
+def _check_version_pinned(
+    args: Any, props: dict, cfg: dict, unknowns: Unknowns, report: ReportViolation
+) -> None:
     info = release_info(props, args.name)
-    unknowns = Unknowns()
     if not unknowns.hit(info.version, "version"):
         if not info.version:
             report(
@@ -111,20 +103,19 @@ def _validate_version_pinned(args: ResourceValidationArgs, report: ReportViolati
                     f"{_label(info)} version {info.version!r} is not an exact chart version (ranges and "
                     "'latest' float). Remediation: set an exact MAJOR.MINOR.PATCH version, e.g. 0.25.0."
                 )
-    unknowns.finish()
 
 
-chart_version_pinned = ResourceValidationPolicy(
-    name="helm-chart-version-pinned",
-    description=(
+chart_version_pinned = resource_rule(
+    "helm-chart-version-pinned",
+    (
         "Helm releases pin an exact chart version, as every install command in the ML Diagnostics docs does "
         "(--version v1.13.0 / 0.25.0 / 0.24.0)."
     ),
-    enforcement_level=EnforcementLevel.MANDATORY,
-    validate=cited(_validate_version_pinned, GKE_DOCS),
-    url=GKE_DOCS,
+    _check_version_pinned,
+    applies={RELEASE_TYPE},
+    docs=GKE_DOCS,
     severity=Severity.MEDIUM,
-    remediation_steps="Set the release version to an exact chart version.",
+    remediation="Set the release version to an exact chart version.",
 )
 
 # --- helm-allowed-repositories -------------------------------------------------------------------
@@ -146,12 +137,9 @@ def _repo_allowed(location: str, prefixes: list[str]) -> bool:
     return any(loc == p.rstrip("/") or loc.startswith(p.rstrip("/") + "/") for p in prefixes)
 
 
-def _validate_repositories(args: ResourceValidationArgs, report: ReportViolation) -> None:
-    if args.resource_type != RELEASE_TYPE:
-        return
-    cfg = config(args, REPOSITORY_DEFAULTS)
-    props = plain(args.props)
-    unknowns = Unknowns()
+def _check_repositories(
+    args: Any, props: dict, cfg: dict, unknowns: Unknowns, report: ReportViolation
+) -> None:
     source = (("chart", props.get("chart")), ("repositoryOpts.repo", dig(props, "repositoryOpts", "repo")))
     if not [path for path, value in source if unknowns.hit(value, path)]:
         info = release_info(props, args.name)
@@ -168,21 +156,20 @@ def _validate_repositories(args: ResourceValidationArgs, report: ReportViolation
                 "docs (charts.jetstack.io, the ai-on-gke OCI path) or a reviewed mirror added to this "
                 "policy's allowedRepositories."
             )
-    unknowns.finish()
 
 
-allowed_repositories = ResourceValidationPolicy(
-    name="helm-allowed-repositories",
-    description=(
+allowed_repositories = resource_rule(
+    "helm-allowed-repositories",
+    (
         "Helm charts come from allowed repositories only: by default jetstack (cert-manager) and the "
         "ai-on-gke OCI path (injection-webhook, connection-operator), as in the ML Diagnostics docs."
     ),
-    enforcement_level=EnforcementLevel.MANDATORY,
-    config_schema=schema(REPOSITORY_DEFAULTS),
-    validate=cited(_validate_repositories, GKE_DOCS),
-    url=GKE_DOCS,
+    _check_repositories,
+    applies={RELEASE_TYPE},
+    docs=GKE_DOCS,
     severity=Severity.HIGH,
-    remediation_steps="Install charts from an allowed repository URL.",
+    remediation="Install charts from an allowed repository URL.",
+    defaults=REPOSITORY_DEFAULTS,
 )
 
 # --- helm-cert-manager-crds ----------------------------------------------------------------------
@@ -198,14 +185,12 @@ def _leaves(d: dict, prefix: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...]
     return out
 
 
-def _validate_cert_manager_crds(args: ResourceValidationArgs, report: ReportViolation) -> None:
-    if args.resource_type != RELEASE_TYPE:
-        return
-    props = plain(args.props)
+def _check_cert_manager_crds(
+    args: Any, props: dict, cfg: dict, unknowns: Unknowns, report: ReportViolation
+) -> None:
     info = release_info(props, args.name)
     if release_kind(info) != "cert-manager":
         return
-    unknowns = Unknowns()
     values = info.values if info.values is not None else {}
     if unknowns.hit(info.version, "version") or unknowns.hit(values, "values"):
         unknowns.finish()
@@ -248,29 +233,28 @@ def _validate_cert_manager_crds(args: ResourceValidationArgs, report: ReportViol
             "injection-webhook needs cert-manager's Certificate and Issuer CRDs. Remediation: set "
             f"{', '.join(missing)} in the release values (ML Diagnostics docs: --set installCRDs=true for v1.13.0)."
         )
-    unknowns.finish()
 
 
-cert_manager_crds = ResourceValidationPolicy(
-    name="helm-cert-manager-crds",
-    description=(
+cert_manager_crds = resource_rule(
+    "helm-cert-manager-crds",
+    (
         "cert-manager releases install CRDs the way their chart version wants: installCRDs before v1.15.0, "
         "crds.enabled (and crds.keep) from v1.15.0, never both (the ML Diagnostics docs install v1.13.0 with installCRDs=true)."
     ),
-    enforcement_level=EnforcementLevel.MANDATORY,
-    validate=cited(_validate_cert_manager_crds, GKE_DOCS),
-    url=GKE_DOCS,
+    _check_cert_manager_crds,
+    applies={RELEASE_TYPE},
+    docs=GKE_DOCS,
     severity=Severity.HIGH,
-    remediation_steps="Set the CRD values that match the chart version; never both styles.",
+    remediation="Set the CRD values that match the chart version; never both styles.",
 )
 
 # --- helm-cert-manager-installcrds-deprecated -----------------------------------------------------
 
 
-def _validate_installcrds_deprecated(args: ResourceValidationArgs, report: ReportViolation) -> None:
-    if args.resource_type != RELEASE_TYPE:
-        return
-    info = release_info(plain(args.props), args.name)
+def _check_installcrds_deprecated(
+    args: Any, props: dict, cfg: dict, unknowns: Unknowns, report: ReportViolation
+) -> None:
+    info = release_info(props, args.name)
     if release_kind(info) != "cert-manager" or not isinstance(info.values, dict):
         return
     if "installCRDs" not in info.values or "crds" in info.values:
@@ -287,15 +271,16 @@ def _validate_installcrds_deprecated(args: ResourceValidationArgs, report: Repor
         )
 
 
-installcrds_deprecated = ResourceValidationPolicy(
-    name="helm-cert-manager-installcrds-deprecated",
-    description=(
+installcrds_deprecated = resource_rule(
+    "helm-cert-manager-installcrds-deprecated",
+    (
         "cert-manager releases from chart v1.15.0 on use crds.enabled rather than the deprecated installCRDs, "
         "which the chart still honours (a deprecation note, never a block)."
     ),
-    enforcement_level=EnforcementLevel.ADVISORY,
-    validate=cited(_validate_installcrds_deprecated, GKE_DOCS),
-    url=GKE_DOCS,
+    _check_installcrds_deprecated,
+    applies={RELEASE_TYPE},
+    docs=GKE_DOCS,
     severity=Severity.LOW,
-    remediation_steps="Replace installCRDs with crds.enabled: true.",
+    remediation="Replace installCRDs with crds.enabled: true.",
+    level=EnforcementLevel.ADVISORY,
 )

@@ -7,18 +7,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from pulumi_policy import (
-    EnforcementLevel,
-    ReportViolation,
-    ResourceValidationArgs,
-    ResourceValidationPolicy,
-    Severity,
-    StackValidationArgs,
-    StackValidationPolicy,
-)
+from pulumi_policy import ReportViolation, Severity, StackValidationArgs
 
 from .. import compat
-from ..common import GKE_DOCS, Unknowns, cited, config, dig, is_unknown, plain, schema
+from ..common import GKE_DOCS, Unknowns, dig, is_unknown, plain, resource_rule, stack_rule
 from .helm import NAMESPACE_TYPE, RELEASE_TYPE, ReleaseInfo, _label, release_info, release_kind
 
 # --- helm-connection-operator-jax ----------------------------------------------------------------
@@ -38,15 +30,18 @@ def _jax_of(rule: compat.ConnectionOperatorRule) -> str:
     return f"{rule.jax_min[0]}.{rule.jax_min[1]}"
 
 
-def _validate_connection_operator(args: ResourceValidationArgs, report: ReportViolation) -> None:
-    if args.resource_type != RELEASE_TYPE:
-        return
-    props = plain(args.props)
+def _is_operator(args: Any) -> bool:
+    # options are read (and reported when invalid) only for connection-operator releases
+    return (
+        args.resource_type == RELEASE_TYPE
+        and release_kind(release_info(plain(args.props), args.name)) == "operator"
+    )
+
+
+def _check_connection_operator(
+    args: Any, props: dict, cfg: dict, unknowns: Unknowns, report: ReportViolation
+) -> None:
     info = release_info(props, args.name)
-    if release_kind(info) != "operator":
-        return
-    cfg = config(args, JAX_DEFAULTS)
-    unknowns = Unknowns()
     values = info.values if info.values is not None else {}
     cmd_args = dig(values, *compat.CONNECTION_OPERATOR_ARGS_PATH)
     args_path = "values." + ".".join(compat.CONNECTION_OPERATOR_ARGS_PATH)
@@ -100,21 +95,20 @@ def _validate_connection_operator(args: ResourceValidationArgs, report: ReportVi
             f"{'the JAX 0.8.x args' if given is not None else 'no args override'}: {problems[0]}. The table: "
             f"{table}. Remediation: set the chart version and args for the cluster's JAX version together."
         )
-    unknowns.finish()
 
 
-connection_operator_jax = ResourceValidationPolicy(
-    name="helm-connection-operator-jax",
-    description=(
+connection_operator_jax = resource_rule(
+    "helm-connection-operator-jax",
+    (
         "The connection-operator release's chart version and controller args agree with the ML Diagnostics docs' JAX table "
         "(JAX 0.8.x: chart 0.24.0 with the four controller args; JAX 0.9.x+: chart 0.24.0 or later, default args)."
     ),
-    enforcement_level=EnforcementLevel.MANDATORY,
-    config_schema=schema(JAX_DEFAULTS),
-    validate=cited(_validate_connection_operator, GKE_DOCS),
-    url=GKE_DOCS,
+    _check_connection_operator,
+    applies=_is_operator,
+    docs=GKE_DOCS,
     severity=Severity.HIGH,
-    remediation_steps="Set chart version and controller args from the JAX table for the cluster's JAX version.",
+    remediation="Set chart version and controller args from the JAX table for the cluster's JAX version.",
+    defaults=JAX_DEFAULTS,
 )
 
 # --- helm-mldiagnostics-requires-cert-manager (stack) --------------------------------------------
@@ -192,16 +186,15 @@ def _validate_requires_cert_manager(args: StackValidationArgs, report: ReportVio
     unknowns.finish()
 
 
-requires_cert_manager = StackValidationPolicy(
-    name="helm-mldiagnostics-requires-cert-manager",
-    description=(
+requires_cert_manager = stack_rule(
+    "helm-mldiagnostics-requires-cert-manager",
+    (
         "injection-webhook and connection-operator releases depend on a cert-manager release in the same "
         "cluster (same Kubernetes provider), unless the target declares cert-manager pre-installed "
         "(ML Diagnostics docs: cert-manager is the injection-webhook's prerequisite)."
     ),
-    enforcement_level=EnforcementLevel.MANDATORY,
-    validate=cited(_validate_requires_cert_manager, GKE_DOCS),
-    url=GKE_DOCS,
+    _validate_requires_cert_manager,
+    docs=GKE_DOCS,
     severity=Severity.HIGH,
-    remediation_steps="Install cert-manager in the same cluster and depend on it, or declare it pre-installed.",
+    remediation="Install cert-manager in the same cluster and depend on it, or declare it pre-installed.",
 )

@@ -6,16 +6,12 @@ Source: ML Diagnostics docs ships the Diagon image as `:latest` with `imagePullP
 
 from __future__ import annotations
 
-from pulumi_policy import (
-    EnforcementLevel,
-    ReportViolation,
-    ResourceValidationArgs,
-    ResourceValidationPolicy,
-    Severity,
-)
+from typing import Any
+
+from pulumi_policy import ReportViolation, ResourceValidationArgs, Severity
 
 from .. import compat
-from ..common import GKE_DOCS, Unknowns, cited, config, name_of, plain, schema
+from ..common import GKE_DOCS, Unknowns, name_of, resource_rule
 from ..forms import is_patch
 from .kubernetes import WORKLOAD_TYPES, containers
 
@@ -43,12 +39,7 @@ PINNED_DEFAULTS = {
 }
 
 
-def _validate_pinned(args: ResourceValidationArgs, report: ReportViolation) -> None:
-    if args.resource_type not in WORKLOAD_TYPES:
-        return
-    cfg = config(args, PINNED_DEFAULTS)
-    props = plain(args.props)
-    unknowns = Unknowns()
+def _check_pinned(args: Any, props: dict, cfg: dict, unknowns: Unknowns, report: ReportViolation) -> None:
     for path, c in containers(args.resource_type, props, unknowns):
         image = c.get("image")
         if unknowns.hit(image, f"{path}.image") or (image is None and is_patch(args.resource_type)):
@@ -77,21 +68,20 @@ def _validate_pinned(args: ResourceValidationArgs, report: ReportViolation) -> N
                 "because a tag can be re-pointed. Remediation: use REGISTRY/PATH:TAG@sha256:<digest> "
                 "(e.g. from `gcloud artifacts docker images describe IMAGE:TAG`)."
             )
-    unknowns.finish()
 
 
-images_pinned = ResourceValidationPolicy(
-    name="k8s-images-pinned",
-    description=(
+images_pinned = resource_rule(
+    "k8s-images-pinned",
+    (
         "Container images are pinned to a tag other than 'latest' or to a digest (a digest when "
         "requireDigest is set), so every node runs the same build and rollbacks are possible (ML Diagnostics docs)."
     ),
-    enforcement_level=EnforcementLevel.MANDATORY,
-    config_schema=schema(PINNED_DEFAULTS),
-    validate=cited(_validate_pinned, GKE_DOCS),
-    url=GKE_DOCS,
+    _check_pinned,
+    applies=WORKLOAD_TYPES,
+    docs=GKE_DOCS,
     severity=Severity.MEDIUM,
-    remediation_steps="Pin a version tag or digest in the stack config and run `pulumi up`.",
+    remediation="Pin a version tag or digest in the stack config and run `pulumi up`.",
+    defaults=PINNED_DEFAULTS,
 )
 
 # --- k8s-images-allowed-registries ---------------------------------------------------------------
@@ -116,12 +106,7 @@ def allowed(location: str, prefixes: list[str]) -> bool:
     return any(location == p.rstrip("/") or location.startswith(p.rstrip("/") + "/") for p in prefixes)
 
 
-def _validate_registries(args: ResourceValidationArgs, report: ReportViolation) -> None:
-    if args.resource_type not in WORKLOAD_TYPES:
-        return
-    cfg = config(args, REGISTRY_DEFAULTS)
-    props = plain(args.props)
-    unknowns = Unknowns()
+def _check_registries(args: Any, props: dict, cfg: dict, unknowns: Unknowns, report: ReportViolation) -> None:
     for path, c in containers(args.resource_type, props, unknowns):
         image = c.get("image")
         if unknowns.hit(image, f"{path}.image") or not isinstance(image, str) or not image:
@@ -138,19 +123,18 @@ def _validate_registries(args: ResourceValidationArgs, report: ReportViolation) 
                 "the image into an allowed registry and reference it there, or add its registry path to "
                 "this policy's allowedRegistries in policies/config/<stack>.json after review."
             )
-    unknowns.finish()
 
 
-images_allowed_registries = ResourceValidationPolicy(
-    name="k8s-images-allowed-registries",
-    description=(
+images_allowed_registries = resource_rule(
+    "k8s-images-allowed-registries",
+    (
         "Container images come from allowed registries only; the defaults are the Artifact Registry paths "
         "the Diagon daemon is published under (ML Diagnostics docs)."
     ),
-    enforcement_level=EnforcementLevel.MANDATORY,
-    config_schema=schema(REGISTRY_DEFAULTS),
-    validate=cited(_validate_registries, GKE_DOCS),
-    url=GKE_DOCS,
+    _check_registries,
+    applies=WORKLOAD_TYPES,
+    docs=GKE_DOCS,
     severity=Severity.HIGH,
-    remediation_steps="Reference images from an allowed registry or extend allowedRegistries after review.",
+    remediation="Reference images from an allowed registry or extend allowedRegistries after review.",
+    defaults=REGISTRY_DEFAULTS,
 )

@@ -10,16 +10,10 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from pulumi_policy import (
-    EnforcementLevel,
-    ReportViolation,
-    ResourceValidationArgs,
-    ResourceValidationPolicy,
-    Severity,
-)
+from pulumi_policy import ReportViolation, Severity
 
 from .. import compat
-from ..common import GKE_DOCS, Unknowns, cited, config, dig, is_unknown, name_of, plain, schema
+from ..common import GKE_DOCS, Unknowns, dig, is_unknown, name_of, resource_rule
 from ..forms import is_patch
 
 WORKLOAD_TYPES = frozenset(
@@ -87,6 +81,14 @@ def is_diagon(props: dict, diagon_namespaces: list[str]) -> bool | None:
     return meta.get("namespace") in diagon_namespaces
 
 
+def is_known_diagon(props: dict, cfg: dict, unknowns: Unknowns) -> bool:
+    """The Diagon DaemonSet (`is_diagon` with the rule's diagonNamespaces); an unknown namespace is noted."""
+    diagon = is_diagon(props, cfg["diagonNamespaces"])
+    if diagon is None:
+        unknowns.note("metadata.namespace")
+    return bool(diagon)
+
+
 _DIAGON_NAMESPACES = (
     {
         "type": "array",
@@ -101,12 +103,7 @@ _DIAGON_NAMESPACES = (
 PRIVILEGED_DEFAULTS = {"diagonNamespaces": _DIAGON_NAMESPACES}
 
 
-def _validate_privileged(args: ResourceValidationArgs, report: ReportViolation) -> None:
-    if args.resource_type not in WORKLOAD_TYPES:
-        return
-    cfg = config(args, PRIVILEGED_DEFAULTS)
-    props = plain(args.props)
-    unknowns = Unknowns()
+def _check_privileged(args: Any, props: dict, cfg: dict, unknowns: Unknowns, report: ReportViolation) -> None:
     if args.resource_type in DAEMONSET_TYPES:
         diagon = is_diagon(props, cfg["diagonNamespaces"])
         if diagon:
@@ -139,21 +136,20 @@ def _validate_privileged(args: ResourceValidationArgs, report: ReportViolation) 
             "Remediation: remove these fields from the workload; if this is the Diagon daemon, deploy it "
             "through the stack's diagon settings, or add its namespace to this policy's diagonNamespaces."
         )
-    unknowns.finish()
 
 
-privileged_only_diagon = ResourceValidationPolicy(
-    name="k8s-privileged-only-diagon",
-    description=(
+privileged_only_diagon = resource_rule(
+    "k8s-privileged-only-diagon",
+    (
         "Privileged containers, hostNetwork, hostPID and hostIPC are allowed only for the Diagon DaemonSet in "
         "its namespace (ML Diagnostics docs: Diagon needs privileged mode to read host GPU/TPU devices; nothing else does)."
     ),
-    enforcement_level=EnforcementLevel.MANDATORY,
-    config_schema=schema(PRIVILEGED_DEFAULTS),
-    validate=cited(_validate_privileged, GKE_DOCS),
-    url=GKE_DOCS,
+    _check_privileged,
+    applies=WORKLOAD_TYPES,
+    docs=GKE_DOCS,
     severity=Severity.CRITICAL,
-    remediation_steps="Remove privileged/hostNetwork/hostPID/hostIPC from the workload.",
+    remediation="Remove privileged/hostNetwork/hostPID/hostIPC from the workload.",
+    defaults=PRIVILEGED_DEFAULTS,
 )
 
 # --- k8s-daemonset-memory-limit ------------------------------------------------------------------
@@ -207,12 +203,7 @@ MEMORY_DEFAULTS = {
 }
 
 
-def _validate_memory(args: ResourceValidationArgs, report: ReportViolation) -> None:
-    if args.resource_type not in DAEMONSET_TYPES:
-        return
-    cfg = config(args, MEMORY_DEFAULTS)
-    props = plain(args.props)
-    unknowns = Unknowns()
+def _check_memory(args: Any, props: dict, cfg: dict, unknowns: Unknowns, report: ReportViolation) -> None:
     diagon = is_diagon(props, cfg["diagonNamespaces"])
     if diagon is None:
         # Which cap applies depends on the namespace; a missing limit is reported either way.
@@ -257,19 +248,18 @@ def _validate_memory(args: ResourceValidationArgs, report: ReportViolation) -> N
                 f"Remediation: lower resources.limits.memory to {cap_text} or less (the ML Diagnostics docs' manifest uses "
                 "256Mi), or raise this policy's cap in policies/config/<stack>.json after review."
             )
-    unknowns.finish()
 
 
-daemonset_memory_limit = ResourceValidationPolicy(
-    name="k8s-daemonset-memory-limit",
-    description=(
+daemonset_memory_limit = resource_rule(
+    "k8s-daemonset-memory-limit",
+    (
         "Every DaemonSet container declares a memory limit; the Diagon daemon's is at most 256Mi by default "
         "(ML Diagnostics docs, Diagon manifest: limits.memory 256Mi, no CPU limit)."
     ),
-    enforcement_level=EnforcementLevel.MANDATORY,
-    config_schema=schema(MEMORY_DEFAULTS),
-    validate=cited(_validate_memory, GKE_DOCS),
-    url=GKE_DOCS,
+    _check_memory,
+    applies=DAEMONSET_TYPES,
+    docs=GKE_DOCS,
     severity=Severity.MEDIUM,
-    remediation_steps="Set resources.limits.memory on every DaemonSet container, within the configured cap.",
+    remediation="Set resources.limits.memory on every DaemonSet container, within the configured cap.",
+    defaults=MEMORY_DEFAULTS,
 )

@@ -10,15 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from pulumi_policy import (
-    EnforcementLevel,
-    ReportViolation,
-    ResourceValidationArgs,
-    ResourceValidationPolicy,
-    Severity,
-)
+from pulumi_policy import ReportViolation, Severity
 
-from ..common import MDC_DOCS, Unknowns, cited, config, dig, plain, schema
+from ..common import MDC_DOCS, Unknowns, dig, resource_rule
 
 MDC_TYPE = "pulumi-python:dynamic/vertexai:ModelDevelopmentCluster"
 SLURM = ("orchestrator_spec", "slurm_spec")
@@ -37,11 +31,7 @@ def _known_list(value: Any, path: str, unknowns: Unknowns) -> list:
 # --- mdc-node-pool-references --------------------------------------------------------------------
 
 
-def _validate_references(args: ResourceValidationArgs, report: ReportViolation) -> None:
-    if args.resource_type != MDC_TYPE:
-        return
-    props = plain(args.props)
-    unknowns = Unknowns()
+def _check_references(args: Any, props: dict, cfg: dict, unknowns: Unknowns, report: ReportViolation) -> None:
     pools = _known_list(props.get("node_pools"), "node_pools", unknowns)
     if unknowns.paths:
         unknowns.finish()
@@ -101,30 +91,27 @@ def _validate_references(args: ResourceValidationArgs, report: ReportViolation) 
             "node_pools[].id, and default_partition_id a partitions[].id; when renaming the default partition, "
             "first point default_partition_id at a partition that stays."
         )
-    unknowns.finish()
 
 
-node_pool_references = ResourceValidationPolicy(
-    name="mdc-node-pool-references",
-    description=(
+node_pool_references = resource_rule(
+    "mdc-node-pool-references",
+    (
         "A Model Development Cluster's default partition, login node pool, partition node pools and node sets "
         "reference pools and partitions that exist in the same spec (Model Development Cluster docs)."
     ),
-    enforcement_level=EnforcementLevel.MANDATORY,
-    validate=cited(_validate_references, MDC_DOCS),
-    url=MDC_DOCS,
+    _check_references,
+    applies={MDC_TYPE},
+    docs=MDC_DOCS,
     severity=Severity.HIGH,
-    remediation_steps="Reference only node pool ids and partition ids defined in the spec.",
+    remediation="Reference only node pool ids and partition ids defined in the spec.",
 )
 
 # --- mdc-slurm-config-exclusive ------------------------------------------------------------------
 
 
-def _validate_config_exclusive(args: ResourceValidationArgs, report: ReportViolation) -> None:
-    if args.resource_type != MDC_TYPE:
-        return
-    props = plain(args.props)
-    unknowns = Unknowns()
+def _check_config_exclusive(
+    args: Any, props: dict, cfg: dict, unknowns: Unknowns, report: ReportViolation
+) -> None:
     slurm = dig(props, *SLURM)
     if not unknowns.hit(slurm, "orchestrator_spec.slurm_spec") and isinstance(slurm, dict):
         cfg = slurm.get("config")
@@ -137,30 +124,25 @@ def _validate_config_exclusive(args: ResourceValidationArgs, report: ReportViola
                 "AccountingStorageEnforce, PriorityWeightQOS) and remove scheduling/accounting; the provider then "
                 "names all three in the updateMask so the old fields are cleared."
             )
-    unknowns.finish()
 
 
-slurm_config_exclusive = ResourceValidationPolicy(
-    name="mdc-slurm-config-exclusive",
-    description=(
+slurm_config_exclusive = resource_rule(
+    "mdc-slurm-config-exclusive",
+    (
         "A Model Development Cluster's Slurm spec sets either `config` or the legacy `scheduling`/`accounting`, "
         "never both (Model Development Cluster docs: such a request is refused)."
     ),
-    enforcement_level=EnforcementLevel.MANDATORY,
-    validate=cited(_validate_config_exclusive, MDC_DOCS),
-    url=MDC_DOCS,
+    _check_config_exclusive,
+    applies={MDC_TYPE},
+    docs=MDC_DOCS,
     severity=Severity.HIGH,
-    remediation_steps="Use config only; migrate scheduling/accounting into it.",
+    remediation="Use config only; migrate scheduling/accounting into it.",
 )
 
 # --- mdc-node-images-pinned ----------------------------------------------------------------------
 
 
-def _validate_images(args: ResourceValidationArgs, report: ReportViolation) -> None:
-    if args.resource_type != MDC_TYPE:
-        return
-    props = plain(args.props)
-    unknowns = Unknowns()
+def _check_images(args: Any, props: dict, cfg: dict, unknowns: Unknowns, report: ReportViolation) -> None:
     mode = props.get("update_mode")
     if unknowns.hit(mode, "update_mode") or mode == "USER_ONLY":
         # USER_ONLY updates that omit node_image keep the images the nodes run (the docs' update modes)
@@ -180,20 +162,19 @@ def _validate_images(args: ResourceValidationArgs, report: ReportViolation) -> N
             "image (Model Development Cluster docs), so an unrelated change can re-image production nodes. Remediation: set "
             "node_image on every pool (read today's image from the cluster) and change it deliberately."
         )
-    unknowns.finish()
 
 
-node_images_pinned = ResourceValidationPolicy(
-    name="mdc-node-images-pinned",
-    description=(
+node_images_pinned = resource_rule(
+    "mdc-node-images-pinned",
+    (
         "Every Model Development Cluster node pool pins node_image, so updates do not move pools to a newer "
         "default image (Model Development Cluster docs, node image selection)."
     ),
-    enforcement_level=EnforcementLevel.MANDATORY,
-    validate=cited(_validate_images, MDC_DOCS),
-    url=MDC_DOCS,
+    _check_images,
+    applies={MDC_TYPE},
+    docs=MDC_DOCS,
     severity=Severity.MEDIUM,
-    remediation_steps="Set node_image on every node pool.",
+    remediation="Set node_image on every node pool.",
 )
 
 # --- mdc-deletion-policy -------------------------------------------------------------------------
@@ -210,12 +191,7 @@ DELETION_DEFAULTS = {
 }
 
 
-def _validate_deletion(args: ResourceValidationArgs, report: ReportViolation) -> None:
-    if args.resource_type != MDC_TYPE:
-        return
-    cfg = config(args, DELETION_DEFAULTS)
-    props = plain(args.props)
-    unknowns = Unknowns()
+def _check_deletion(args: Any, props: dict, cfg: dict, unknowns: Unknowns, report: ReportViolation) -> None:
     policy = props.get("deletion_policy")
     if not unknowns.hit(policy, "deletion_policy"):
         effective = policy or "DELETE"
@@ -227,19 +203,18 @@ def _validate_deletion(args: ResourceValidationArgs, report: ReportViolation) ->
                 "silently. Remediation: set deletion_policy PREVENT (refuse to delete) or ABANDON (keep the "
                 "cluster, drop it from the stack)."
             )
-    unknowns.finish()
 
 
-deletion_policy = ResourceValidationPolicy(
-    name="mdc-deletion-policy",
-    description=(
+deletion_policy = resource_rule(
+    "mdc-deletion-policy",
+    (
         "A Model Development Cluster's deletion_policy is one this environment allows (prod: PREVENT or "
         "ABANDON), since a delete is permanent (Model Development Cluster docs)."
     ),
-    enforcement_level=EnforcementLevel.MANDATORY,
-    config_schema=schema(DELETION_DEFAULTS),
-    validate=cited(_validate_deletion, MDC_DOCS),
-    url=MDC_DOCS,
+    _check_deletion,
+    applies={MDC_TYPE},
+    docs=MDC_DOCS,
     severity=Severity.HIGH,
-    remediation_steps="Set deletion_policy PREVENT or ABANDON.",
+    remediation="Set deletion_policy PREVENT or ABANDON.",
+    defaults=DELETION_DEFAULTS,
 )
