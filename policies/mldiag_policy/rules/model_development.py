@@ -114,9 +114,9 @@ def _check_config_exclusive(
 ) -> None:
     slurm = dig(props, *SLURM)
     if not unknowns.hit(slurm, "orchestrator_spec.slurm_spec") and isinstance(slurm, dict):
-        cfg = slurm.get("config")
+        slurm_conf = slurm.get("config")
         legacy = [k for k in ("scheduling", "accounting") if slurm.get(k)]
-        if not unknowns.hit(cfg, "orchestrator_spec.slurm_spec.config") and cfg and legacy:
+        if not unknowns.hit(slurm_conf, "orchestrator_spec.slurm_spec.config") and slurm_conf and legacy:
             report(
                 f"{_name(args, props)} sets orchestrator_spec.slurm_spec.config together with the legacy "
                 f"{' and '.join(legacy)}; a cluster uses one or the other and a request setting both is refused "
