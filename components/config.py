@@ -168,6 +168,9 @@ def _describe(err: Mapping[str, Any]) -> list[tuple[str, str]]:
         msg = msg[len("Value error, ") :]
     if typ == "literal_error":
         msg = f"must be one of {ctx.get('expected')}"
+    bounds = {"less_than_equal": "at most", "greater_than_equal": "at least", "greater_than": "more than"}
+    if typ in bounds:
+        msg = f"must be {bounds[typ]} {next(iter(ctx.values()), '')}"
     return [(path, msg)]
 
 

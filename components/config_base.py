@@ -203,6 +203,10 @@ class Model(BaseModel):
         use_attribute_docstrings=True,
     )
 
+    def __deepcopy__(self, memo: dict[int, Any] | None = None) -> Model:
+        # Frozen: a default instance is shared, not copied for every target (copies dominated large stacks).
+        return self
+
     @model_validator(mode="before")
     @classmethod
     def _unwrap_misplaced_secrets(cls, data: Any, info: ValidationInfo) -> Any:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+import yaml.cyaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 MAX_FILE_BYTES = 1024 * 1024
@@ -98,6 +99,40 @@ class _Loader(
             self.depth -= 1
 
 
+# libyaml composes recursively in C: used only when a linear pre-scan bounds the nesting well below what
+# its stack takes; otherwise the pure-Python loader (whose composer counts depth exactly) reads the file.
+_C_SAFE_DEPTH = 200
+
+
+def _nesting_upper_bound(text: str) -> int:
+    """An upper bound of the nesting depth: indentation + sequence/complex-key markers per line + open
+    brackets (brackets inside scalars only make the bound larger)."""
+    worst = flow = 0
+    for line in text.splitlines():
+        body = line.lstrip(" ")
+        opens = line.count("[") + line.count("{")
+        bound = (len(line) - len(body)) + 2 * (body.count("- ") + body.count("? ")) + flow + opens + 2
+        flow = max(0, flow + opens - line.count("]") - line.count("}"))
+        worst = max(worst, bound)
+        if worst > _C_SAFE_DEPTH:
+            break
+    return worst
+
+
+if yaml.__with_libyaml__:
+
+    class _CLoader(yaml.cyaml.CParser, _Resolver):
+        def __init__(self, text: str) -> None:
+            yaml.cyaml.CParser.__init__(self, text)
+            _Resolver.__init__(self)
+
+
+def _loader(text: str) -> Any:
+    if yaml.__with_libyaml__ and _nesting_upper_bound(text) <= _C_SAFE_DEPTH:
+        return _CLoader(text)
+    return _Loader(text)
+
+
 def _line(node: Node) -> int:
     return node.start_mark.line + 1
 
@@ -125,7 +160,7 @@ class _Builder:
                 "repeated too often); write the values out or use fewer aliases"
             )
         if depth > MAX_DEPTH:
-            raise StackFileError(f"line {_line(node)}: {_fmt(path)} nests deeper than {MAX_DEPTH} levels")
+            raise StackFileError(f"line {_line(node)}: {_fmt(path)} nested deeper than {MAX_DEPTH} levels")
         if id(node) in self.active:
             raise StackFileError(f"line {_line(node)}: {_fmt(path)} is an alias of a value that contains it")
         if isinstance(node, ScalarNode):
@@ -199,7 +234,10 @@ class _Builder:
                 raise StackFileError(f"{where}: number out of range")
             return value
         if tag == "tag:yaml.org,2002:float":
-            value = float(text) if len(text) <= 40 else math.inf
+            try:
+                value = float(text) if len(text) <= 40 else math.inf
+            except ValueError:  # .inf / .nan spellings
+                value = math.inf
             if not math.isfinite(value):
                 raise StackFileError(f"{where}: must be a finite number")
             return value
@@ -208,18 +246,25 @@ class _Builder:
 
 def parse_text(text: str, name: str = "stack file") -> tuple[Any, set[Path_]]:
     """Parses one YAML document under the limits; returns (value, paths of `secure:` leaves)."""
-    loader = _Loader(text)
+    loader = None
     try:
+        loader = _loader(text)
         node = loader.get_single_node()
     except StackFileError as e:
         raise StackFileError(f"{name}: {e}") from None
+    except yaml.reader.ReaderError as e:
+        line = text[: e.position].count("\n") + 1
+        raise StackFileError(
+            f"{name}: line {line}: not valid YAML: special characters are not allowed (#x{e.character:04x})"
+        ) from None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None) or getattr(e, "context_mark", None)
         where = f"line {mark.line + 1}: " if mark else ""
         problem = getattr(e, "problem", None) or str(e)
         raise StackFileError(f"{name}: {where}not valid YAML: {str(problem)[:120]}") from None
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
     if node is None:
         return None, set()
     builder = _Builder()

@@ -105,3 +105,187 @@ def k8s_labels_problems(labels: Mapping[str, str], path: str) -> list[tuple[str,
         if p := label_key_problem(k) or label_value_problem(v):
             problems.append((f"{path}.{k}" if path else k, p))
     return problems
+
+
+# --- anything spliced into a URL ---------------------------------------------------------------------------
+
+_URL_UNSAFE = ("/", "..", "?", "#", "%")
+
+
+def url_segment_problem(v: str) -> str | None:
+    """Values that become one segment of a REST path or ARM id: never `/`, `..`, `?`, `#`, `%` or whitespace."""
+    if any(s in v for s in _URL_UNSAFE) or any(c.isspace() for c in v):
+        return (
+            f"{quote(v)} is not allowed: no '/', '..', '?', '#', '%' or whitespace (it becomes part of a URL)"
+        )
+    return None
+
+
+def _shaped(v: str, max_len: int, pattern: re.Pattern[str], rule: str) -> str | None:
+    if (p := url_segment_problem(v)) is not None:
+        return p
+    if len(v) > max_len or not pattern.fullmatch(v):
+        return f"{quote(v)} is not allowed: {rule}"
+    return None
+
+
+# --- Google Cloud (documented naming rules) ----------------------------------------------------------------
+
+_GCP_PROJECT = re.compile(r"[a-z][a-z0-9-]{4,28}[a-z0-9]")
+_GCP_REGION = re.compile(r"[a-z]{2,20}-[a-z]{2,20}[0-9]{1,2}")
+_GCP_ZONE = re.compile(r"[a-z]{2,20}-[a-z]{2,20}[0-9]{1,2}-[a-z]")
+_GCP_MACHINE_TYPE = re.compile(r"[a-z][a-z0-9]{0,15}(-[a-z0-9]{1,16}){1,5}")
+_GCP_NAME = re.compile(r"[a-z]([-a-z0-9]{0,61}[a-z0-9])?")
+_GCP_SA = re.compile(r"[a-z][a-z0-9-]{4,28}[a-z0-9]@[a-z][a-z0-9-]{4,28}[a-z0-9]\.iam\.gserviceaccount\.com")
+
+
+def gcp_project_problem(v: str) -> str | None:
+    return _shaped(
+        v,
+        30,
+        _GCP_PROJECT,
+        "a Google Cloud project id is 6-30 lowercase letters, digits and '-', starting "
+        "with a letter and not ending with '-'",
+    )
+
+
+def gcp_region_problem(v: str) -> str | None:
+    return _shaped(v, 45, _GCP_REGION, "must be a Google Cloud region such as us-central1")
+
+
+def gcp_zone_problem(v: str) -> str | None:
+    return _shaped(v, 47, _GCP_ZONE, "must be a Google Cloud zone such as us-central1-a")
+
+
+def gcp_location_problem(v: str) -> str | None:
+    """A region (regional resources) or a zone (zonal ones)."""
+    if gcp_region_problem(v) is None or gcp_zone_problem(v) is None:
+        return None
+    return (
+        url_segment_problem(v)
+        or f"{quote(v)} is not allowed: must be a region (us-central1) or a zone (us-central1-a)"
+    )
+
+
+def gcp_machine_type_problem(v: str) -> str | None:
+    return _shaped(
+        v,
+        63,
+        _GCP_MACHINE_TYPE,
+        "must be a Compute Engine machine type such as e2-standard-4, a3-highgpu-8g or n2-custom-8-32768",
+    )
+
+
+def gcp_name_problem(v: str) -> str | None:
+    """Compute resource names (networks, subnetworks, disk types, accelerator types): RFC 1035, 1-63."""
+    return _shaped(v, 63, _GCP_NAME, "must be 1-63 lowercase letters, digits and '-', starting with a letter")
+
+
+def gcp_service_account_problem(v: str) -> str | None:
+    return _shaped(v, 100, _GCP_SA, "must be a service account email (NAME@PROJECT.iam.gserviceaccount.com)")
+
+
+def _gcp_label_chars_ok(v: str) -> bool:
+    return all(c.islower() or c.isdigit() or c in "-_" for c in v)
+
+
+def gcp_labels_problems(labels: dict[str, str], path: str) -> list[tuple[str, str]]:
+    """Google Cloud labels: at most 64; keys 1-63 lowercase letters (any script), digits, '_' and '-',
+    starting with a lowercase letter; values 0-63 of the same characters."""
+    problems = []
+    if len(labels) > 64:
+        problems.append((path, f"at most 64 labels ({len(labels)} given)"))
+    for k, v in labels.items():
+        at = f"{path}.{k[:60]}"
+        if not (0 < len(k) <= 63 and k[0].islower() and _gcp_label_chars_ok(k)):
+            problems.append(
+                (
+                    at,
+                    f"{quote(k)} is not a Google Cloud label key: 1-63 lowercase letters, digits, '_' and "
+                    "'-', starting with a lowercase letter",
+                )
+            )
+        elif not (len(v) <= 63 and _gcp_label_chars_ok(v)):
+            problems.append(
+                (
+                    at,
+                    f"{quote(v)} is not a Google Cloud label value: up to 63 lowercase letters, digits, "
+                    "'_' and '-'",
+                )
+            )
+    return problems
+
+
+# --- Azure (documented naming rules) -----------------------------------------------------------------------
+
+_GUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+_RESOURCE_GROUP = re.compile(r"[-\w.()]{0,89}[-\w()]")
+_AZURE_CLUSTER = re.compile(r"[A-Za-z0-9]([A-Za-z0-9_-]{0,61}[A-Za-z0-9])?")
+_AZURE_LOCATION = re.compile(r"[a-z][a-z0-9]{1,40}")
+_EXTENSION_VERSION = re.compile(r"\d{1,4}\.\d{1,4}\.\d{1,6}")
+
+
+def azure_guid_problem(v: str, what: str = "subscription") -> str | None:
+    """Subscription and tenant ids."""
+    return _shaped(v, 36, _GUID, f"must be a {what} GUID like 00000000-0000-0000-0000-000000000000")
+
+
+def azure_subscription_problem(v: str) -> str | None:
+    return azure_guid_problem(v, "subscription")
+
+
+def azure_resource_group_problem(v: str) -> str | None:
+    return _shaped(
+        v,
+        90,
+        _RESOURCE_GROUP,
+        "must be 1-90 characters of letters, digits, '-', '_', '.', '(', ')' and not end with '.'",
+    )
+
+
+def azure_cluster_name_problem(v: str) -> str | None:
+    return _shaped(
+        v,
+        63,
+        _AZURE_CLUSTER,
+        "must be 1-63 characters of letters, digits, '-' and '_', starting and ending with a letter or digit",
+    )
+
+
+def azure_location_problem(v: str) -> str | None:
+    return _shaped(
+        v, 41, _AZURE_LOCATION, "must be an Azure region name such as eastus or westeurope (no spaces)"
+    )
+
+
+def extension_version_problem(v: str) -> str | None:
+    """Extension versions are exact MAJOR.MINOR.PATCH; `latest` is not a version (unset follows the train)."""
+    return _shaped(
+        v,
+        20,
+        _EXTENSION_VERSION,
+        "must be an exact version such as 1.1.62 (to follow the newest, leave version unset and keep "
+        "autoUpgradeMinorVersion)",
+    )
+
+
+def gcp_network_problem(v: str) -> str | None:
+    """A network or subnetwork: its name, or `projects/P/global/networks/N`,
+    `projects/P/regions/R/subnetworks/N`."""
+    parts = v.split("/")
+    if len(parts) == 1:
+        return gcp_name_problem(v)
+    shapes = {
+        5: ("projects", None, "global", "networks", None),
+        6: ("projects", None, "regions", None, "subnetworks", None),
+    }
+    shape = shapes.get(len(parts))
+    if shape is None or any(s is not None and s != p for s, p in zip(shape, parts, strict=True)):
+        return (
+            f"{quote(v)} is not allowed: a network name, projects/PROJECT/global/networks/NAME or "
+            "projects/PROJECT/regions/REGION/subnetworks/NAME"
+        )
+    checks = [gcp_project_problem(parts[1]), gcp_name_problem(parts[-1])]
+    if len(parts) == 6:
+        checks.append(gcp_region_problem(parts[3]))
+    return next((c for c in checks if c), None)

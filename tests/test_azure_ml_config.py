@@ -323,23 +323,24 @@ def test_arc_cluster_name_must_start_with_a_letter():
         ({"kind": "eks"}, "cluster.kind: must be one of 'aks' or 'arc'"),
         (
             {"subscriptionId": "my-sub"},
-            "cluster.subscriptionId: must be a subscription GUID like 00000000-0000-0000-0000-000000000000",
+            "cluster.subscriptionId: 'my-sub' is not allowed: must be a subscription GUID like 00000000-0000-0000-0000-000000000000",
         ),
         (
             {"resourceGroup": "rg/ml"},
-            "cluster.resourceGroup: must be 1-90 characters of letters, digits, '-', '_', '.', '(', ')' and "
-            "not end with '.'",
+            "cluster.resourceGroup: 'rg/ml' is not allowed: no '/', '..', '?', '#', '%' or whitespace "
+            "(it becomes part of a URL)",
         ),
         (
             {"name": "aks.ml"},
-            "cluster.name: must be 1-63 characters of letters, digits, '-' and '_', starting and ending with a "
+            "cluster.name: 'aks.ml' is not allowed: must be 1-63 characters of letters, digits, '-' and '_', starting and ending with a "
             "letter or digit",
         ),
         (
             {"location": "Korea Central"},
-            "cluster.location: must be an Azure region name such as eastus or westeurope (no spaces)",
+            "cluster.location: 'korea central' is not allowed: no '/', '..', '?', '#', '%' or whitespace "
+            "(it becomes part of a URL)",
         ),
-        ({"nodeCount": 0}, "cluster.nodeCount: Input should be greater than or equal to 1"),
+        ({"nodeCount": 0}, "cluster.nodeCount: must be at least 1"),
     ],
     ids=["kind", "subscription", "resource-group", "name", "location", "node-count"],
 )

@@ -92,7 +92,7 @@ def test_bad_values_name_the_key():
     assert problems({"impersonateServiceAccount": "me@example.com", "retry": {"maxDelaySeconds": 0.5}}) == [
         f"{NS}:googleApi.impersonateServiceAccount: 'me@example.com' must be a service account email "
         "(NAME@PROJECT.iam.gserviceaccount.com)",
-        f"{NS}:googleApi.retry.maxDelaySeconds: Input should be greater than or equal to 1",
+        f"{NS}:googleApi.retry.maxDelaySeconds: must be at least 1",
     ]
 
 

@@ -53,10 +53,6 @@ _KEY_LABELS = ("PRIVATE KEY", "RSA PRIVATE KEY", "EC PRIVATE KEY")
 # The CLI derives a small-cluster setup (clusterPurpose=DevTest, one inference router) below this many nodes.
 MIN_HA_NODES = 3
 
-_GUID = re.compile(r"[0-9a-fA-F]{8}-([0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}")
-_RESOURCE_GROUP = re.compile(r"[-\w.()]{0,89}[-\w()]")
-_CLUSTER_NAME = re.compile(r"[A-Za-z0-9]([A-Za-z0-9_-]{0,61}[A-Za-z0-9])?")
-_LOCATION = re.compile(r"[a-z][a-z0-9]*")
 # The extension name becomes the Helm release name (and prefixes e.g. `<name>-kube-state-metrics`).
 _EXTENSION_NAME = re.compile(r"[a-z0-9]([-a-z0-9]{0,51}[a-z0-9])?")
 _RELEASE_TRAIN = re.compile(r"[A-Za-z][A-Za-z0-9-]*")
@@ -125,7 +121,7 @@ class AzureClusterRef(Model):
     name: str
     location: str
     """Azure region name as ARM returns it (`eastus`); sent lowercased like the CLI does."""
-    node_count: int = Field(ge=1)
+    node_count: int = Field(ge=1, le=5000)
     """Total nodes (AKS: sum of agent pool counts; Arc: totalNodeCount), as the CLI reads it from ARM."""
     openshift: bool = False
     """Arc-connected OpenShift (OCP/ARO); the CLI sends `openshift=true` for that distribution."""
@@ -137,42 +133,29 @@ class AzureClusterRef(Model):
     @field_validator("tenant_id")
     @classmethod
     def _tenant(cls, v: str | None) -> str | None:
-        if v is not None and not _GUID.fullmatch(v):
-            raise ValueError("must be a tenant GUID like 00000000-0000-0000-0000-000000000000")
+        if v is not None:
+            validators.check(lambda x: validators.azure_guid_problem(x, "tenant"), v)
         return v.lower() if v else v
 
     @field_validator("subscription_id")
     @classmethod
     def _subscription(cls, v: str) -> str:
-        if not _GUID.fullmatch(v):
-            raise ValueError("must be a subscription GUID like 00000000-0000-0000-0000-000000000000")
-        return v.lower()
+        return validators.check(validators.azure_subscription_problem, v).lower()
 
     @field_validator("resource_group")
     @classmethod
     def _resource_group(cls, v: str) -> str:
-        if not _RESOURCE_GROUP.fullmatch(v):
-            raise ValueError(
-                "must be 1-90 characters of letters, digits, '-', '_', '.', '(', ')' and not end with '.'"
-            )
-        return v
+        return validators.check(validators.azure_resource_group_problem, v)
 
     @field_validator("name")
     @classmethod
     def _name(cls, v: str) -> str:
-        if not _CLUSTER_NAME.fullmatch(v):
-            raise ValueError(
-                "must be 1-63 characters of letters, digits, '-' and '_', starting and ending with a letter or digit"
-            )
-        return v
+        return validators.check(validators.azure_cluster_name_problem, v)
 
     @field_validator("location")
     @classmethod
     def _location(cls, v: str) -> str:
-        v = v.lower()
-        if not _LOCATION.fullmatch(v):
-            raise ValueError("must be an Azure region name such as eastus or westeurope (no spaces)")
-        return v
+        return validators.check(validators.azure_location_problem, v.lower())
 
     @property
     def cluster_rp(self) -> str:
@@ -305,6 +288,11 @@ class AzureMlTarget(TargetBase):
                 "letter or digit (it becomes the Helm release name)"
             )
         return v
+
+    @field_validator("version")
+    @classmethod
+    def _version(cls, v: str | None) -> str | None:
+        return v if v is None else validators.check(validators.extension_version_problem, v)
 
     @field_validator("release_train")
     @classmethod

@@ -30,7 +30,7 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-from pydantic import field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from components import compat, validators
 from components.config_base import Model, TargetBase, raise_issues
@@ -42,7 +42,8 @@ _TPU_MACHINE = re.compile(r"(ct\d+[a-z]*|tpu\d+[a-z]*)-[a-z0-9-]+")
 # Machine types with built-in GPUs (A2, A3, A4, G2, G4).
 _GPU_MACHINE = re.compile(r"(a2|a3|a4|a4x|g2|g4)-[a-z0-9-]+")
 _TOPOLOGY = re.compile(r"\d+x\d+(x\d+)?")
-_LOCATION = re.compile(r"[a-z]+-[a-z]+\d+(-[a-z])?")
+# GKE: at most 1,000 nodes per node pool per zone.
+MAX_POOL_NODES = 1000
 NODE_POOL_LABEL = "cloud.google.com/gke-nodepool"
 
 CREATE_ONLY = (
@@ -68,20 +69,19 @@ class GuestAccelerator(Model):
 
     type: str
     """e.g. nvidia-l4, nvidia-tesla-a100, nvidia-h100-80gb"""
-    count: int
+    count: int = Field(ge=1, le=16)
+    """GPUs per node (1-16, the most any machine type takes)."""
     gpu_driver_version: Literal["DEFAULT", "LATEST", "INSTALLATION_DISABLED"] = "DEFAULT"
 
-    @field_validator("count")
+    @field_validator("type")
     @classmethod
-    def _count(cls, v: int) -> int:
-        if v < 1:
-            raise ValueError("must be at least 1")
-        return v
+    def _type(cls, v: str) -> str:
+        return validators.check(validators.gcp_name_problem, v)
 
 
 class Autoscaling(Model):
-    min_node_count: int = 0
-    max_node_count: int
+    min_node_count: int = Field(default=0, le=MAX_POOL_NODES)
+    max_node_count: int = Field(le=MAX_POOL_NODES)
 
     @model_validator(mode="after")
     def _check(self) -> Autoscaling:
@@ -97,14 +97,14 @@ class Autoscaling(Model):
 class NodePool(Model):
     name: str
     machine_type: str
-    node_count: int | None = None
+    node_count: int | None = Field(default=None, le=MAX_POOL_NODES)
     """Fixed size per zone; or `autoscaling`. Neither: 1 node per zone."""
     autoscaling: Autoscaling | None = None
     node_locations: list[str] = []
     """Zones of the pool (default: the cluster's)."""
     spot: bool = False
     """Spot VMs."""
-    disk_size_gb: int | None = None
+    disk_size_gb: int | None = Field(default=None, le=65536)
     disk_type: str | None = None
     service_account: str | None = None
     labels: dict[str, str] = {}
@@ -117,6 +117,27 @@ class NodePool(Model):
     @classmethod
     def _name(cls, v: str) -> str:
         return validators.check(validators.short_name_problem, v)
+
+    @field_validator("machine_type")
+    @classmethod
+    def _machine_type(cls, v: str) -> str:
+        return validators.check(validators.gcp_machine_type_problem, v)
+
+    @field_validator("node_locations")
+    @classmethod
+    def _zones(cls, v: list[str]) -> list[str]:
+        raise_issues([(f"[{i}]", p) for i, z in enumerate(v) if (p := validators.gcp_zone_problem(z))])
+        return v
+
+    @field_validator("disk_type")
+    @classmethod
+    def _disk_type(cls, v: str | None) -> str | None:
+        return v if v is None else validators.check(validators.gcp_name_problem, v)
+
+    @field_validator("service_account")
+    @classmethod
+    def _service_account(cls, v: str | None) -> str | None:
+        return v if v is None else validators.check(validators.gcp_service_account_problem, v)
 
     @property
     def accelerator(self) -> Literal["tpu", "gpu"] | None:
@@ -213,8 +234,13 @@ class GkeClusterTarget(TargetBase, InClusterSettings):
         problems: list[tuple[str, str]] = []
         if self.cluster_name is not None and (p := validators.short_name_problem(self.cluster_name)):
             problems.append(("clusterName", p))
-        if not _LOCATION.fullmatch(self.location):
-            problems.append(("location", "must be a region (us-central1) or a zone (us-central1-a)"))
+        if p := validators.gcp_location_problem(self.location):
+            problems.append(("location", p))
+        if p := validators.gcp_project_problem(self.project):
+            problems.append(("project", p))
+        for key, value in (("network", self.network), ("subnetwork", self.subnetwork)):
+            if value is not None and (p := validators.gcp_network_problem(value)):
+                problems.append((key, p))
         version_key = "minMasterVersion" if self.create else "currentVersion"
         version_ok = True
         if self.version is not None:
