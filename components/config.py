@@ -170,7 +170,12 @@ def _describe(err: Mapping[str, Any]) -> list[tuple[str, str]]:
         msg = f"must be one of {ctx.get('expected')}"
     bounds = {"less_than_equal": "at most", "greater_than_equal": "at least", "greater_than": "more than"}
     if typ in bounds:
-        msg = f"must be {bounds[typ]} {next(iter(ctx.values()), '')}"
+        limit = next(iter(ctx.values()), "")
+        msg = (
+            f"must be {bounds[typ]} {limit:g}"
+            if isinstance(limit, float)
+            else f"must be {bounds[typ]} {limit}"
+        )
     return [(path, msg)]
 
 
