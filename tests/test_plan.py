@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import json
-import os
 import random
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
@@ -14,6 +11,7 @@ import pytest
 import yaml
 
 from components.config import PLACEHOLDER_SECRET
+from tests.fixtures.plan_cli import run_plan
 from tools import plan_render
 from tools.analyzer import load_pack_config, run_policies
 from tools.plan import build_report, critical_path, read_stack_file
@@ -163,21 +161,9 @@ def test_images_rule_through_the_analyzer_levels_per_environment(program):
         assert "registry.example/diag:latest" in pinned[0].message
 
 
-def _plan(*args: str, cwd: Path = ROOT, hash_seed: str = "random") -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONHASHSEED=hash_seed)
-    return subprocess.run(
-        [sys.executable, "-m", "tools.plan", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-    )
-
-
 @pytest.mark.parametrize("stack", STACKS)
 def test_plan_every_stack_json_shape_and_exit_code(stack):
-    proc = _plan(stack, "--format", "json")
+    proc = run_plan(stack, "--format", "json")
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout)
     assert list(report) == ["project", "stack", "resources", "outputs", "policyViolations", "criticalPath"]
@@ -197,7 +183,7 @@ def test_plan_every_stack_json_shape_and_exit_code(stack):
 
 def test_plan_output_is_the_same_in_every_run():
     """Set iteration (hash seed) and the SDK's registration order change nothing in the report."""
-    one, two = (_plan("dev", "--format", "json", "-q", hash_seed=seed) for seed in ("1", "2"))
+    one, two = (run_plan("dev", "--format", "json", "-q", hash_seed=seed) for seed in ("1", "2"))
     assert one.returncode == two.returncode == 0, one.stderr + two.stderr
     assert one.stdout == two.stdout
 
@@ -225,7 +211,7 @@ def test_deterministic_order_ignores_the_order_of_registration():
 def test_plan_invalid_config_exits_2_with_key_path_and_no_traceback(tmp_path):
     bad = tmp_path / "Pulumi.bad.yaml"
     bad.write_text("config:\n  ml-diagnostics:environment: qa\n  ml-diagnostics:azureMll: []\n")
-    proc = _plan("bad", "--config-file", str(bad), "-q")
+    proc = run_plan("bad", "--config-file", str(bad), "-q")
     assert proc.returncode == 2
     assert "ml-diagnostics:environment: must be one of 'dev', 'staging' or 'prod'" in proc.stderr
     assert "ml-diagnostics:azureMll: unknown key" in proc.stderr
@@ -234,7 +220,7 @@ def test_plan_invalid_config_exits_2_with_key_path_and_no_traceback(tmp_path):
 
 
 def test_plan_missing_stack_file_exits_2(tmp_path):
-    proc = _plan("nosuchstack", "-q")
+    proc = run_plan("nosuchstack", "-q")
     assert proc.returncode == 2
     assert "stacks/Pulumi.nosuchstack.yaml does not exist" in proc.stderr
     assert "Traceback" not in proc.stderr
@@ -243,14 +229,14 @@ def test_plan_missing_stack_file_exits_2(tmp_path):
 def test_plan_bad_policy_config_exits_2(tmp_path):
     cfg = tmp_path / "p.json"
     cfg.write_text(json.dumps({"k8s-images-pinned": "fatal", "no-such-policy": "advisory"}))
-    proc = _plan("dev", "--policy-config", str(cfg), "-q")
+    proc = run_plan("dev", "--policy-config", str(cfg), "-q")
     assert proc.returncode == 2
     assert "policy config names unknown policies: no-such-policy" in proc.stderr
 
 
 def test_plan_bad_stack_exits_1_and_names_the_rule():
     bad = ROOT / "tests" / "stacks" / "Pulumi.bad-latest-image.yaml"
-    proc = _plan("staging", "--config-file", str(bad), "--format", "json", "-q")
+    proc = run_plan("staging", "--config-file", str(bad), "--format", "json", "-q")
     assert proc.returncode == 1, proc.stderr
     report = json.loads(proc.stdout)
     mandatory = [v for v in report["policyViolations"] if v["enforcementLevel"] == "mandatory"]

@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.fixtures.mermaid import mermaid_blocks
+from tests.fixtures.plan_cli import run_plan
 from tools import plan_pictures, plan_render
 from tools.plan import plan_stack
 from tools.plan_common import GITHUB_COMMENT_LIMIT, ROOT
@@ -146,35 +144,23 @@ def test_dot_format_is_the_same_graph(reports) -> None:
     assert text == dot(graph, "ml-diagnostics/dev")
 
 
-def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    return subprocess.run(
-        [sys.executable, "-m", "tools.plan", *args],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-    )
-
-
 def test_from_json_renders_any_saved_plan_or_diff(reports, sample_diff, tmp_path: Path) -> None:
     plan_file, diff_file, bad = tmp_path / "plan.json", tmp_path / "diff.json", tmp_path / "bad.json"
     plan_file.write_text(json.dumps(reports["dev"]))
     diff_file.write_text(json.dumps([sample_diff, sample_diff]))
     bad.write_text(json.dumps({"resources": 3}))
     for fmt in ("markdown", "dot", "table"):
-        proc = _cli("--from-json", str(plan_file), "--format", fmt)
+        proc = run_plan("--from-json", str(plan_file), "--format", fmt)
         assert proc.returncode == 0, proc.stderr
         assert proc.stdout == plan_render.render(reports["dev"], fmt)
-    proc = _cli("--from-json", str(diff_file), "--format", "dot")
+    proc = run_plan("--from-json", str(diff_file), "--format", "dot")
     assert proc.returncode == 0 and proc.stdout.count("digraph ") == 2
-    proc = _cli("--from-json", str(bad), "--format", "dot")
+    proc = run_plan("--from-json", str(bad), "--format", "dot")
     assert proc.returncode == 2 and proc.stdout == ""
     assert proc.stderr == (
         f"error: {bad}: not a plan report (keys resources, policyViolations) nor a diff (keys summary, resources)\n"
     )
-    proc = _cli("--format", "dot")
+    proc = run_plan("--format", "dot")
     assert proc.returncode == 2 and "give a STACK to plan or --from-json FILE to render" in proc.stderr
 
 
