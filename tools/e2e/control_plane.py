@@ -72,6 +72,7 @@ class ControlPlane:
         self.server = ""
         self.kubeconfig = self.dir / "kubeconfig.yaml"
         self.session = requests.Session()
+        self.session.trust_env = False  # our CA, not REQUESTS_CA_BUNDLE; no proxy for 127.0.0.1
 
     # -- lifecycle ----------------------------------------------------------------------------------------
     def __enter__(self) -> ControlPlane:
