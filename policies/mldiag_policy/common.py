@@ -231,51 +231,8 @@ Defaults = Mapping[str, tuple[dict[str, Any], Any]]
 Check = Callable[[Any, Any, dict[str, Any], Unknowns, ReportViolation], None]
 
 
-def _described(
-    docs: str, severity: Severity, remediation: str, defaults: Defaults | None, level: EnforcementLevel
-) -> dict[str, Any]:
-    return {
-        "enforcement_level": level,
-        "config_schema": schema(defaults) if defaults is not None else None,
-        "url": docs,
-        "severity": severity,
-        "remediation_steps": remediation,
-    }
-
-
-def resource_rule(
-    name: str,
-    description: str,
-    check: Check,
-    *,
-    applies: Collection[str] | Callable[[Any], bool],
-    docs: str,
-    severity: Severity,
-    remediation: str,
-    defaults: Defaults | None = None,
-    level: EnforcementLevel = EnforcementLevel.MANDATORY,
-) -> ResourceValidationPolicy:
-    """A resource policy running `check` on the resources `applies` takes (type tokens, or a predicate on
-    the args), with their plain props and options (`{}` without `defaults`); the unknowns it noted are
-    raised after it returns, and every message cites `docs` (see `cited`)."""
-
-    def validate(args: Any, report: ReportViolation) -> None:
-        if not (applies(args) if callable(applies) else args.resource_type in applies):
-            return
-        cfg = config(args, defaults) if defaults is not None else {}
-        unknowns = Unknowns()
-        check(args, plain(args.props), cfg, unknowns, report)
-        unknowns.finish()
-
-    return ResourceValidationPolicy(
-        name=name,
-        description=description,
-        validate=cited(validate, docs),
-        **_described(docs, severity, remediation, defaults, level),
-    )
-
-
-def stack_rule(
+def _rule(
+    kind: type,
     name: str,
     description: str,
     validate: Validate,
@@ -285,14 +242,47 @@ def stack_rule(
     remediation: str,
     defaults: Defaults | None = None,
     level: EnforcementLevel = EnforcementLevel.MANDATORY,
-) -> StackValidationPolicy:
-    """A stack policy running `validate` on the whole stack; every message cites `docs`."""
-    return StackValidationPolicy(
+) -> Any:
+    return kind(
         name=name,
         description=description,
         validate=cited(validate, docs),
-        **_described(docs, severity, remediation, defaults, level),
+        enforcement_level=level,
+        config_schema=schema(defaults) if defaults is not None else None,
+        url=docs,
+        severity=severity,
+        remediation_steps=remediation,
     )
+
+
+def stack_rule(name: str, description: str, validate: Validate, **about: Any) -> StackValidationPolicy:
+    """A stack policy running `validate` on the whole stack. `about`: docs (every message cites it),
+    severity, remediation, and optionally defaults (the options' schema) and level (mandatory)."""
+    return _rule(StackValidationPolicy, name, description, validate, **about)
+
+
+def resource_rule(
+    name: str,
+    description: str,
+    check: Check,
+    *,
+    applies: Collection[str] | Callable[[Any], bool],
+    **about: Any,
+) -> ResourceValidationPolicy:
+    """A resource policy running `check` on the resources `applies` takes (type tokens, or a predicate on
+    the args), with their plain props and options (`{}` without `defaults`); the unknowns it noted are
+    raised after it returns. `about` as for `stack_rule`."""
+    defaults = about.get("defaults")
+
+    def validate(args: Any, report: ReportViolation) -> None:
+        if not (applies(args) if callable(applies) else args.resource_type in applies):
+            return
+        cfg = config(args, defaults) if defaults is not None else {}
+        unknowns = Unknowns()
+        check(args, plain(args.props), cfg, unknowns, report)
+        unknowns.finish()
+
+    return _rule(ResourceValidationPolicy, name, description, validate, **about)
 
 
 def name_of(props: Mapping[str, Any], fallback: str) -> str:
