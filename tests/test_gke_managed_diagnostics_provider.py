@@ -396,3 +396,23 @@ def test_import_by_id_alone(provider: gmd.ManagedMlDiagnosticsProvider, fake: Fa
     read = provider.read(ID, {"apiEndpoint": fake.url, "emulator": True})
     assert (read.inputs["project"], read.inputs["location"], read.inputs["cluster"]) == (P, L, C)
     assert (read.inputs["enabled"], read.inputs["clusterVersion"]) == (False, "1.35.1-gke.1396000")
+
+
+def test_lost_put_answer_never_starts_a_second_operation(
+    provider: gmd.ManagedMlDiagnosticsProvider, fake: FakeGkeApi
+) -> None:
+    """The PUT took effect but its answer was a 503: the retry meets our own running operation, waits for
+    it and finds the flag set; nothing is sent a third time."""
+    fake.operation_polls = 1
+    fake.fail_next("PUT", "/clusters/", 503, "backend error", after=True)
+    out = provider.create(props(fake))
+    assert fake.calls() == [
+        ("GET", CLUSTER),
+        ("PUT", CLUSTER),  # took effect: operation-0001 started; answered 503
+        ("PUT", CLUSTER),  # retried: "running incompatible operation operation-0001"
+        ("GET", f"{OPS}/operation-0001"),
+        ("GET", f"{OPS}/operation-0001"),
+        ("GET", CLUSTER),  # the flag is on: done
+    ]
+    assert list(fake._operations) == ["operation-0001"]
+    assert out.outs["lastOperation"] == "operation-0001" and fake.managed(P, L, C) is True

@@ -41,6 +41,7 @@ class _Fault:
     message: str
     times: int
     reason: str
+    after: bool = False
 
 
 @dataclass
@@ -97,10 +98,21 @@ class FakeGkeApi:
         return op
 
     def fail_next(
-        self, method: str, path_regex: str, status: int, message: str = "", times: int = 1, reason: str = ""
+        self,
+        method: str,
+        path_regex: str,
+        status: int,
+        message: str = "",
+        times: int = 1,
+        reason: str = "",
+        *,
+        after: bool = False,
     ) -> None:
-        """The next `times` matching requests get this error (`reason`: the google.rpc status name)."""
-        fault = _Fault(method, re.compile(path_regex), status, message or f"injected {status}", times, reason)
+        """The next `times` matching requests get this error (`reason`: the google.rpc status name);
+        `after=True`: the request takes effect first (its real answer is lost)."""
+        fault = _Fault(
+            method, re.compile(path_regex), status, message or f"injected {status}", times, reason, after
+        )
         self._faults.append(fault)
 
     def calls(self, method: str | None = None) -> list[tuple[str, str]]:
@@ -177,6 +189,10 @@ class FakeGkeApi:
         for fault in self._faults:
             if fault.times > 0 and fault.method == method and fault.path_re.search(path):
                 fault.times -= 1
+                if fault.after:
+                    fault.times, saved = 0, fault.times
+                    self._route(method, path, body)
+                    fault.times = saved
                 return self._error(fault.status, fault.message, fault.reason)
         if m := _CLUSTER.match(path):
             project, location, name = m.groups()
@@ -203,6 +219,11 @@ class FakeGkeApi:
         update = (body or {}).get("update")
         if not isinstance(update, dict) or not update:
             return self._error(400, "Invalid value for field 'update': must not be empty.")
+        running = [o.name for o in self._operations.values() if o.cluster == name and not o.done]
+        if running:  # GKE runs one operation per cluster at a time
+            return self._error(
+                400, f"Cluster is running incompatible operation {running[0]}.", "FAILED_PRECONDITION"
+            )
         op_name = f"operation-{len(self._operations) + 1:04d}"
         self._operations[op_name] = _Operation(
             name=op_name,
