@@ -98,12 +98,7 @@ class ManagedMlDiagnosticsProvider(ResourceProvider):
         return f"GKE cluster {cluster_path(props)}"
 
     def _get(self, client: GoogleRestClient, props: dict[str, Any]) -> dict[str, Any] | None:
-        try:
-            return client.request("GET", cluster_path(props), resource=self._resource(props))
-        except GoogleApiError as e:
-            if e.http_status == 404:
-                return None
-            raise
+        return client.get_or_none(cluster_path(props), resource=self._resource(props))
 
     def _get_existing(self, client: GoogleRestClient, props: dict[str, Any]) -> dict[str, Any]:
         cluster = self._get(client, props)

@@ -219,6 +219,15 @@ class GoogleRestClient:
                 retry_after=wait,
             )
 
+    def get_or_none(self, path: str, *, resource: str = "") -> dict[str, Any] | None:
+        """GET; None when the API answers 404 (the resource does not exist)."""
+        try:
+            return self.request("GET", path, resource=resource)
+        except GoogleApiError as e:
+            if e.http_status == 404:
+                return None
+            raise
+
     def retry_end(self) -> float:
         """When retrying a call that starts now must stop (the retry deadline)."""
         return self.clock.monotonic() + self.retry.deadline

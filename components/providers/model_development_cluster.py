@@ -182,12 +182,7 @@ class ModelDevelopmentClusterProvider(ResourceProvider):
         return CreateResult(path, self._outs(spec, cluster))
 
     def _get(self, client: GoogleRestClient, path: str) -> dict[str, Any] | None:
-        try:
-            return client.request("GET", path, resource=path)
-        except GoogleApiError as e:
-            if e.http_status == 404:
-                return None
-            raise
+        return client.get_or_none(path, resource=path)
 
     def _wait_for_cluster(
         self,

@@ -60,12 +60,7 @@ class ModelDevelopmentClusterError(pulumi.RunError):
 
 def running_update(client: GoogleRestClient, path: str) -> dict[str, Any] | None:
     """The cluster's operation still running, if any (`GET {cluster}/operations`)."""
-    try:
-        listed = client.request("GET", f"{path}/operations", resource=path)
-    except GoogleApiError as e:
-        if e.http_status == 404:
-            return None
-        raise
+    listed = client.get_or_none(f"{path}/operations", resource=path) or {}
     running = [op for op in listed.get("operations") or [] if not op.get("done")]
     return running[-1] if running else None
 
