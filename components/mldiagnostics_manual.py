@@ -92,45 +92,31 @@ class MlDiagnosticsManual(pulumi.ComponentResource):
         )
         after_cert_manager = [cert_manager] if cert_manager is not None else list(release_after)
 
-        chart, repo = chart_source(
-            compat.INJECTION_WEBHOOK_CHART, settings.repository, settings.injection_webhook
-        )
-        self.injection_webhook = Release(
-            f"{name}-injection-webhook",
-            ReleaseArgs(
-                name=compat.INJECTION_WEBHOOK_RELEASE,
-                chart=chart,
-                repository_opts=RepositoryOptsArgs(repo=repo) if repo else None,
-                version=settings.injection_webhook.version or compat.INJECTION_WEBHOOK_DEFAULT_VERSION,
-                namespace=self.namespace.metadata.name,
-                values=secret_inputs(settings.injection_webhook.values),
-            ),
-            opts=pulumi.ResourceOptions(
-                parent=self,
-                depends_on=after_cert_manager,
-                import_=_release_id(compat.INJECTION_WEBHOOK_RELEASE, adopt),
-            ),
-        )
-
-        chart, repo = chart_source(
-            compat.CONNECTION_OPERATOR_CHART, settings.repository, settings.connection_operator
+        wh = settings.injection_webhook
+        self.injection_webhook = self._release(
+            name,
+            "injection-webhook",
+            compat.INJECTION_WEBHOOK_RELEASE,
+            compat.INJECTION_WEBHOOK_CHART,
+            settings.repository,
+            wh,
+            wh.version or compat.INJECTION_WEBHOOK_DEFAULT_VERSION,
+            wh.values,
+            after_cert_manager,
+            adopt,
         )
         version, values = connection_operator_values(settings)
-        self.connection_operator = Release(
-            f"{name}-connection-operator",
-            ReleaseArgs(
-                name=compat.CONNECTION_OPERATOR_RELEASE,
-                chart=chart,
-                repository_opts=RepositoryOptsArgs(repo=repo) if repo else None,
-                version=version,
-                namespace=self.namespace.metadata.name,
-                values=secret_inputs(values),
-            ),
-            opts=pulumi.ResourceOptions(
-                parent=self,
-                depends_on=after_cert_manager,
-                import_=_release_id(compat.CONNECTION_OPERATOR_RELEASE, adopt),
-            ),
+        self.connection_operator = self._release(
+            name,
+            "connection-operator",
+            compat.CONNECTION_OPERATOR_RELEASE,
+            compat.CONNECTION_OPERATOR_CHART,
+            settings.repository,
+            settings.connection_operator,
+            version,
+            values,
+            after_cert_manager,
+            adopt,
         )
         self.register_outputs(
             {
@@ -138,4 +124,33 @@ class MlDiagnosticsManual(pulumi.ComponentResource):
                 "injectionWebhookVersion": self.injection_webhook.version,
                 "connectionOperatorVersion": self.connection_operator.version,
             }
+        )
+
+    def _release(
+        self,
+        name: str,
+        part: str,
+        release: str,
+        default_chart: str,
+        repository: str,
+        chart_settings: ChartSettings,
+        version: str,
+        values: dict[str, Any],
+        depends_on: list[pulumi.Resource],
+        adopt: bool,
+    ) -> Release:
+        chart, repo = chart_source(default_chart, repository, chart_settings)
+        return Release(
+            f"{name}-{part}",
+            ReleaseArgs(
+                name=release,
+                chart=chart,
+                repository_opts=RepositoryOptsArgs(repo=repo) if repo else None,
+                version=version,
+                namespace=self.namespace.metadata.name,
+                values=secret_inputs(values),
+            ),
+            opts=pulumi.ResourceOptions(
+                parent=self, depends_on=depends_on, import_=_release_id(release, adopt)
+            ),
         )
