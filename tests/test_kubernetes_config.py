@@ -184,7 +184,7 @@ def test_in_cluster_settings_are_inherited_flat():
         (
             {"diagon": {"gcpServiceAccount": "diagon@gmail.com"}},
             [
-                f"{P}.diagon.gcpServiceAccount: 'diagon@gmail.com' is not a service account email "
+                f"{P}.diagon.gcpServiceAccount: 'diagon@gmail.com' is not allowed: must be a service account email "
                 "(NAME@PROJECT.iam.gserviceaccount.com)"
             ],
         ),

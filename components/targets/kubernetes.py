@@ -32,9 +32,6 @@ from components import compat, validators
 from components.config_base import Model, SecretText, TargetBase, raise_issues
 from components.targets.verify_rbac import VerifyRbacSettings
 
-_GSA = re.compile(r"[a-z][a-z0-9-]{4,28}[a-z0-9]@[a-z][a-z0-9-]{4,28}[a-z0-9]\.iam\.gserviceaccount\.com")
-
-
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 
 
@@ -216,8 +213,8 @@ class DiagonSettings(Model):
     @field_validator("gcp_service_account")
     @classmethod
     def _gsa(cls, v: str | None) -> str | None:
-        if v is not None and not _GSA.fullmatch(v):
-            raise ValueError(f"{v!r} is not a service account email (NAME@PROJECT.iam.gserviceaccount.com)")
+        if v is not None:
+            validators.check(validators.gcp_service_account_problem, v)
         return v
 
     @field_validator("max_unavailable")
