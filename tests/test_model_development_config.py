@@ -23,7 +23,7 @@ STACKS = Path(__file__).resolve().parent.parent / "stacks"
 def target(**over: Any) -> dict[str, Any]:
     t: dict[str, Any] = {
         "name": "cpu",
-        "project": "p",
+        "project": "ml-train-dev",
         "region": "us-central1",
         "modelDevelopmentClusterId": "cpu1",
         "network": {"network": "projects/p/global/networks/n"},
@@ -173,7 +173,7 @@ def test_component_registers_the_dynamic_resource_with_snake_case_inputs():
     assert res.parent == comp.urn
     inputs = {k: v for k, v in res.inputs.items() if k != "__provider"}
     assert inputs == {
-        "project": "p",
+        "project": "ml-train-dev",
         "region": "us-central1",
         "model_development_cluster_id": "cpu1",
         "display_name": "cpu",

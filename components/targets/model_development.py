@@ -12,10 +12,14 @@ from typing import Any
 
 from pydantic import model_validator
 
+from components import validators
 from components.config_base import TargetBase, raise_issues
 from components.specs.model_development import ClusterSpec
 from components.specs.model_development_rules import validate_spec
 from components.targets.google_api import TargetGoogleApi
+
+# Vertex AI display names: at most 128 UTF-8 characters.
+DISPLAY_NAME_MAX = 128
 
 
 class ModelDevelopmentClusterTarget(TargetBase, ClusterSpec):
@@ -26,8 +30,31 @@ class ModelDevelopmentClusterTarget(TargetBase, ClusterSpec):
 
     @model_validator(mode="after")
     def _rules(self) -> ModelDevelopmentClusterTarget:
-        raise_issues(validate_spec(self.spec(), camel=True))
+        raise_issues(self._identifier_problems() + validate_spec(self.spec(), camel=True))
         return self
+
+    def _identifier_problems(self) -> list[tuple[str, str]]:
+        """Everything spliced into a REST path or checked by the API's naming rules, before any request."""
+        problems: list[tuple[str, str]] = []
+        for key, problem, value in (
+            ("project", validators.gcp_project_problem, self.project),
+            ("region", validators.gcp_region_problem, self.region),
+        ):
+            if p := problem(value):
+                problems.append((key, p))
+        if self.display_name is not None and len(self.display_name) > DISPLAY_NAME_MAX:
+            problems.append(
+                ("displayName", f"at most {DISPLAY_NAME_MAX} characters ({len(self.display_name)} given)")
+            )
+        problems += validators.gcp_labels_problems(self.labels, "labels")
+        for i, pool in enumerate(self.node_pools):
+            at = f"nodePools[{i}]"
+            if p := validators.gcp_zone_problem(pool.zone):
+                problems.append((f"{at}.zone", p))
+            if p := validators.gcp_machine_type_problem(pool.machine_spec.machine_type):
+                problems.append((f"{at}.machineSpec.machineType", p))
+            problems += validators.gcp_labels_problems(pool.labels, f"{at}.labels")
+        return problems
 
     def spec(self) -> dict[str, Any]:
         """The dynamic resource's inputs (snake_case, unset fields left out)."""
