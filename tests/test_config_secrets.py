@@ -85,12 +85,15 @@ def test_policy_failure_keeps_secrets(tmp_path, capsys):
         "docker.io/someone/diagon:latest"
     )
     f = write(tmp_path, doc)
-    code, out, err = run(
-        capsys, "--config-file", str(f), "--format", "json", "--policy-config", str(tmp_path / "x")
-    )
-    assert_clean(out, "stdout")
-    assert_clean(err, "stderr")
-    assert code in (0, 1, 2)
+    prod_levels = ROOT / "policies" / "config" / "prod.json"
+    for fmt in ("json", "table", "markdown"):
+        code, out, err = run(
+            capsys, "--config-file", str(f), "--format", fmt, "--policy-config", str(prod_levels)
+        )
+        assert code == 1, err
+        assert "k8s-images-pinned" in out
+        assert_clean(out, f"{fmt} stdout")
+        assert_clean(err, f"{fmt} stderr")
 
 
 def test_config_failure_keeps_secrets(tmp_path, capsys):

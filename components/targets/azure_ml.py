@@ -2,7 +2,8 @@
 
 The rules here are the ones `az k8s-extension create --extension-type Microsoft.AzureML.Kubernetes`
 enforces on the client (partner_extensions/AzureMLKubernetes.py and custom.py of the k8s-extension CLI)
-plus the seed's limits, checked before any resource is registered.
+plus the seed's limits, checked before any resource is registered. It is longer than the house's ~400 lines
+because it keeps every client-side rule of that one command together, next to the models they validate.
 
     - name: aks-prod                      # target name (resource names)
       extensionName: azureml              # ARM extension name = Helm release name; default: name
