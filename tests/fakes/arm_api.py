@@ -7,65 +7,25 @@ body otherwise; a missing api-version is 400 like ARM). Anything but GET is 405 
 from __future__ import annotations
 
 import json
-import threading
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from tests.fakes.loopback import LoopbackServer
+
 
 @dataclass
-class FakeArm:
+class FakeArm(LoopbackServer):
+    METHODS = ("GET", "PUT", "DELETE")
+
     resources: dict[str, dict[str, Any]] = field(default_factory=dict)
     requests: list[tuple[str, str, str]] = field(default_factory=list)  # (method, path, api-version)
-    _server: ThreadingHTTPServer | None = None
-    _thread: threading.Thread | None = None
 
     def put(self, resource_id: str, body: dict[str, Any]) -> dict[str, Any]:
         stored = {"id": resource_id, "name": resource_id.rsplit("/", 1)[-1], **body}
         self.resources[resource_id.lower()] = stored
         return stored
-
-    @property
-    def url(self) -> str:
-        assert self._server is not None
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
-
-    def start(self) -> FakeArm:
-        fake = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: Any) -> None:
-                pass
-
-            def do_GET(self) -> None:
-                fake._handle(self, "GET")
-
-            def do_PUT(self) -> None:
-                fake._handle(self, "PUT")
-
-            def do_DELETE(self) -> None:
-                fake._handle(self, "DELETE")
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.05,), daemon=True)
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-
-    def __enter__(self) -> FakeArm:
-        return self.start()
-
-    def __exit__(self, *exc: Any) -> None:
-        self.stop()
 
     def _handle(self, h: BaseHTTPRequestHandler, method: str) -> None:
         parts = urlsplit(h.path)

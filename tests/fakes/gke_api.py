@@ -13,9 +13,11 @@ import json
 import re
 import threading
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
+
+from tests.fakes.loopback import LoopbackServer
 
 _CLUSTER = re.compile(r"^/v1/projects/([^/]+)/locations/([^/]+)/clusters/([^/:]+)$")
 _OPERATION = re.compile(r"^/v1/projects/([^/]+)/locations/([^/]+)/operations/([^/]+)$")
@@ -57,7 +59,9 @@ class _Operation:
 
 
 @dataclass
-class FakeGkeApi:
+class FakeGkeApi(LoopbackServer):
+    METHODS = ("GET", "PUT", "POST")
+
     clusters: dict[tuple[str, str, str], dict[str, Any]] = field(default_factory=dict)
     requests: list[Request] = field(default_factory=list)
     operation_polls: int = 1
@@ -65,8 +69,6 @@ class FakeGkeApi:
     _faults: list[_Fault] = field(default_factory=list)
     _operations: dict[str, _Operation] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
-    _server: ThreadingHTTPServer | None = None
-    _thread: threading.Thread | None = None
 
     # --- test controls -------------------------------------------------------------------------
 
@@ -117,49 +119,6 @@ class FakeGkeApi:
 
     def calls(self, method: str | None = None) -> list[tuple[str, str]]:
         return [(r.method, r.path) for r in self.requests if method in (None, r.method)]
-
-    # --- server --------------------------------------------------------------------------------
-
-    @property
-    def url(self) -> str:
-        assert self._server is not None, "start() the fake first"
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
-
-    def start(self) -> FakeGkeApi:
-        fake = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: Any) -> None:
-                pass
-
-            def do_GET(self) -> None:
-                fake._handle(self, "GET")
-
-            def do_PUT(self) -> None:
-                fake._handle(self, "PUT")
-
-            def do_POST(self) -> None:
-                fake._handle(self, "POST")
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.05,), daemon=True)
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-
-    def __enter__(self) -> FakeGkeApi:
-        return self.start()
-
-    def __exit__(self, *exc: Any) -> None:
-        self.stop()
 
     # --- request handling ----------------------------------------------------------------------
 

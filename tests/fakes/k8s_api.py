@@ -13,14 +13,14 @@ from __future__ import annotations
 
 import json
 import re
-import ssl
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from tests.fakes.loopback import LoopbackServer
 from tools.verify import helm
 
 # (api prefix, plural) -> namespaced?
@@ -69,15 +69,14 @@ class Request:
 
 
 @dataclass
-class FakeKubeApi:
+class FakeKubeApi(LoopbackServer):
+    METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
+
     token: str | None = None  # required bearer token; None: any (or none)
     objects: dict[tuple[str, str, str, str], dict[str, Any]] = field(default_factory=dict)
     logs: dict[tuple[str, str, str], str | Callable[[], str]] = field(default_factory=dict)
     forbidden: set[tuple[str, str]] = field(default_factory=set)  # (plural, namespace or "") -> 403
     requests: list[Request] = field(default_factory=list)
-    _server: ThreadingHTTPServer | None = None
-    _thread: threading.Thread | None = None
-    _tls: bool = False
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     # --- objects ---------------------------------------------------------------------------------
@@ -99,64 +98,9 @@ class FakeKubeApi:
     def writes(self) -> list[Request]:
         return [r for r in self.requests if r.method != "GET"]
 
-    # --- server ----------------------------------------------------------------------------------
-
-    @property
-    def url(self) -> str:
-        assert self._server is not None, "start() the fake first"
-        host, port = self._server.server_address[:2]
-        return f"{'https' if self._tls else 'http'}://{host}:{port}"
-
     @property
     def host_port(self) -> str:
         return self.url.split("://", 1)[1]
-
-    def start(self, tls: tuple[str, str] | None = None) -> FakeKubeApi:
-        """`tls`: (certificate chain file, key file) to serve HTTPS."""
-        fake = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: Any) -> None:
-                pass
-
-            def do_GET(self) -> None:
-                fake._handle(self, "GET")
-
-            def do_POST(self) -> None:
-                fake._handle(self, "POST")
-
-            def do_PUT(self) -> None:
-                fake._handle(self, "PUT")
-
-            def do_PATCH(self) -> None:
-                fake._handle(self, "PATCH")
-
-            def do_DELETE(self) -> None:
-                fake._handle(self, "DELETE")
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        if tls is not None:
-            ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-            ctx.load_cert_chain(*tls)
-            self._server.socket = ctx.wrap_socket(self._server.socket, server_side=True)
-            self._tls = True
-        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.05,), daemon=True)
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-
-    def __enter__(self) -> FakeKubeApi:
-        return self.start()
-
-    def __exit__(self, *exc: Any) -> None:
-        self.stop()
 
     # --- request handling ------------------------------------------------------------------------
 
