@@ -16,8 +16,14 @@ for kc in cfg.kubernetes_clusters:
 
 # gkeClusters: created or adopted GKE clusters (issue: GKE managed ML Diagnostics)
 from components.gke_cluster import GkeCluster  # noqa: E402
+from components.previous_deployment import PreviousDeployment  # noqa: E402
 
+previous = PreviousDeployment()
+pending_steps: list[pulumi.Output[str | None]] = []
 for gc in cfg.gke_clusters:
+    # A managed target reads what the last deployment exported for it (under its old name after a rename):
+    # a switch from manual takes two updates (components/gke_cluster.py, managed_flag).
+    managed = gc.resolved_mode == "managed"
     gke = GkeCluster(
         f"gke-{gc.name}",
         gc,
@@ -25,10 +31,17 @@ for gc in cfg.gke_clusters:
         lifecycle.rename_options("gke", gc.previous_name),
         # Created clusters are expensive and stateful: protected in prod unless the config says otherwise.
         deletion_policy=lifecycle.effective_policy(gc.deletion_policy, cfg.environment, expensive=gc.create),
+        previous_export=previous.output(f"gkeCluster:{gc.previous_name or gc.name}") if managed else None,
     )
+    pending_steps.append(gke.pending_step)
     pulumi.export(
         f"gkeCluster:{gc.name}",
-        {"endpoint": gke.endpoint, "mode": gke.mode, "workloadMonitoring": gke.workload_monitoring},
+        {
+            "endpoint": gke.endpoint,
+            "mode": gke.mode,
+            "managedFlag": gke.managed_flag_on,
+            "workloadMonitoring": gke.workload_monitoring,
+        },
     )
 
 # azureMl: Azure ML extension on AKS / Arc (issue: Azure ML extension)
@@ -51,3 +64,6 @@ for mc in cfg.model_development_clusters:
     )
     mdc = ModelDevelopmentCluster(f"mdc-{mc.name}", mc, cfg.google_api.for_target(mc.google_api), opts)
     pulumi.export(f"modelDevelopmentCluster:{mc.name}", {"name": mdc.cluster_name, "state": mdc.state})
+
+# Steps a later `pulumi up` still has to take (empty when this update completes the config).
+pulumi.export("pendingSteps", pulumi.Output.all(*pending_steps).apply(lambda steps: [s for s in steps if s]))

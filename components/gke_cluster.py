@@ -9,6 +9,8 @@ runs inside it (`ClusterMlDiagnostics`).
   dynamic resource (GKE API update + operation; its delete restores the flag's earlier value).
 - both: a `kubernetes.Provider` whose kubeconfig uses the `gke-gcloud-auth-plugin` exec credential (no
   token in state), handed to `ClusterMlDiagnostics`.
+- manual -> managed takes two updates (`managed_flag`): the engine deletes the manual releases only at the
+  end of an update, so the first update removes them with the flag still off and the next turns it on.
 """
 
 from __future__ import annotations
@@ -114,6 +116,23 @@ def gke_kubeconfig(
     )
 
 
+SWITCH_PENDING = (
+    "{name}: manual -> managed, step 1 of 2: this update deletes the manual releases and leaves the managed "
+    "flag off; run `pulumi up` again to turn the flag on (the two webhooks never run side by side)"
+)
+
+
+def managed_flag(mode: str, previous_export: pulumi.Output[Any] | None) -> pulumi.Output[bool] | bool:
+    """The managed flag's value for this update. On the first update after the last deployment exported
+    mode manual, the flag stays off: the manual releases this update no longer declares are deleted only
+    at its end, and the flag must not go on while they run."""
+    if mode != "managed":
+        return False
+    if previous_export is None:
+        return True
+    return previous_export.apply(lambda prev: not (isinstance(prev, dict) and prev.get("mode") == "manual"))
+
+
 def _node_config(pool: NodePool, workload_identity: bool) -> dict[str, Any]:
     cfg: dict[str, Any] = {
         "machine_type": pool.machine_type,
@@ -142,7 +161,8 @@ def _node_config(pool: NodePool, workload_identity: bool) -> dict[str, Any]:
 
 
 class GkeCluster(pulumi.ComponentResource):
-    """Outputs: clusterName, endpoint, mode (resolved), managedDiagnostics, workloadMonitoring."""
+    """Outputs: clusterName, endpoint, mode (resolved), managedDiagnostics (the flag as this update sets
+    it), workloadMonitoring."""
 
     cluster: container.Cluster | None = None
     node_pools: list[container.NodePool]
@@ -156,13 +176,20 @@ class GkeCluster(pulumi.ComponentResource):
         opts: pulumi.ResourceOptions | None = None,
         *,
         deletion_policy: lifecycle.DeletionPolicy = "DELETE",
+        previous_export: pulumi.Output[Any] | None = None,
     ):
-        """`deletion_policy`: what removing a created cluster does (components.lifecycle)."""
+        """`deletion_policy`: what removing a created cluster does (components.lifecycle).
+        `previous_export`: what the last deployment exported for this target (`managed_flag`)."""
         super().__init__("mldiag:index:GkeCluster", name, None, opts)
         google_api = google_api or GoogleApiSettings()
         t = target
         self.mode = t.resolved_mode
         managed = self.mode == "managed"
+        self.managed_flag_on = managed_flag(self.mode, previous_export)
+        self.pending_step: pulumi.Output[str | None] = pulumi.Output.from_input(self.managed_flag_on).apply(
+            lambda on: SWITCH_PENDING.format(name=name) if managed and not on else None
+        )
+        self.pending_step.apply(lambda step: pulumi.log.warn(step, resource=self) if step else None)
         self.node_pools = []
         # The account scope of this target: project/region, and the identity and quota project when set.
         self.gcp_provider = GcpProvider(
@@ -188,7 +215,7 @@ class GkeCluster(pulumi.ComponentResource):
                 workload_identity_config=(
                     {"workload_pool": f"{t.project}.svc.id.goog"} if t.workload_identity else None
                 ),
-                managed_machine_learning_diagnostics_config={"enabled": managed},
+                managed_machine_learning_diagnostics_config={"enabled": self.managed_flag_on},
                 opts=pulumi.ResourceOptions.merge(child, lifecycle.deletion_options(deletion_policy)),
             )
             for pool in t.node_pools:
@@ -243,7 +270,7 @@ class GkeCluster(pulumi.ComponentResource):
                 project=t.project,
                 location=t.location,
                 cluster=t.gke_name,
-                enabled=managed,
+                enabled=self.managed_flag_on,
                 cluster_version=t.current_version or "",
                 google_api=google_api.for_target(t.google_api).rest_inputs("container"),
                 # A dynamic resource: its REST client takes the account settings as inputs, not a gcp provider.
@@ -279,7 +306,7 @@ class GkeCluster(pulumi.ComponentResource):
                 "clusterName": cluster_name,
                 "endpoint": endpoint,
                 "mode": self.mode,
-                "managedDiagnostics": managed,
+                "managedDiagnostics": self.managed_flag_on,
                 "workloadMonitoring": self.workload_monitoring,
             }
         )

@@ -565,6 +565,8 @@ FAKE_PLAN = textwrap.dedent(
         print(f"error: no plan for {stack}", file=sys.stderr)
         sys.exit(2)
     report = json.loads(path.read_text())
+    if "--previous-outputs" in args:  # the outputs the head plan was given as its last deployment's
+        Path("previous-seen.json").write_text(Path(args[args.index("--previous-outputs") + 1]).read_text())
     print(json.dumps(report))
     sys.exit(1 if any(v["enforcementLevel"] == "mandatory" for v in report["policyViolations"]) else 0)
     """
@@ -625,6 +627,21 @@ def test_run_diff_compares_the_base_worktree_with_the_working_tree(fake_repo: Pa
     ]
     assert d["baseRef"] == "main" and d["baseMissing"] is False
     assert d["baseCommit"] == git(fake_repo, "rev-parse", "main").strip()
+    assert_clean(fake_repo)
+
+
+def test_run_diff_plans_the_head_after_the_base_outputs(fake_repo: Path) -> None:
+    base = plan(daemonset(), release()) | {"outputs": {"gkeCluster:x": {"mode": "manual"}, "pendingSteps": []}}
+    write_plan(fake_repo, "dev", base)
+    git(fake_repo, "commit", "-q", "-am", "outputs")
+    head = plan(daemonset(), release()) | {"outputs": {"pendingSteps": ["x: step 1 of 2"]}}
+    write_plan(fake_repo, "dev", head)
+    text, code = run_diff("dev", "main", "json", project_dir=fake_repo)
+    assert code == 0, text
+    assert json.loads((fake_repo / "previous-seen.json").read_text()) == base["outputs"]
+    d = json.loads(text)
+    assert d["pendingSteps"] == ["x: step 1 of 2"]
+    assert d["notes"] == ["order: x: step 1 of 2"]
     assert_clean(fake_repo)
 
 

@@ -134,14 +134,17 @@ def plan_stack(
     policy_config: Path | None = None,
     skip_policies: bool = False,
     progress: Progress | None = None,
+    previous_outputs: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Runs the program and the policy pack; returns the JSON report. Raises ConfigError and friends."""
+    """Runs the program and the policy pack; returns the JSON report. Raises ConfigError and friends.
+
+    `previous_outputs`: the last deployment's stack outputs (None: plan a first deployment)."""
     progress = progress or Progress(True)
     path = config_file or ROOT / "stacks" / f"Pulumi.{stack}.yaml"
     progress(f"reading {path}")
     config, secret_keys = read_stack_file(path)
     progress("running the program under the mock runtime")
-    result = run_config(config, secret_keys, stack=stack)
+    result = run_config(config, secret_keys, stack=stack, previous_outputs=previous_outputs)
     progress(f"{len(result.resources)} resources registered")
     violations: list[Violation] = []
     if not skip_policies:
@@ -182,12 +185,37 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     p.add_argument("--out", type=Path, help="write what each resource would apply (manifests, values, JSON)")
     p.add_argument("--diff-base", metavar="GITREF", help="diff this stack's plan against its plan at GITREF")
+    p.add_argument(
+        "--previous-outputs",
+        type=Path,
+        metavar="FILE",
+        help="the last deployment's outputs (`pulumi stack output --json`, or a plan's outputs): plan the "
+        "next update after it instead of a first deployment",
+    )
     p.add_argument("--skip-policies", action="store_true", help="do not run the policy pack")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
     args = p.parse_args(argv)
     if not args.stack and not args.from_json:
         p.error("give a STACK to plan or --from-json FILE to render")
     return args
+
+
+def read_previous_outputs(path: Path) -> tuple[dict[str, Any] | None, str | None]:
+    """A JSON object of stack outputs, or a plan report (its `outputs`); returns (outputs, problem)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None, f"--previous-outputs: {path} does not exist"
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        return None, f"--previous-outputs: {path}: not valid JSON ({e})"
+    if isinstance(data, dict) and isinstance(data.get("resources"), list) and isinstance(data.get("outputs"), dict):
+        data = data["outputs"]
+    if not isinstance(data, dict):
+        return None, (
+            f"--previous-outputs: {path}: expected a JSON object of stack outputs "
+            "(`pulumi stack output --json`) or a plan report, got " + type(data).__name__
+        )
+    return data, None
 
 
 def render_saved(path: Path, fmt: str) -> tuple[str, int]:
@@ -234,8 +262,16 @@ def main(argv: list[str] | None = None) -> int:
         stream = sys.stderr if code == EXIT_ERROR else sys.stdout
         stream.write(text if text.endswith("\n") else text + "\n")
         return code
+    previous = None
+    if args.previous_outputs:
+        previous, problem = read_previous_outputs(args.previous_outputs)
+        if problem:
+            print(f"error: {problem}", file=sys.stderr)
+            return EXIT_ERROR
     try:
-        report = plan_stack(args.stack, args.config_file, args.policy_config, args.skip_policies, progress)
+        report = plan_stack(
+            args.stack, args.config_file, args.policy_config, args.skip_policies, progress, previous
+        )
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_ERROR

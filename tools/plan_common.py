@@ -12,6 +12,7 @@ SECRET_MASK = "[secret]"
 UNKNOWN_MASK = "[unknown]"
 # The SDK registers the root under this type token; it exports no constant for it.
 STACK_TYPE = "pulumi:pulumi:Stack"
+STACK_REFERENCE_TYPE = "pulumi:pulumi:StackReference"
 PROVIDER_TYPE_PREFIX = "pulumi:providers:"
 EXIT_OK, EXIT_MANDATORY, EXIT_ERROR = 0, 1, 2
 GITHUB_COMMENT_LIMIT = 65_536

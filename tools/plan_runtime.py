@@ -25,7 +25,7 @@ from pulumi.runtime.stack import run_pulumi_func
 from pulumi.runtime.sync_await import _sync_await
 
 from tools import mock_answers
-from tools.plan_common import PROJECT, ROOT, SECRET_MASK, STACK_TYPE, UNKNOWN_MASK
+from tools.plan_common import PROJECT, ROOT, SECRET_MASK, STACK_REFERENCE_TYPE, STACK_TYPE, UNKNOWN_MASK
 
 # The SDK's own wire-format markers (pulumi.runtime.rpc).
 _SIG, _SECRET_SIG, _RESOURCE_SIG = rpc._special_sig_key, rpc._special_secret_sig, rpc._special_resource_sig
@@ -124,11 +124,15 @@ def unwire(value: Any, path: str = "", digests: dict[str, str] | None = None) ->
 class PlanMocks(mocks.Mocks):
     """Answers invokes from tools/mock_answers.py; resources echo their inputs plus realistic outputs."""
 
-    def __init__(self) -> None:
+    def __init__(self, previous_outputs: dict[str, Any] | None = None) -> None:
         self._ids = 0
+        self.previous_outputs = previous_outputs or {}
 
     def new_resource(self, args: mocks.MockResourceArgs) -> tuple[str | None, dict]:
         self._ids += 1
+        if args.typ == STACK_REFERENCE_TYPE:
+            # The program reads only its own stack: what the last deployment exported (none: a first one).
+            return args.name, {"name": args.name, "outputs": dict(self.previous_outputs), "secretOutputNames": []}
         outputs = dict(args.inputs)
         extra = mock_answers.RESOURCE_OUTPUTS.get(args.typ)
         if extra:
@@ -231,13 +235,17 @@ def run_config(
     secret_keys: list[str] | tuple[str, ...] | set[str] = (),
     stack: str = "dev",
     program: Path | None = None,
+    previous_outputs: dict[str, Any] | None = None,
 ) -> PlanResult:
     """Runs the program with the given config map (`"ml-diagnostics:x"` -> value) under mocks.
+
+    `previous_outputs`: the stack outputs of the last deployment (as `pulumi stack output --json` prints
+    them), answered to the program's StackReference to its own stack; None plans a first deployment.
 
     Raises whatever the program raises (ConfigError for bad config).
     """
     program = program or ROOT / "__main__.py"
-    monitor = RecordingMonitor(PlanMocks())
+    monitor = RecordingMonitor(PlanMocks(previous_outputs))
     settings.set_root_resource(None)
     runtime_config.set_all_config({k: _decode(v) for k, v in config.items()}, list(secret_keys))
     mocks.set_mocks(monitor.mocks, project=PROJECT, stack=stack, preview=False, monitor=monitor)

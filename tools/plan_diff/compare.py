@@ -218,7 +218,7 @@ def diff_plans(
 
     `base` None (the stack does not exist at the base ref) makes everything an add (or an import). Returns
     {"project", "stack", "summary", "resources": [...changed...], "unchangedResources", "newPolicyViolations",
-    "resolvedPolicyViolations", "headMandatoryViolations", "criticalPath", "notes"}.
+    "resolvedPolicyViolations", "headMandatoryViolations", "criticalPath", "pendingSteps", "notes"}.
     """
     base = base or {"resources": [], "policyViolations": [], "criticalPath": {"depth": 0, "urns": []}}
     d = _Diff(base, head, default_rules() if rules is None else rules)
@@ -229,6 +229,8 @@ def diff_plans(
     mandatory = [v for v in head.get("policyViolations", []) if v.get("enforcementLevel") == "mandatory"]
     counts = Counter(e["action"] for e in d.changed)
     head_path = head.get("criticalPath") or {}
+    # What this update leaves to the next one (the program's `pendingSteps` output), in the order it happens.
+    pending = [str(p) for p in ((head.get("outputs") or {}).get("pendingSteps") or []) if p]
     return {
         "project": head.get("project"),
         "stack": head.get("stack"),
@@ -249,7 +251,8 @@ def diff_plans(
             "head": head_path.get("depth", 0),
             "headUrns": head_path.get("urns", []),
         },
-        "notes": d.final_notes(),
+        "pendingSteps": pending,
+        "notes": [f"order: {p}" for p in pending] + d.final_notes(),
     }
 
 

@@ -105,26 +105,30 @@ def diff_stacks(
             git.cwd = top
             git.run("worktree", "add", "--detach", "--quiet", str(tree), sha)
             added_worktree = True
-        jobs: list[tuple[str, str]] = [(s, "base") for s in base_stacks] + [(s, "head") for s in stacks]
-        workers = max(1, min(len(jobs), os.cpu_count() or 2, 4))
+
+        def plan_pair(s: str) -> dict[str, Any]:
+            # The head plans the update after the base: it reads the base's outputs as its last deployment's
+            # (a switch that takes two updates shows its first step).
+            base = None
+            if s in base_stacks:
+                base = _run_plan(tree / prefix, s, [], f"{base_ref} ({sha[:12]})")
+                previous = tmp / f"{s}.previous-outputs.json"
+                previous.write_text(json.dumps(base.get("outputs") or {}))
+                extra = [*head_extra, "--previous-outputs", str(previous)]
+            else:
+                extra = head_extra
+            return {"base": base, "head": _run_plan(project, s, extra, "working tree")}
+
+        workers = max(1, min(len(stacks), os.cpu_count() or 2, 4))
         with ThreadPoolExecutor(max_workers=workers) as pool:
-            futures = {
-                (s, side): pool.submit(
-                    _run_plan,
-                    tree / prefix if side == "base" else project,
-                    s,
-                    [] if side == "base" else head_extra,
-                    f"{base_ref} ({sha[:12]})" if side == "base" else "working tree",
-                )
-                for s, side in jobs
-            }
-            results: dict[tuple[str, str], dict[str, Any]] = {}
-            errors: dict[str, list[str]] = {}
-            for (s, side), f in futures.items():
+            futures = {s: pool.submit(plan_pair, s) for s in stacks}
+            results: dict[str, dict[str, Any]] = {}
+            errors: dict[str, str] = {}
+            for s, f in futures.items():
                 try:
-                    results[(s, side)] = f.result()
+                    results[s] = f.result()
                 except DiffError as e:  # one stack's failure must not hide the other stacks' diffs
-                    errors.setdefault(s, []).append(str(e))
+                    errors[s] = str(e)
     finally:
         if added_worktree:
             removed = git.run("worktree", "remove", "--force", str(tree), check=False)
@@ -135,9 +139,9 @@ def diff_stacks(
     diffs = []
     for s in stacks:
         if s in errors:
-            d = {"stack": s, "error": "\n".join(errors[s])}
+            d = {"stack": s, "error": errors[s]}
         else:
-            d = diff_plans(results.get((s, "base")), results[(s, "head")])
+            d = diff_plans(results[s]["base"], results[s]["head"])
             d["stack"] = s
         d["baseRef"] = base_ref
         d["baseCommit"] = sha
