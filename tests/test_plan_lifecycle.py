@@ -65,7 +65,7 @@ def test_aliases_are_resolved_to_urns_and_inherited_by_children(program: Path) -
     report = plan(program, target="lab2", previousName="lab")
     by_name = {r["name"]: r for r in report["resources"]}
     stack = "urn:pulumi:dev::ml-diagnostics::"
-    assert by_name["lab2"]["aliases"] == [f"{stack}pulumi:pulumi:Stack$mldiag:index:Target::lab"]
+    assert by_name["lab2"]["aliases"] == [f"{stack}mldiag:index:Target::lab"]
     # The child's name starts with its parent's: the engine renames that prefix with the parent's alias.
     assert by_name["lab2-ns"]["aliases"] == [f"{stack}mldiag:index:Target${NS}::lab-ns"]
 

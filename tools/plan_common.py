@@ -14,6 +14,18 @@ UNKNOWN_MASK = "[unknown]"
 STACK_TYPE = "pulumi:pulumi:Stack"
 STACK_REFERENCE_TYPE = "pulumi:pulumi:StackReference"
 PROVIDER_TYPE_PREFIX = "pulumi:providers:"
+
+
+def engine_urn(parent: str, type_: str, name: str, stack: str, project: str) -> str:
+    """The URN the engine gives a resource: its parent's qualified type (the root stack's left out), `$`,
+    its own type. (The SDK's mock monitor keeps only the parent's own type; the engine keeps the chain.)"""
+    if parent:
+        parent_type = parent.split("::")[2]
+        if parent_type != STACK_TYPE:
+            type_ = f"{parent_type}${type_}"
+    return f"urn:pulumi:{stack}::{project}::{type_}::{name}"
+
+
 EXIT_OK, EXIT_MANDATORY, EXIT_ERROR = 0, 1, 2
 GITHUB_COMMENT_LIMIT = 65_536
 

@@ -25,7 +25,15 @@ from pulumi.runtime.stack import run_pulumi_func
 from pulumi.runtime.sync_await import _sync_await
 
 from tools import mock_answers
-from tools.plan_common import PROJECT, ROOT, SECRET_MASK, STACK_REFERENCE_TYPE, STACK_TYPE, UNKNOWN_MASK
+from tools.plan_common import (
+    PROJECT,
+    ROOT,
+    SECRET_MASK,
+    STACK_REFERENCE_TYPE,
+    STACK_TYPE,
+    UNKNOWN_MASK,
+    engine_urn,
+)
 
 # The SDK's own wire-format markers (pulumi.runtime.rpc).
 _SIG, _SECRET_SIG, _RESOURCE_SIG = rpc._special_sig_key, rpc._special_secret_sig, rpc._special_resource_sig
@@ -132,7 +140,11 @@ class PlanMocks(mocks.Mocks):
         self._ids += 1
         if args.typ == STACK_REFERENCE_TYPE:
             # The program reads only its own stack: what the last deployment exported (none: a first one).
-            return args.name, {"name": args.name, "outputs": dict(self.previous_outputs), "secretOutputNames": []}
+            return args.name, {
+                "name": args.name,
+                "outputs": dict(self.previous_outputs),
+                "secretOutputNames": [],
+            }
         outputs = dict(args.inputs)
         extra = mock_answers.RESOURCE_OUTPUTS.get(args.typ)
         if extra:
@@ -185,12 +197,14 @@ class RecordingMonitor(mocks.MockMonitor):
         )
         return response
 
+    def make_urn(self, parent: str, type_: str, name: str) -> str:
+        # The mock monitor's own URNs keep only the parent's type; the plan records the engine's URNs.
+        return self._urn(parent, type_, name)
+
     def _urn(self, parent: str, type_: str, name: str, stack: str = "", project: str = "") -> str:
-        # As MockMonitor.make_urn builds the URNs this plan records (parent's own type only), so an alias
-        # matches the URN the same resource had in another offline plan.
-        if parent:
-            type_ = f"{parent.split('::')[2].split('$')[-1]}${type_}"
-        return f"urn:pulumi:{stack or settings.get_stack()}::{project or settings.get_project()}::{type_}::{name}"
+        return engine_urn(
+            parent, type_, name, stack or settings.get_stack(), project or settings.get_project()
+        )
 
     def _resolve_aliases(self, request: Any) -> list[str]:
         """Every earlier URN of the resource: its own aliases, then those inherited from its parent's
@@ -248,7 +262,15 @@ def run_config(
     monitor = RecordingMonitor(PlanMocks(previous_outputs))
     settings.set_root_resource(None)
     runtime_config.set_all_config({k: _decode(v) for k, v in config.items()}, list(secret_keys))
-    mocks.set_mocks(monitor.mocks, project=PROJECT, stack=stack, preview=False, monitor=monitor)
+    # "organization": what the CLI reports with a file backend (a StackReference names org/project/stack).
+    mocks.set_mocks(
+        monitor.mocks,
+        project=PROJECT,
+        stack=stack,
+        preview=False,
+        monitor=monitor,
+        organization="organization",
+    )
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
 

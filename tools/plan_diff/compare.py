@@ -8,6 +8,7 @@ from typing import Any
 from tools.plan_common import EXIT_ERROR, EXIT_MANDATORY, EXIT_OK
 from tools.plan_diff.inputs import diff_inputs, flatten, has_secret, under
 from tools.plan_diff.rules import REFUSED, ProviderDiffRule, Rule, default_rules, replace_reasons
+from tools.plan_diff.urns import is_mock_scheme, to_engine_urns
 
 ACTIONS = ("replace", "delete", "update", "rename", "import", "add")  # most consequential first
 SUMMARY_ACTIONS = ("add", "import", "update", "rename", "replace", "delete")
@@ -221,6 +222,8 @@ def diff_plans(
     "resolvedPolicyViolations", "headMandatoryViolations", "criticalPath", "pendingSteps", "notes"}.
     """
     base = base or {"resources": [], "policyViolations": [], "criticalPath": {"depth": 0, "urns": []}}
+    if not is_mock_scheme(head):  # a base planned before the plan recorded the engine's URNs
+        base = to_engine_urns(base)
     d = _Diff(base, head, default_rules() if rules is None else rules)
     d.run()
     order = {a: i for i, a in enumerate(ACTIONS)}
