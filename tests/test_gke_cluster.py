@@ -277,6 +277,7 @@ def test_adopted_cluster_uses_the_dynamic_resource_and_no_cluster_resource() -> 
     assert res.outputs["gkeCluster:shared"] == {
         "endpoint": mock_answers._gke_endpoint("acme-ml-staging", "us-central1-a", "shared-train-a"),
         "mode": "managed",
+        "managedFlag": True,
         "workloadMonitoring": False,
     }
 

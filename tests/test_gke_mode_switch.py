@@ -141,13 +141,16 @@ def test_the_offline_diff_shows_the_order_of_the_two_updates() -> None:
     assert d2["pendingSteps"] == [] and not any(n.startswith("order: ") for n in d2["notes"])
 
 
-def test_plan_cli_reads_previous_outputs(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_plan_cli_reads_previous_outputs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     stack = tmp_path / "Pulumi.s.yaml"
     stack.write_text(
         json.dumps(
-            {"config": {"ml-diagnostics:environment": "staging", "ml-diagnostics:gkeClusters": [managed(ADOPTED)]}}
+            {
+                "config": {
+                    "ml-diagnostics:environment": "staging",
+                    "ml-diagnostics:gkeClusters": [managed(ADOPTED)],
+                }
+            }
         )
     )
     previous = tmp_path / "previous.json"
@@ -167,8 +170,14 @@ def test_plan_cli_reads_previous_outputs(
     ("content", "message"),
     [
         (None, "--previous-outputs: {path} does not exist"),
-        ("{not json", "--previous-outputs: {path}: not valid JSON (Expecting property name enclosed in double quotes: line 1 column 2 (char 1))"),
-        ("[1, 2]", "--previous-outputs: {path}: expected a JSON object of stack outputs (`pulumi stack output --json`) or a plan report, got list"),
+        (
+            "{not json",
+            "--previous-outputs: {path}: not valid JSON (Expecting property name enclosed in double quotes: line 1 column 2 (char 1))",
+        ),
+        (
+            "[1, 2]",
+            "--previous-outputs: {path}: expected a JSON object of stack outputs (`pulumi stack output --json`) or a plan report, got list",
+        ),
     ],
 )
 def test_plan_cli_refuses_bad_previous_outputs(

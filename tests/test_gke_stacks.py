@@ -89,5 +89,6 @@ def test_prod_creates_a_tpu_cluster_with_diagon_on_the_tpu_pool(plans: dict[str,
     assert report["outputs"]["gkeCluster:prod-tpu"] == {
         "endpoint": report["outputs"]["gkeCluster:prod-tpu"]["endpoint"],
         "mode": "managed",
+        "managedFlag": True,
         "workloadMonitoring": True,
     }

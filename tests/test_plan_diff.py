@@ -631,7 +631,9 @@ def test_run_diff_compares_the_base_worktree_with_the_working_tree(fake_repo: Pa
 
 
 def test_run_diff_plans_the_head_after_the_base_outputs(fake_repo: Path) -> None:
-    base = plan(daemonset(), release()) | {"outputs": {"gkeCluster:x": {"mode": "manual"}, "pendingSteps": []}}
+    base = plan(daemonset(), release()) | {
+        "outputs": {"gkeCluster:x": {"mode": "manual"}, "pendingSteps": []}
+    }
     write_plan(fake_repo, "dev", base)
     git(fake_repo, "commit", "-q", "-am", "outputs")
     head = plan(daemonset(), release()) | {"outputs": {"pendingSteps": ["x: step 1 of 2"]}}

@@ -320,7 +320,11 @@ def test_verify_runs_after_each_deploy_and_its_exit_code_fails_the_job() -> None
     job = load("deploy-stack.yml")["jobs"]["up"]
     names = [s.get("uses", "").split("@")[0] or s.get("id") or s.get("name", "") for s in steps(job)]
     verify = steps(job)[-1]
-    assert names.index("pulumi/actions") == len(names) - 2
+    assert names.index("pulumi/actions") == len(names) - 3
+    # Between them: a second `pulumi up` only when the first left steps (manual -> managed; README).
+    again = steps(job)[-2]
+    assert "pulumi stack output pendingSteps --json" in again["run"]
+    assert "jq -e 'length > 0'" in again["run"] and "--policy-pack policies" in again["run"]
     assert verify["env"] == {
         "STACK": "${{ inputs.stack }}",
         "PULUMI_STACK": "${{ vars.PULUMI_ORG }}/ml-diagnostics/${{ inputs.stack }}",

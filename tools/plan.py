@@ -208,7 +208,11 @@ def read_previous_outputs(path: Path) -> tuple[dict[str, Any] | None, str | None
         return None, f"--previous-outputs: {path} does not exist"
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         return None, f"--previous-outputs: {path}: not valid JSON ({e})"
-    if isinstance(data, dict) and isinstance(data.get("resources"), list) and isinstance(data.get("outputs"), dict):
+    if (
+        isinstance(data, dict)
+        and isinstance(data.get("resources"), list)
+        and isinstance(data.get("outputs"), dict)
+    ):
         data = data["outputs"]
     if not isinstance(data, dict):
         return None, (

@@ -56,8 +56,21 @@ ACCEPTED: tuple[tuple[str, str, str, str], ...] = (
         r"^(resourceNames|status|allowNullValues|valueYamlFiles|skipCrds|forceUpdate|recreatePods|"
         r"cleanupOnFail|atomic|maxHistory|resetValues|reuseValues|replace|lint|skipAwait|waitForJobs|"
         r"verify|disableWebhooks|disableCRDHooks|disableOpenapiValidation|dependencyUpdate|keyring|"
-        r"postrender|devel|description|renderSubchartNotes|manifest|repositoryOpts\.[a-zA-Z]+File)(\.|$)",
+        r"postrender|devel|description|renderSubchartNotes|manifest|createNamespace|timeout|"
+        r"repositoryOpts\.([a-zA-Z]+File|username|password))(\.|$)",
         "Helm Release defaults filled in by the provider's Check",
+    ),
+    (
+        "input",
+        r"kubernetes:helm\.sh/v3:Release::",
+        r"^compat$",
+        "the SDK sends `compat: true` on a Helm Release; the provider's Check drops it",
+    ),
+    (
+        "input",
+        r"pulumi:providers:",
+        r"^(version|__internal)$",
+        "the engine adds the plugin version (and its __internal map) to a provider's inputs",
     ),
     (
         "input",
