@@ -12,7 +12,6 @@ import pulumi
 from components.config import GoogleApiSettings
 from components.config_base import secret_inputs
 from components.providers.model_development_cluster import ModelDevelopmentCluster as ClusterResource
-from components.providers.model_development_cluster import cluster_path
 from components.targets.model_development import ModelDevelopmentClusterTarget
 
 
@@ -32,6 +31,9 @@ class ModelDevelopmentCluster(pulumi.ComponentResource):
         props = {
             **secret_inputs(target.spec()),
             **google_api.for_target(target.google_api).rest_inputs("aiplatform"),
+            # Adopted (created with curl): the provider's create takes the existing cluster over. Not
+            # `import_`: the engine imports by calling Read without the dynamic provider it would need.
+            **({"adopt": True} if target.adopt else {}),
         }
         # PREVENT also guards the cluster against `pulumi destroy` at the engine level.
         protect = target.deletion_policy == "PREVENT"
@@ -44,8 +46,6 @@ class ModelDevelopmentCluster(pulumi.ComponentResource):
                 parent=self,
                 protect=protect or None,
                 retain_on_delete=retain or None,
-                # Adopted (created with curl): imported by its full resource name.
-                import_=cluster_path(props) if target.adopt else None,
             ),
         )
         self.cluster_name = self.cluster.name

@@ -145,6 +145,36 @@ def test_409_with_a_different_cluster_fails_and_changes_nothing(provider, api, s
     assert [r.method for r in api.api_requests()] == ["POST", "GET"]
 
 
+def test_adopt_takes_over_a_matching_cluster_without_posting(provider, api, spec):
+    create(provider, api, spec)  # made by the vendor procedure (curl POST)
+    res = provider.create(copy.deepcopy(spec) | {"adopt": True})
+    assert [(r.method, r.path) for r in api.api_requests()] == [("GET", BASE)]
+    assert res.id == NAME and res.outs["state"] == "RUNNING" and res.outs["adopt"] is True
+    # `adopt` is read by create only: dropping it later is no change at all
+    assert provider.diff(NAME, res.outs, copy.deepcopy(spec)).changes is False
+
+
+def test_adopt_of_a_missing_cluster_creates_nothing(provider, api, spec):
+    with pytest.raises(ModelDevelopmentClusterError) as e:
+        provider.create(copy.deepcopy(spec) | {"adopt": True})
+    assert str(e.value) == (
+        f"adopt: cluster {NAME} does not exist (HTTP 404); nothing was created. Check project, region and "
+        "modelDevelopmentClusterId, or remove adopt: true to create the cluster"
+    )
+    assert [r.method for r in api.api_requests()] == ["GET"] and api.clusters == {}
+
+
+def test_adopt_of_a_different_cluster_fails_and_changes_nothing(provider, api, spec):
+    create(provider, api, spec)
+    other = copy.deepcopy(spec) | {"adopt": True, "labels": {"team": "x"}}
+    with pytest.raises(ModelDevelopmentClusterError) as e:
+        provider.create(other)
+    assert str(e.value).startswith(
+        f"cluster {NAME} exists and differs from the inputs in: labels. It was left"
+    )
+    assert [r.method for r in api.api_requests()] == ["GET"]
+
+
 def test_failed_create_reports_the_cluster_left_in_error(provider, api, spec):
     api.fail_next_operation(8, "Quota 'CPUS' exceeded. Limit: 8.0 in region us-central1.")
     with pytest.raises(ModelDevelopmentClusterError) as e:

@@ -154,6 +154,14 @@ class ModelDevelopmentClusterProvider(ResourceProvider):
         url = f"{parent}?modelDevelopmentClusterId={quote(cid)}"
         body = to_rest(spec)
         deadline = self._deadline(spec)
+        if spec.get("adopt"):  # the vendor procedure made it: take it over, never POST
+            existing = self._get(client, path)
+            if existing is None:
+                raise ModelDevelopmentClusterError(
+                    f"adopt: cluster {path} does not exist (HTTP 404); nothing was created. Check project, "
+                    "region and modelDevelopmentClusterId, or remove adopt: true to create the cluster"
+                )
+            return CreateResult(path, self._adopt(client, spec, path, existing, "exists"))
         op: dict[str, Any] | None = None
         end = client.retry_end()
         attempt = 0
@@ -162,7 +170,10 @@ class ModelDevelopmentClusterProvider(ResourceProvider):
                 op = client.request("POST", url, json=body, idempotent=False, resource=path)
             except GoogleApiError as e:
                 if e.http_status == 409:
-                    return CreateResult(path, self._adopt(client, spec, path))
+                    existing = client.request("GET", path, resource=path)
+                    return CreateResult(
+                        path, self._adopt(client, spec, path, existing, "already exists (ALREADY_EXISTS)")
+                    )
                 if not e.retryable or not client.pause(attempt, e.retry_after, end):
                     raise ModelDevelopmentClusterError(f"creating cluster failed: {e}") from None
                 attempt += 1
@@ -210,15 +221,22 @@ class ModelDevelopmentClusterProvider(ResourceProvider):
             )
         return self._outs(spec, cluster)
 
-    def _adopt(self, client: GoogleRestClient, spec: Mapping[str, Any], path: str) -> dict[str, Any]:
-        cluster = client.request("GET", path, resource=path)
+    def _adopt(
+        self,
+        client: GoogleRestClient,
+        spec: Mapping[str, Any],
+        path: str,
+        cluster: dict[str, Any],
+        found: str,
+    ) -> dict[str, Any]:
+        """Takes over an existing cluster that matches the inputs (`found` says how it was found)."""
         existing = from_rest(cluster)
         local = {k: v for k, v in spec.items() if k not in API_SCHEMA}
         plan = plan_update({**local, **existing}, spec)
         state = (cluster.get("clusterStatus") or {}).get("state", "")
         if plan.changes:
             raise ModelDevelopmentClusterError(
-                f"cluster {path} already exists (ALREADY_EXISTS) and differs from the inputs in: "
+                f"cluster {path} {found} and differs from the inputs in: "
                 f"{', '.join(plan.changed)}. It was left unchanged. Choose another modelDevelopmentClusterId, "
                 "or make the inputs match it and run again to adopt it, or delete it first"
             )
@@ -227,7 +245,7 @@ class ModelDevelopmentClusterProvider(ResourceProvider):
                 error_state_message(
                     path,
                     cluster,
-                    f"cluster {path} already exists (ALREADY_EXISTS) and matches the inputs, but cannot be adopted",
+                    f"cluster {path} {found} and matches the inputs, but cannot be adopted",
                 )
             )
         return self._wait_for_cluster(client, spec, path, cluster, self._deadline(spec))

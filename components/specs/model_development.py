@@ -230,6 +230,9 @@ LOCAL_KEYS = (
     "emulator",
     "retry",
 )
+# Read by create only, never compared: `adopt` makes create take over the existing cluster (a Python dynamic
+# provider cannot be imported: the engine's import calls Read without the pickled provider).
+CREATE_ONLY_KEYS = ("adopt",)
 OUTPUT_KEYS = ("name", "state", "create_time", "update_time")
 
 
@@ -311,7 +314,7 @@ def from_rest(cluster: Mapping[str, Any]) -> dict[str, Any]:
 def normalize(spec: Mapping[str, Any]) -> dict[str, Any]:
     """Inputs as the engine hands them (numbers as floats, Nones) -> canonical input dict."""
     out = _convert(spec, API_SCHEMA, _same_key, _same_key)
-    for k in (*IDENTITY_KEYS, *LOCAL_KEYS):
+    for k in (*IDENTITY_KEYS, *LOCAL_KEYS, *CREATE_ONLY_KEYS):
         v = spec.get(k)
         if v is not None:
             out[k] = norm_scalar(v, INT) if k == "operation_timeout_minutes" else v

@@ -341,7 +341,15 @@ def _uids(e2e: E2E) -> dict[str, str]:
         "/api/v1/namespaces/diagon/serviceaccounts/diagon-daemon",
         "/apis/apps/v1/namespaces/diagon/daemonsets/diagon-daemon",
     )
-    return {p: e2e.cp.get(p)["metadata"]["uid"] for p in paths}
+    return {p: (e2e.cp.get(p)["metadata"]["uid"], e2e.cp.get(p)["metadata"].get("generation")) for p in paths}
+
+
+def ops(preview_json: dict[str, Any]) -> dict[str, list[str]]:
+    """short name -> every op the preview lists for it (an import may be followed by an update)."""
+    out: dict[str, list[str]] = {}
+    for s in preview_json.get("steps", []):
+        out.setdefault(short(s["urn"]), []).append(s["op"])
+    return out
 
 
 def test_4_adoption_takes_over_without_replacing(e2e: E2E) -> None:
@@ -361,20 +369,22 @@ def test_4_adoption_takes_over_without_replacing(e2e: E2E) -> None:
     e2e.project.init_stack(
         ADOPT_STACK, config, {"kubernetesClusters[0].kubeconfig": e2e.cp.kubeconfig.read_text()}
     )
-    plan = {
-        short(u): op for u, op in steps(e2e.pulumi("preview", "--json", stack=ADOPT_STACK).json()).items()
-    }
+    preview = ops(e2e.pulumi("preview", "--json", stack=ADOPT_STACK).json())
+    # The Kubernetes provider's import reads the live object, server-filled fields included: the engine
+    # follows the import with an update dropping them from the state's inputs. Never a replacement.
     for name in (
         f"k8s-lab-mldiag-opt-in-{ADOPTED_NS}",
         "k8s-lab-mldiag-diagon-namespace",
         "k8s-lab-mldiag-diagon-service-account",
         "k8s-lab-mldiag-diagon-daemonset",
-        *(["mdc-cpu-cluster"] if MDC else []),
     ):
-        assert plan.get(name) == "import", (name, plan)
+        assert preview.get(name, [])[:1] == ["import"], (name, preview)
+        assert set(preview[name]) <= {"import", "update"}, (name, preview)
+    if MDC:  # a dynamic resource cannot be imported: its create takes the cluster over (GET, no POST)
+        assert preview.get("mdc-cpu-cluster") == ["create"], preview
     creates_before = len([r for r in e2e.vertex.api_requests() if r.method == "POST"])
     e2e.pulumi("up", "--yes", "--skip-preview", stack=ADOPT_STACK)
-    assert _uids(e2e) == before, "adoption replaced an object"
+    assert _uids(e2e) == before, "adoption replaced or changed an object (uid, generation)"
     assert len([r for r in e2e.vertex.api_requests() if r.method == "POST"]) == creates_before, (
         "cluster re-created"
     )

@@ -103,7 +103,6 @@ class Project:
             "PULUMI_CONFIG_PASSPHRASE": PASSPHRASE,
             "PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION": "true",
             "PULUMI_SKIP_UPDATE_CHECK": "true",
-            "PULUMI_SKIP_CONFIRMATIONS": "true",
             "PULUMI_E2E_EXEC_SCRIPT": str(bin_dir / "pulumi-language-python-exec"),
             "PULUMI_PYTHON_CMD": str(venv / "bin" / "python"),
             "KUBECONFIG": os.devnull,  # only the stack's kubeconfig may be used
