@@ -15,7 +15,8 @@ import pytest
 from components.config import ConfigError, parse
 from tests.fixtures.components import run_with_options, stack_config
 from tests.test_kubernetes_components import JAX_08_ARGS, KUBECONFIG, OCI, SEED_MANIFEST
-from tools import import_file
+from tools import import_file, plan_render
+from tools.plan import build_report
 from tools.plan_runtime import ROOT
 
 NS = "ml-diagnostics"
@@ -216,6 +217,8 @@ def test_adopted_model_development_cluster_is_taken_over_by_create_not_imported(
     # provider's create takes the cluster over instead (tests/test_model_development_provider.py).
     assert imported(registered) == {}
     assert by_name(result, "mdc-cpu-cluster").inputs["adopt"] is True
+    table = plan_render.render(build_report(result, []), "table")
+    assert "mdc-cpu-cluster  [adopt: create takes over the existing one]" in table
 
 
 def test_adopt_needs_something_to_adopt():

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from tests.test_gke_cluster import ADOPTED
 from tools import plan as plan_cli
 from tools.plan import build_report
 from tools.plan_diff import diff_plans
@@ -24,14 +25,6 @@ FLAG = "pulumi-python:dynamic/gke:ManagedMlDiagnostics"
 RELEASE = "kubernetes:helm.sh/v3:Release"
 MANUAL_RELEASES = ["cert-manager", "mldiagnostics-connection-operator", "mldiagnostics-injection-webhook"]
 
-ADOPTED: dict[str, Any] = {
-    "name": "shared",
-    "project": "acme-ml-staging",
-    "location": "us-central1-a",
-    "clusterName": "shared-train-a",
-    "currentVersion": "1.35.1-gke.1396000",
-    "workloadNamespaces": [{"name": "default"}],
-}
 CREATED: dict[str, Any] = {
     "name": "train",
     "create": True,

@@ -48,6 +48,8 @@ def _tree(report: dict[str, Any]) -> list[tuple[int, dict[str, Any], bool]]:
 def lifecycle(r: dict[str, Any]) -> str:
     """The lifecycle options a reviewer must see: adoption by import (with its id), protection."""
     flags = [f"import {r['importId']}"] if r.get("importId") else []
+    if (r.get("inputs") or {}).get("adopt") is True and r["type"].startswith("pulumi-python:dynamic/"):
+        flags.append("adopt: create takes over the existing one")  # dynamic resources cannot be imported
     flags += [
         f for f, on in (("protect", r.get("protect")), ("retainOnDelete", r.get("retainOnDelete"))) if on
     ]

@@ -137,7 +137,8 @@ def check_gke(
                 False,
                 "; ".join(problems),
                 f"upgrade the control plane to {compat.MANAGED_MIN_VERSION} or later and run `pulumi up` (it turns "
-                "the flag on); or set mode: manual",
+                "the flag on; right after a switch from manual this is the second update, see the stack output "
+                "pendingSteps); or set mode: manual",
             )
         else:
             result.add("gke.managed", True, f"flag on, version {version} >= {compat.MANAGED_MIN_VERSION}")
