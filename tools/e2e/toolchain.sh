@@ -137,7 +137,8 @@ step etcd etcd build_etcd
 step kube-apiserver+kube-controller-manager kube-controller-manager build_kube
 # Not buildable from the module proxy (it answers 403 "This module version is not available"):
 #   github.com/pulumi/pulumi/sdk/python/cmd/pulumi-language-python/v3 (the Python language host)
-#   github.com/pulumi/pulumi-gcp/provider/v9 (the gcp provider plugin)
+#   github.com/pulumi/pulumi-gcp/provider/v8, /v9 (the gcp provider plugin)
+#   github.com/pulumi/pulumi-azure-native/provider/v3 (the azure-native provider plugin)
 # The e2e runner uses tools/e2e/language_host.py in place of the first.
 [[ -n "$ONLY" ]] || rm -rf "$CACHE/work"
 echo "toolchain: total $(( $(date +%s) - TOTAL_START ))s; $(du -sh "$CACHE" | cut -f1) in $CACHE"
