@@ -4,7 +4,8 @@
 directory with `.venv` pointing at the repository's virtualenv, logs the CLI into a local file backend
 there, and runs `pulumi` with:
 - PATH: the toolchain cache's binaries (CLI, Kubernetes provider plugin, the Python dynamic provider
-  script) and a wrapper that starts tools/e2e/language_host.py as `pulumi-language-python`;
+  script), a wrapper that starts tools/e2e/language_host.py as `pulumi-language-python`, and the stand-ins
+  an adopted GKE cluster needs (`pulumi-resource-gcp`: tools/e2e/gcp_provider.py; `gke-gcloud-auth-plugin`);
 - PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION=true (nothing is downloaded; plugins come from PATH);
 - its own PULUMI_HOME and PULUMI_CONFIG_PASSPHRASE (secrets are really encrypted and decrypted).
 """
@@ -88,6 +89,17 @@ class Project:
         host = wrappers / "pulumi-language-python"
         host.write_text(f'#!/bin/sh\nexec "{venv}/bin/python" "{REPO}/tools/e2e/language_host.py" "$@"\n')
         host.chmod(0o755)
+        # Stand-ins for an adopted GKE cluster (tools/e2e/gcp_provider.py): the gcp plugin's getCluster against
+        # the GKE fake, and the auth plugin of the GKE kubeconfig answering with the control plane's token.
+        gcp = wrappers / "pulumi-resource-gcp"
+        gcp.write_text(f'#!/bin/sh\nexec "{venv}/bin/python" "{REPO}/tools/e2e/gcp_provider.py" "$@"\n')
+        auth = wrappers / "gke-gcloud-auth-plugin"
+        auth.write_text(
+            '#!/bin/sh\nprintf \'{"kind":"ExecCredential","apiVersion":"client.authentication.k8s.io/'
+            'v1beta1","status":{"token":"%s"}}\\n\' "$MLDIAG_E2E_KUBE_TOKEN"\n'
+        )
+        for script in (gcp, auth):
+            script.chmod(0o755)
         # The CLI looks for its bundled plugins (language host, Python dynamic provider) next to its own
         # executable, and warns when it takes them from PATH: so the CLI runs from here too (hard links).
         for name in ("pulumi", "pulumi-resource-pulumi-python"):
