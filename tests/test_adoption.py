@@ -292,3 +292,30 @@ def test_import_file_command(tmp_path, capsys):
     )
     assert import_file.main(["nope"]) == 1
     assert "does not exist" in capsys.readouterr().err
+
+
+def test_import_file_targets_are_the_providers_with_their_parents():
+    proc = subprocess.run(
+        [sys.executable, "-m", "tools.import_file", "staging", "--targets"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr
+    config, secrets = stack_config("staging")
+    result, registered = run_with_options(config, secrets, stack="staging")
+    doc = import_file.import_file(result, registered)
+    targets = import_file.provider_targets(result, doc)
+    assert proc.stdout == "".join(f"--target {u}\n" for u in targets)
+    by_urn = {r.urn: r for r in result.resources}
+    assert set(doc["nameTable"].values()) <= set(targets)
+    for urn in targets:
+        parent = by_urn[urn].parent
+        # every parent but the root stack is targeted, and before its child
+        assert parent.endswith("::pulumi:pulumi:Stack::ml-diagnostics-staging") or targets.index(
+            parent
+        ) < targets.index(urn)
+    p = "urn:pulumi:staging::ml-diagnostics::mldiag:index:KubernetesCluster"
+    k8s = [u for u in targets if u.startswith(p)]
+    assert k8s == [f"{p}::k8s-onprem-gpu", f"{p}$pulumi:providers:kubernetes::k8s-onprem-gpu-provider"]

@@ -5,12 +5,15 @@ The stack is run under the offline plan's mock runtime with a stack transformati
 every resource and its options); each resource declared with `import_` becomes an entry, its parents become
 `component` entries (the engine creates them empty), and explicit providers are named in `nameTable`.
 
-    python -m tools.import_file staging                 # JSON on stdout
     python -m tools.import_file staging -o import.json
-    pulumi import --file import.json --protect=false -s staging
+    python -m tools.import_file staging --targets > targets   # the providers it names, and their parents
+    # remove `adopt: true` from the Kubernetes parts (with `import_` in the program a targeted `up` imports
+    # untargeted resources too, and the engine rejects the snapshot); the import puts them in the state
+    pulumi up -s staging $(cat targets)
+    pulumi import --file import.json --protect=false --generate-code=false -s staging
 
-The providers the entries name must exist in the stack first (e.g. after one `pulumi up --target` of the
-provider URNs listed in `nameTable`); the `import_` option in the program needs no such step.
+The providers the entries name must exist in the stack first, and the engine refuses a target whose parent
+is not targeted too: `--targets` prints both. The `import_` option in the program needs no such step.
 """
 
 from __future__ import annotations
@@ -108,6 +111,20 @@ def import_file(result: PlanResult, registered: dict[str, Registered]) -> dict[s
     return {"nameTable": dict(sorted(name_table.items())), "resources": list(entries.values())}
 
 
+def provider_targets(result: PlanResult, doc: dict[str, Any]) -> list[str]:
+    """The URNs `pulumi up --target` needs to create the providers of `doc`: each provider and its parents
+    (the root stack excepted), parents first."""
+    by_urn = {r.urn: r for r in result.resources}
+    out: list[str] = []
+    for urn in doc["nameTable"].values():
+        chain = []
+        while urn in by_urn:
+            chain.append(urn)
+            urn = by_urn[urn].parent or ""
+        out += [u for u in reversed(chain) if u not in out]
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     from components.config import ConfigError
     from tools.plan import StackFileError, read_stack_file
@@ -115,6 +132,11 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m tools.import_file", description=__doc__.splitlines()[0])
     ap.add_argument("stack", help="stack name (stacks/Pulumi.<stack>.yaml)")
     ap.add_argument("-o", "--output", type=Path, help="write here instead of stdout")
+    ap.add_argument(
+        "--targets",
+        action="store_true",
+        help="print the `--target URN` flags of `pulumi up` that create the providers the document names",
+    )
     args = ap.parse_args(argv)
     try:
         config, secrets = read_stack_file(ROOT / "stacks" / f"Pulumi.{args.stack}.yaml")
@@ -122,7 +144,11 @@ def main(argv: list[str] | None = None) -> int:
     except (StackFileError, ConfigError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
-    text = json.dumps(import_file(result, registered), indent=2) + "\n"
+    doc = import_file(result, registered)
+    if args.targets:
+        sys.stdout.write("".join(f"--target {urn}\n" for urn in provider_targets(result, doc)))
+        return 0
+    text = json.dumps(doc, indent=2) + "\n"
     if args.output:
         args.output.write_text(text)
     else:

@@ -352,13 +352,7 @@ def ops(preview_json: dict[str, Any]) -> dict[str, list[str]]:
     return out
 
 
-def test_4_adoption_takes_over_without_replacing(e2e: E2E) -> None:
-    from components.targets.kubernetes import WorkloadNamespace
-
-    if "adopt" not in WorkloadNamespace.model_fields:
-        pytest.skip("adoption (issue 15) is not in this tree yet")
-    _vendor_procedure(e2e)
-    before = _uids(e2e)
+def _adopt_config(e2e: E2E) -> dict[str, Any]:
     config = copy.deepcopy(e2e.base_config)
     config["environment"] = "dev"  # the doc's Diagon image is :latest, advisory in dev
     lab = config["kubernetesClusters"][0]
@@ -366,8 +360,18 @@ def test_4_adoption_takes_over_without_replacing(e2e: E2E) -> None:
     lab["diagon"] = {"enabled": True, "adopt": True, "image": compat.DIAGON_DEFAULT_IMAGE}
     if MDC:
         config["modelDevelopmentClusters"][0]["adopt"] = True
+    return config
+
+
+def test_4_adoption_takes_over_without_replacing(e2e: E2E) -> None:
+    from components.targets.kubernetes import WorkloadNamespace
+
+    if "adopt" not in WorkloadNamespace.model_fields:
+        pytest.skip("adoption (issue 15) is not in this tree yet")
+    _vendor_procedure(e2e)
+    before = _uids(e2e)
     e2e.project.init_stack(
-        ADOPT_STACK, config, {"kubernetesClusters[0].kubeconfig": e2e.cp.kubeconfig.read_text()}
+        ADOPT_STACK, _adopt_config(e2e), {"kubernetesClusters[0].kubeconfig": e2e.cp.kubeconfig.read_text()}
     )
     preview = ops(e2e.pulumi("preview", "--json", stack=ADOPT_STACK).json())
     # The Kubernetes provider's import reads the live object, server-filled fields included: the engine
@@ -391,3 +395,55 @@ def test_4_adoption_takes_over_without_replacing(e2e: E2E) -> None:
     e2e.pulumi("preview", "--expect-no-changes", stack=ADOPT_STACK)
     e2e.pulumi("destroy", "--yes", "--skip-preview", stack=ADOPT_STACK)
     e2e.pulumi("stack", "rm", "--yes", stack=ADOPT_STACK)
+
+
+def test_4_adoption_through_pulumi_import_file(e2e: E2E) -> None:
+    """The same takeover through the CLI's bulk import: `tools.import_file` writes the document, the
+    providers it names are created first (`pulumi up --target`), `pulumi import --file` takes the objects
+    over, and the next `pulumi up` replaces nothing."""
+    from tools import import_file
+    from tools.plan import read_stack_file
+
+    _vendor_procedure(e2e)
+    before = _uids(e2e)
+    stack = "e2e-import"
+    e2e.project.init_stack(
+        stack, _adopt_config(e2e), {"kubernetesClusters[0].kubeconfig": e2e.cp.kubeconfig.read_text()}
+    )
+    config, secret_keys = read_stack_file(e2e.project.stack_file(stack))
+    result, registered = import_file.run_with_options(config, secret_keys, stack=stack)
+    doc = import_file.import_file(result, registered)
+    assert sorted(r["name"] for r in doc["resources"] if not r.get("component")) == [
+        "k8s-lab-mldiag-diagon-daemonset",
+        "k8s-lab-mldiag-diagon-namespace",
+        "k8s-lab-mldiag-diagon-service-account",
+        f"k8s-lab-mldiag-opt-in-{ADOPTED_NS}",
+    ]
+    path = e2e.project.root / "import.json"
+    path.write_text(json.dumps(doc))
+    # The import puts the objects in the state: the Kubernetes parts need no `adopt` any more, and with it
+    # (`import_` in the program) a targeted `up` imports untargeted resources too and breaks the snapshot.
+    config = _adopt_config(e2e)
+    lab = config["kubernetesClusters"][0]
+    lab["workloadNamespaces"][0]["adopt"] = lab["diagon"]["adopt"] = False
+    e2e.project.set_config(stack, config)
+    targets = [arg for urn in import_file.provider_targets(result, doc) for arg in ("--target", urn)]
+    e2e.pulumi("up", "--yes", "--skip-preview", *targets, stack=stack)
+    e2e.pulumi(
+        "import",
+        "--file",
+        str(path),
+        "--yes",
+        "--protect=false",
+        "--generate-code=false",
+        "--skip-preview",
+        stack=stack,
+    )
+    assert _uids(e2e) == before
+    creates_before = len([r for r in e2e.vertex.api_requests() if r.method == "POST"])
+    e2e.pulumi("up", "--yes", "--skip-preview", stack=stack)
+    assert _uids(e2e) == before, "the update after the import replaced or changed an object"
+    assert len([r for r in e2e.vertex.api_requests() if r.method == "POST"]) == creates_before
+    e2e.pulumi("preview", "--expect-no-changes", stack=stack)
+    e2e.pulumi("destroy", "--yes", "--skip-preview", stack=stack)
+    e2e.pulumi("stack", "rm", "--yes", stack=stack)
