@@ -17,16 +17,20 @@ from __future__ import annotations
 
 import json
 import os
-import signal
+import sys
 import urllib.error
 import urllib.request
-from concurrent import futures
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
 import grpc
 from google.protobuf import empty_pb2, json_format, struct_pb2
 from pulumi.runtime.proto import plugin_pb2, provider_pb2, provider_pb2_grpc
+
+if not __package__:  # started as a script by the CLI (through a wrapper on PATH): make `tools` importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from tools.e2e.plugin_server import serve  # noqa: E402
 
 GET_CLUSTER = "gcp:container/getCluster:getCluster"
 
@@ -109,16 +113,8 @@ class GcpStandIn(provider_pb2_grpc.ResourceProviderServicer):
 
 
 def main() -> None:
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
-    provider_pb2_grpc.add_ResourceProviderServicer_to_server(
-        GcpStandIn(os.environ["MLDIAG_E2E_GKE_API"]), server
-    )
-    port = server.add_insecure_port("127.0.0.1:0")
-    server.start()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: server.stop(grace=None))
-    print(port, flush=True)
-    server.wait_for_termination()
+    api = os.environ["MLDIAG_E2E_GKE_API"]
+    serve(lambda server: provider_pb2_grpc.add_ResourceProviderServicer_to_server(GcpStandIn(api), server), 4)
 
 
 if __name__ == "__main__":

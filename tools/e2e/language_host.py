@@ -15,17 +15,18 @@ from __future__ import annotations
 import json
 import os
 import queue
-import signal
 import subprocess
 import sys
 import threading
-from concurrent import futures
 from importlib import metadata
 from pathlib import Path
 
-import grpc
 from google.protobuf import empty_pb2
 from pulumi.runtime.proto import language_pb2, language_pb2_grpc, plugin_pb2
+
+if not __package__:  # started as a script by the CLI (through a wrapper on PATH): make `tools` importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from tools.e2e.plugin_server import serve  # noqa: E402
 
 # Exit code of a Python program whose error the SDK already reported to the engine.
 _BAIL_EXIT_CODE = 32
@@ -150,15 +151,9 @@ class LanguageHost(language_pb2_grpc.LanguageRuntimeServicer):
 
 def main(argv: list[str]) -> None:
     engine = next((a for a in reversed(argv) if not a.startswith("-")), "")
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=8))
-    language_pb2_grpc.add_LanguageRuntimeServicer_to_server(LanguageHost(engine), server)
-    port = server.add_insecure_port("127.0.0.1:0")
-    server.start()
-    # The CLI interrupts its plugins when it is done: stop quietly, as the real host does.
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: server.stop(grace=None))
-    print(port, flush=True)
-    server.wait_for_termination()
+    serve(
+        lambda server: language_pb2_grpc.add_LanguageRuntimeServicer_to_server(LanguageHost(engine), server)
+    )
 
 
 if __name__ == "__main__":
