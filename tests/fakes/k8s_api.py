@@ -43,17 +43,6 @@ VERSION = {
     "compiler": "gc",
     "platform": "linux/amd64",
 }
-VERSION = {
-    "major": "1",
-    "minor": "33",
-    "gitVersion": "v1.33.2",
-    "gitCommit": "0" * 40,
-    "gitTreeState": "clean",
-    "buildDate": "2026-06-17T18:46:16Z",
-    "goVersion": "go1.24.4",
-    "compiler": "gc",
-    "platform": "linux/amd64",
-}
 _PATH = re.compile(
     r"^(?P<prefix>/api/v1|/apis/[^/]+/v1)(?:/namespaces/(?P<ns>[^/]+))?/(?P<plural>[a-z]+)"
     r"(?:/(?P<name>[^/]+))?(?:/(?P<sub>log))?$"
