@@ -55,7 +55,7 @@ verify: venv
 	$(PY) -m tools.verify $(STACK) --format $(FORMAT) --wait $(WAIT) \
 		$(if $(PULUMI_STACK),--pulumi-stack $(PULUMI_STACK)) $(if $(CONFIG_FILE),--config-file $(CONFIG_FILE))
 
-# End-to-end tier: builds (or reuses) the toolchain from Go modules, then runs tests/e2e with the real CLI
+# End-to-end tier: restores (or reuses, or builds from Go modules) the toolchain, then runs tests/e2e with the real CLI
 # against a loopback control plane. See README "End-to-end tests".
 e2e: venv
 	bash tools/e2e/toolchain.sh

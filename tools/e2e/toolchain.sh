@@ -1,8 +1,16 @@
 #!/usr/bin/env bash
-# Builds the e2e toolchain from Go modules into a cache keyed by the pinned versions:
-# the Pulumi CLI, the Kubernetes provider plugin, etcd, kube-apiserver, kube-controller-manager.
-# A second run with the same versions builds nothing. Prints each step and its duration.
-# Usage: tools/e2e/toolchain.sh [--print-bin]   (--print-bin: print the bin dir, build nothing)
+# Provides the e2e toolchain in a cache keyed by the pinned versions: the Pulumi CLI, the Kubernetes
+# provider plugin, etcd, kube-apiserver, kube-controller-manager.
+# 1. A complete cache whose binaries report the pinned versions: nothing to do.
+# 2. Else a prebuilt archive for this exact key (see ARCHIVE_DIRS): its SHA-256 sums are checked, it is
+#    unpacked beside the cache (never inside the repository), each binary is checked against the archive's
+#    BINARIES.sha256 and its version against the pins, then moved into place. A corrupt archive falls back to 3.
+# 3. Else everything missing is built from Go modules (about an hour cold on two cores).
+# Usage: tools/e2e/toolchain.sh [--print-bin | --check | --has-archive | --verify]
+#   --print-bin    print the bin dir; build nothing
+#   --check        exit 0 when every binary is in the cache (nothing to build)
+#   --has-archive  exit 0 when a prebuilt archive for the current key is found; print its directory
+#   --verify       check the cached binaries' versions against the pins; exit 1 on a mismatch
 set -euo pipefail
 
 PULUMI_VERSION=v3.274.0                                   # first CLI the proxy serves past the SDK's 3.272.0
@@ -14,15 +22,109 @@ KEY="pulumi-${PULUMI_VERSION}_k8sprov-${K8S_PROVIDER_VERSION##*-}_etcd-${ETCD_VE
 CACHE_ROOT="${ML_DIAG_E2E_CACHE:-$HOME/.cache/ml-diagnostics-e2e}"
 CACHE="$CACHE_ROOT/$KEY"
 BIN="$CACHE/bin"
+REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+# Where a prebuilt archive may be: ML_DIAG_E2E_ARCHIVE (a directory), the workplace's shared folder beside
+# the checkout, and that folder's fixed home on this machine (CI clones elsewhere).
+ARCHIVE_DIRS=("${ML_DIAG_E2E_ARCHIVE:-}" "$REPO/../shared/e2e-toolchain" "/work/shared/e2e-toolchain")
 
 REQUIRED=(pulumi pulumi-resource-kubernetes pulumi-resource-pulumi-python pulumi-language-python-exec
           etcd kube-apiserver kube-controller-manager)
+
+all_present() { # all_present DIR
+  local b
+  for b in "${REQUIRED[@]}"; do [[ -x "$1/$b" ]] || return 1; done
+}
+
+find_archive() { # prints the first directory holding this key's archive parts and SHA256SUMS
+  local d
+  for d in "${ARCHIVE_DIRS[@]}"; do
+    [[ -n "$d" && -f "$d/SHA256SUMS" ]] || continue
+    compgen -G "$d/$KEY.tar.zst.part-*" >/dev/null || continue
+    (cd "$d" && pwd)
+    return 0
+  done
+  return 1
+}
+
+first_line() { "$@" 2>&1 | head -n 1 || true; }
+
+# verify_versions DIR: every binary's own version report against the pins; prints each mismatch
+verify_versions() {
+  local dir=$1 bad=0 got
+  got=$(first_line "$dir/pulumi" version)
+  [[ "$got" == "$PULUMI_VERSION" ]] || { echo "toolchain: version mismatch: pulumi version says '$got', pinned $PULUMI_VERSION"; bad=1; }
+  got=$(first_line "$dir/kube-apiserver" --version)
+  [[ "$got" == "Kubernetes $KUBE_VERSION" ]] || { echo "toolchain: version mismatch: kube-apiserver --version says '$got', pinned $KUBE_VERSION"; bad=1; }
+  got=$(first_line "$dir/kube-controller-manager" --version)
+  [[ "$got" == "Kubernetes $KUBE_VERSION" ]] || { echo "toolchain: version mismatch: kube-controller-manager --version says '$got', pinned $KUBE_VERSION"; bad=1; }
+  got=$(first_line "$dir/etcd" --version)
+  [[ "$got" == "etcd Version: ${ETCD_VERSION#v}" ]] || { echo "toolchain: version mismatch: etcd --version says '$got', pinned ${ETCD_VERSION#v}"; bad=1; }
+  # a provider plugin has no --version: ask it over gRPC as the engine does (GetPluginInfo)
+  local py="$REPO/.venv/bin/python"
+  [[ -x "$py" ]] || py=python3
+  got=$(first_line "$py" "$REPO/tools/e2e/plugin_version.py" "$dir/pulumi-resource-kubernetes")
+  [[ "$got" == "${K8S_PROVIDER_VERSION#v}" ]] || { echo "toolchain: version mismatch: pulumi-resource-kubernetes reports '$got' (GetPluginInfo), pinned ${K8S_PROVIDER_VERSION#v}"; bad=1; }
+  return $bad
+}
+
+# restore ARCHIVE_DIR: checked unpack into a scratch dir beside the cache, then an atomic move into place
+restore() {
+  local src=$1 t0 scratch whole
+  t0=${EPOCHREALTIME/./}
+  echo "toolchain: restoring $KEY from $src"
+  command -v zstd >/dev/null || { echo "toolchain: restore: zstd not found (apt-get install zstd)"; return 1; }
+  # every part named in SHA256SUMS for this key, and no part missing from it
+  local listed
+  listed=$(grep -E "  $KEY\.tar\.zst\.part-[0-9]+\$" "$src/SHA256SUMS" | awk '{print $2}' | sort)
+  if [[ -z "$listed" || "$listed" != "$(cd "$src" && ls $KEY.tar.zst.part-* | sort)" ]]; then
+    echo "toolchain: restore: the parts in $src do not match its SHA256SUMS"; return 1
+  fi
+  if ! (cd "$src" && grep -E "  $KEY\.tar\.zst\.part-[0-9]+\$" SHA256SUMS | sha256sum --quiet -c -); then
+    echo "toolchain: restore: a part's SHA-256 differs from $src/SHA256SUMS"; return 1
+  fi
+  whole=$(grep -E "  $KEY\.tar\.zst \(whole" "$src/SHA256SUMS" | awk '{print $1}' || true)
+  if [[ -n "$whole" && "$(cat "$src/$KEY".tar.zst.part-* | sha256sum | awk '{print $1}')" != "$whole" ]]; then
+    echo "toolchain: restore: the joined archive's SHA-256 differs from $src/SHA256SUMS"; return 1
+  fi
+  mkdir -p "$CACHE_ROOT"
+  scratch=$(mktemp -d "$CACHE_ROOT/.restore-XXXXXX")
+  # shellcheck disable=SC2064
+  trap "rm -rf '$scratch'" RETURN
+  if ! cat "$src/$KEY".tar.zst.part-* | zstd -dq | tar -x -C "$scratch"; then
+    echo "toolchain: restore: unpacking failed"; return 1
+  fi
+  local ubin="$scratch/$KEY/bin"
+  if [[ -f "$src/BINARIES.sha256" ]] && ! (cd "$ubin" && sha256sum --quiet -c "$src/BINARIES.sha256"); then
+    echo "toolchain: restore: an unpacked binary's SHA-256 differs from $src/BINARIES.sha256"; return 1
+  fi
+  all_present "$ubin" || { echo "toolchain: restore: the archive lacks one of: ${REQUIRED[*]}"; return 1; }
+  verify_versions "$ubin" || { echo "toolchain: restore: refusing binaries whose versions differ from the pins"; return 1; }
+  mkdir -p "$CACHE"
+  rm -rf "$BIN.old" && { [[ ! -e "$BIN" ]] || mv "$BIN" "$BIN.old"; }
+  mv "$ubin" "$BIN" && rm -rf "$BIN.old"
+  local ms=$(( (${EPOCHREALTIME/./} - t0) / 1000 ))
+  echo "toolchain: restored in $((ms / 1000)).$(printf '%03d' $((ms % 1000)))s: $(du -sh "$BIN" | cut -f1) in $BIN"
+}
+
 case "${1:-}" in
   --print-bin) echo "$BIN"; exit 0 ;;
-  --check)  # exit 0 when every binary is in the cache (nothing to build)
-    for b in "${REQUIRED[@]}"; do [[ -x "$BIN/$b" ]] || exit 1; done
-    exit 0 ;;
+  --check) all_present "$BIN" && exit 0 || exit 1 ;;
+  --has-archive) find_archive && exit 0 || exit 1 ;;
+  --verify) verify_versions "$BIN" && exit 0 || exit 1 ;;
+  "") ;;
+  *) echo "usage: tools/e2e/toolchain.sh [--print-bin | --check | --has-archive | --verify]" >&2; exit 2 ;;
 esac
+
+if all_present "$BIN"; then
+  # a cache that claims the key but reports other versions is a failure, never a silent use
+  verify_versions "$BIN" || { echo "toolchain: FAILED: $BIN holds binaries that are not the pinned versions; remove it and rerun"; exit 1; }
+  echo "toolchain: cached ($BIN)"
+  exit 0
+fi
+if ARCHIVE=$(find_archive); then
+  if restore "$ARCHIVE"; then exit 0; fi
+  echo "toolchain: the archive could not be used; building from Go modules instead"
+fi
 
 mkdir -p "$BIN" "$CACHE/work" "$CACHE/logs"
 export GOFLAGS="-buildvcs=false -trimpath"
@@ -41,7 +143,10 @@ step() { # step NAME CHECK_FILE FUNCTION
   fi
   echo "toolchain: $name: building ..."
   t0=$(date +%s)
-  if "$fn" >"$CACHE/logs/$name.log" 2>&1; then
+  # in the background, not as an `if` condition: bash ignores errexit inside a function called as a
+  # condition, and a failed step must stop at its first failing command
+  ( set -e; "$fn" ) >"$CACHE/logs/$name.log" 2>&1 &
+  if wait $!; then
     t1=$(date +%s)
     echo "toolchain: $name: built in $((t1 - t0))s"
   else
@@ -52,6 +157,13 @@ step() { # step NAME CHECK_FILE FUNCTION
   fi
 }
 FAILED=()
+
+mod_dir() { # mod_dir MODULE@VERSION: the module's directory in the module cache, or fail
+  local dir
+  dir=$(go mod download -json "$1" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
+  [[ -n "$dir" && -d "$dir" ]] || { echo "toolchain: cannot download $1" >&2; return 1; }
+  echo "$dir"
+}
 
 scratch() { # fresh scratch module dir
   local d="$CACHE/work/$1"
@@ -64,7 +176,7 @@ build_pulumi() {
   scratch pulumi
   go mod download -json "github.com/pulumi/pulumi/pkg/v3@$PULUMI_VERSION" >/dev/null
   local pkgdir
-  pkgdir=$(go mod download -json "github.com/pulumi/pulumi/pkg/v3@$PULUMI_VERSION" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
+  pkgdir=$(mod_dir "github.com/pulumi/pulumi/pkg/v3@$PULUMI_VERSION")
   # keep pkg's replaces that point at other modules (not at local paths)
   grep -E '^replace .* => [a-z].* v' "$pkgdir/go.mod" | sed 's/^replace //' | while read -r line; do
     go mod edit -replace "$(echo "$line" | awk '{print $1"="$3"@"$4}')"
@@ -75,7 +187,7 @@ build_pulumi() {
     -o "$BIN/pulumi" github.com/pulumi/pulumi/pkg/v3/cmd/pulumi
   # the Python dynamic provider plugin and the language host's exec script ship inside sdk/v3
   local sdkdir
-  sdkdir=$(go mod download -json "github.com/pulumi/pulumi/sdk/v3@$PULUMI_VERSION" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
+  sdkdir=$(mod_dir "github.com/pulumi/pulumi/sdk/v3@$PULUMI_VERSION")
   install -m 0755 "$sdkdir/python/dist/pulumi-resource-pulumi-python" "$BIN/"
   install -m 0755 "$sdkdir/python/cmd/pulumi-language-python-exec" "$BIN/"
 }
@@ -84,7 +196,7 @@ build_k8s_provider() {
   # The module zip lacks the generated schema the main package embeds: copy the module,
   # run its own generate.go, then build with the version ldflag.
   local src d
-  src=$(cd /tmp && go mod download -json "github.com/pulumi/pulumi-kubernetes/provider/v4@$K8S_PROVIDER_VERSION" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
+  src=$(cd /tmp && mod_dir "github.com/pulumi/pulumi-kubernetes/provider/v4@$K8S_PROVIDER_VERSION")
   d="$CACHE/work/k8s-provider"
   rm -rf "$d" && mkdir -p "$d" && cp -r "$src/." "$d/" && chmod -R u+w "$d"
   cd "$d"
@@ -103,7 +215,7 @@ staging_replaces() { # print go mod edit -replace args for a module whose go.mod
 build_etcd() {
   scratch etcd
   local moddir
-  moddir=$(go mod download -json "go.etcd.io/etcd/server/v3@$ETCD_VERSION" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
+  moddir=$(mod_dir "go.etcd.io/etcd/server/v3@$ETCD_VERSION")
   # server/v3 replaces its sibling modules with ../<dir>; use the published ones at the same version
   grep -E '=> \.\./' "$moddir/go.mod" | sed -E 's/^replace //; s/^[[:space:]]+//' | awk '{print $1}' | while read -r m; do
     go mod edit "-replace=$m=$m@$ETCD_VERSION"
@@ -115,7 +227,7 @@ build_etcd() {
 build_kube() {
   scratch kube
   local moddir minor
-  moddir=$(go mod download -json "k8s.io/kubernetes@$KUBE_VERSION" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
+  moddir=$(mod_dir "k8s.io/kubernetes@$KUBE_VERSION")
   minor=$(echo "$KUBE_VERSION" | cut -d. -f2)
   local staging_ver="v0.${KUBE_VERSION#v1.}"
   grep -E '=> \./staging' "$moddir/go.mod" | sed -E 's/^replace //; s/^[[:space:]]+//' | awk '{print $1}' | while read -r m; do
@@ -141,6 +253,9 @@ step kube-apiserver+kube-controller-manager kube-controller-manager build_kube
 #   github.com/pulumi/pulumi-azure-native/provider/v3 (the azure-native provider plugin)
 # The e2e runner uses tools/e2e/language_host.py in place of the first.
 [[ -n "$ONLY" ]] || rm -rf "$CACHE/work"
+if ((${#FAILED[@]} == 0)) && [[ -z "$ONLY" ]]; then
+  verify_versions "$BIN" || FAILED+=(versions)
+fi
 echo "toolchain: total $(( $(date +%s) - TOTAL_START ))s; $(du -sh "$CACHE" | cut -f1) in $CACHE"
 if ((${#FAILED[@]})); then
   echo "toolchain: FAILED: ${FAILED[*]}"

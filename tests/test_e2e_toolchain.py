@@ -1,0 +1,204 @@
+"""tools/e2e/toolchain.sh restores a prebuilt archive only when every check passes: the parts' SHA-256 sums,
+the unpacked binaries' sums, and each binary's own version report against the pins. Anything else falls
+back to building from Go modules (here a `go` that fails at once, so nothing is downloaded).
+
+The archives here are small stand-ins with the real layout: shell scripts that print a version, and a Python
+gRPC plugin that answers GetPluginInfo as the Kubernetes provider does."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from tools.e2e.harness import REPO, REQUIRED_BINARIES
+
+SCRIPT = REPO / "tools/e2e/toolchain.sh"
+pytestmark = pytest.mark.skipif(shutil.which("zstd") is None, reason="zstd not installed")
+
+
+def pins() -> dict[str, str]:
+    text = SCRIPT.read_text()
+    return {
+        k: re.search(rf"^{k}=(\S+)", text, re.M).group(1)
+        for k in ("PULUMI_VERSION", "K8S_PROVIDER_VERSION", "ETCD_VERSION", "KUBE_VERSION")
+    }
+
+
+def run(tmp: Path, *args: str, archive: Path | None = None) -> subprocess.CompletedProcess[str]:
+    fake_go = tmp / "fakebin"
+    fake_go.mkdir(exist_ok=True)
+    (fake_go / "go").write_text("#!/bin/sh\necho 'go: no network in this test' >&2\nexit 1\n")
+    (fake_go / "go").chmod(0o755)
+    env = {
+        **os.environ,
+        "PATH": f"{fake_go}:{os.environ['PATH']}",
+        "ML_DIAG_E2E_CACHE": str(tmp / "cache"),
+        "ML_DIAG_E2E_ARCHIVE": str(archive or tmp / "none"),
+        "HOME": str(tmp / "home"),
+    }
+    # the shared folder's default homes must not answer for these tests: run a copy outside the repository
+    script = tmp / "repo/tools/e2e/toolchain.sh"
+    if not script.exists():
+        script.parent.mkdir(parents=True)
+        shutil.copy(SCRIPT, script)
+        shutil.copy(REPO / "tools/e2e/plugin_version.py", script.parent)
+        (tmp / "repo/.venv/bin").mkdir(parents=True)
+        # a wrapper, not a symlink: a venv's python found through a symlink elsewhere loses its venv
+        (tmp / "repo/.venv/bin/python").write_text(f'#!/bin/sh\nexec {sys.executable} "$@"\n')
+        (tmp / "repo/.venv/bin/python").chmod(0o755)
+    text = script.read_text().replace('"/work/shared/e2e-toolchain"', '"/nonexistent"')
+    script.write_text(text)
+    return subprocess.run(["bash", str(script), *args], capture_output=True, text=True, env=env, timeout=120)
+
+
+def key() -> str:
+    p = pins()
+    return (
+        f"pulumi-{p['PULUMI_VERSION']}_k8sprov-{p['K8S_PROVIDER_VERSION'].rsplit('-', 1)[1]}"
+        f"_etcd-{p['ETCD_VERSION']}_kube-{p['KUBE_VERSION']}"
+    )
+
+
+def fake_binaries(**override: str) -> dict[str, str]:
+    p = pins()
+    versions = {
+        "pulumi": p["PULUMI_VERSION"],
+        "etcd": f"etcd Version: {p['ETCD_VERSION'][1:]}",
+        "kube-apiserver": f"Kubernetes {p['KUBE_VERSION']}",
+        "kube-controller-manager": f"Kubernetes {p['KUBE_VERSION']}",
+        **override,
+    }
+    files = {
+        b: f"#!/bin/sh\necho '{versions[b]}'\n"
+        for b in ("pulumi", "etcd", "kube-apiserver", "kube-controller-manager")
+    }
+    plugin = override.get("pulumi-resource-kubernetes", p["K8S_PROVIDER_VERSION"][1:])
+    files["pulumi-resource-kubernetes"] = f"""#!{sys.executable}
+import sys
+sys.path.insert(0, {str(REPO)!r})
+from pulumi.runtime.proto import plugin_pb2, provider_pb2_grpc
+from tools.e2e.plugin_server import serve
+
+class P(provider_pb2_grpc.ResourceProviderServicer):
+    def GetPluginInfo(self, request, context):
+        return plugin_pb2.PluginInfo(version={plugin!r})
+
+serve(lambda s: provider_pb2_grpc.add_ResourceProviderServicer_to_server(P(), s), workers=1)
+"""
+    files["pulumi-resource-pulumi-python"] = "#!/bin/sh\nexit 0\n"
+    files["pulumi-language-python-exec"] = "#!/bin/sh\nexit 0\n"
+    assert set(files) == set(REQUIRED_BINARIES)
+    return files
+
+
+def make_archive(
+    where: Path, files: dict[str, str], name: str | None = None, corrupt_part: int | None = None
+) -> Path:
+    name = name or key()
+    where.mkdir(parents=True)
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        for fname, text in files.items():
+            data = text.encode()
+            info = tarfile.TarInfo(f"{name}/bin/{fname}")
+            info.size, info.mode = len(data), 0o755
+            tar.addfile(info, io.BytesIO(data))
+    packed = subprocess.run(
+        ["zstd", "-q", "-c"], input=buf.getvalue(), capture_output=True, check=True
+    ).stdout
+    size = len(packed) // 3 + 1
+    parts = [packed[i : i + size] for i in range(0, len(packed), size)]
+    sums = []
+    for i, part in enumerate(parts):
+        fname = f"{name}.tar.zst.part-{i:02d}"
+        sums.append(f"{hashlib.sha256(part).hexdigest()}  {fname}")
+        (where / fname).write_bytes(part if i != corrupt_part else part[:-1] + bytes([part[-1] ^ 1]))
+    sums.append(f"{hashlib.sha256(packed).hexdigest()}  {name}.tar.zst (whole, after cat)")
+    (where / "SHA256SUMS").write_text("\n".join(sums) + "\n")
+    (where / "BINARIES.sha256").write_text(
+        "".join(f"{hashlib.sha256(t.encode()).hexdigest()}  {f}\n" for f, t in sorted(files.items()))
+    )
+    return where
+
+
+def bin_dir(tmp: Path) -> Path:
+    return tmp / "cache" / key() / "bin"
+
+
+def test_a_good_archive_is_restored_checked_and_used(tmp_path: Path) -> None:
+    archive = make_archive(tmp_path / "archive", fake_binaries())
+    assert run(tmp_path, "--check", archive=archive).returncode == 1
+    has = run(tmp_path, "--has-archive", archive=archive)
+    assert has.returncode == 0 and has.stdout.strip() == str(archive)
+    out = run(tmp_path, archive=archive)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert f"toolchain: restoring {key()} from {archive}" in out.stdout
+    assert re.search(r"toolchain: restored in \d+\.\d{3}s", out.stdout)
+    assert "building" not in out.stdout
+    assert sorted(p.name for p in bin_dir(tmp_path).iterdir()) == sorted(REQUIRED_BINARIES)
+    assert not list((tmp_path / "cache").glob(".restore-*"))
+    assert run(tmp_path, "--check", archive=archive).returncode == 0
+    assert run(tmp_path, "--verify", archive=archive).returncode == 0
+    assert run(tmp_path, "--print-bin", archive=archive).stdout.strip() == str(bin_dir(tmp_path))
+    again = run(tmp_path, archive=archive)
+    assert again.returncode == 0 and "cached" in again.stdout and "restoring" not in again.stdout
+
+
+def test_a_corrupt_part_falls_back_to_building(tmp_path: Path) -> None:
+    archive = make_archive(tmp_path / "archive", fake_binaries(), corrupt_part=1)
+    out = run(tmp_path, archive=archive)
+    assert "toolchain: restore: a part's SHA-256 differs" in out.stdout
+    assert "toolchain: the archive could not be used; building from Go modules instead" in out.stdout
+    assert "toolchain: pulumi-cli: building ..." in out.stdout
+    assert out.returncode == 1 and "toolchain: FAILED:" in out.stdout
+    assert not (bin_dir(tmp_path) / "pulumi").exists()
+
+
+def test_a_binary_that_is_not_the_pin_is_refused(tmp_path: Path) -> None:
+    archive = make_archive(tmp_path / "archive", fake_binaries(etcd="etcd Version: 3.6.15"))
+    out = run(tmp_path, archive=archive)
+    assert (
+        "toolchain: version mismatch: etcd --version says 'etcd Version: 3.6.15', pinned 3.6.16" in out.stdout
+    )
+    assert "refusing binaries whose versions differ from the pins" in out.stdout
+    assert not (bin_dir(tmp_path) / "etcd").exists()
+    assert out.returncode == 1
+
+
+def test_the_plugin_version_is_asked_over_grpc(tmp_path: Path) -> None:
+    archive = make_archive(tmp_path / "archive", fake_binaries(**{"pulumi-resource-kubernetes": "4.99.0"}))
+    out = run(tmp_path, archive=archive)
+    assert (
+        "toolchain: version mismatch: pulumi-resource-kubernetes reports '4.99.0' (GetPluginInfo), "
+        f"pinned {pins()['K8S_PROVIDER_VERSION'][1:]}"
+    ) in out.stdout
+    assert out.returncode == 1
+
+
+def test_an_archive_for_another_key_is_not_used(tmp_path: Path) -> None:
+    archive = make_archive(
+        tmp_path / "archive", fake_binaries(), name="pulumi-v3.1.0_k8sprov-x_etcd-v3.0.0_kube-v1.0.0"
+    )
+    assert run(tmp_path, "--has-archive", archive=archive).returncode == 1
+    out = run(tmp_path, archive=archive)
+    assert "restoring" not in out.stdout and "toolchain: pulumi-cli: building ..." in out.stdout
+
+
+def test_a_cache_with_other_versions_is_a_failure_not_a_silent_use(tmp_path: Path) -> None:
+    archive = make_archive(tmp_path / "archive", fake_binaries())
+    assert run(tmp_path, archive=archive).returncode == 0
+    (bin_dir(tmp_path) / "pulumi").write_text("#!/bin/sh\necho v3.1.0\n")
+    out = run(tmp_path, archive=archive)
+    assert out.returncode == 1
+    assert "version mismatch: pulumi version says 'v3.1.0'" in out.stdout
+    assert "holds binaries that are not the pinned versions" in out.stdout
+    assert run(tmp_path, "--verify", archive=archive).returncode == 1
