@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from components.config import ConfigError, parse
+from program.config import ConfigError, parse
 from tests.fixtures.components import run_with_options, stack_config
 from tests.test_kubernetes_components import JAX_08_ARGS, KUBECONFIG, OCI, SEED_MANIFEST
 from tools import import_file, plan_render

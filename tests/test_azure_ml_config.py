@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from components.config import PLACEHOLDER_SECRET, ConfigError, parse
+from program.config import PLACEHOLDER_SECRET, ConfigError, parse
 
 NS = "ml-diagnostics"
 KEY = f"{NS}:azureMl"

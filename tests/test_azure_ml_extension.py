@@ -16,9 +16,11 @@ from typing import Any
 
 import pytest
 
-from components.azure_ml import configuration_settings, relay_namespace_name
-from components.config import ConfigError, is_placeholder, parse
-from tools import mock_answers, plan_render, plan_runtime
+from ml_diagnostics.azure_ml import configuration_settings, relay_namespace_name
+from program.config import ConfigError, is_placeholder, parse
+from program.kinds.azure_ml import mocks as azure_mocks
+from program.kinds.azure_ml.build import args as azure_args
+from tools import plan_render, plan_runtime
 from tools.plan import build_report, plan_stack, read_stack_file
 from tools.plan import main as plan_main
 from tools.plan_runtime import ROOT, run_config
@@ -95,7 +97,7 @@ def hc_id(rg: str, ns: str, hc: str) -> str:
 def connection_string(ns: str, hc: str) -> str:
     return (
         f"Endpoint=sb://{ns}.servicebus.windows.net/;SharedAccessKeyName=azureml_rw;"
-        f"SharedAccessKey={mock_answers._FAKE_RELAY_KEY};EntityPath={hc}"
+        f"SharedAccessKey={azure_mocks._FAKE_RELAY_KEY};EntityPath={hc}"
     )
 
 
@@ -387,7 +389,7 @@ def test_scenario_4_arc_production_node_port_gpu():
 
 def settings_of(target: dict[str, Any]) -> dict[str, str]:
     cfg = parse({f"{NS}:environment": "dev", KEY: [target]}, [KEY])
-    return configuration_settings(cfg.azure_ml[0])
+    return configuration_settings(azure_args(cfg.azure_ml[0]))
 
 
 def test_small_arc_cluster_gets_dev_test_defaults_even_for_training_only():
@@ -566,7 +568,7 @@ def test_prod_stack_is_aks_https_with_secret_pems():
 
 def forbidden_strings(result: plan_runtime.PlanResult) -> list[str]:
     """Every secret value the program sent, and the parts of it someone might print."""
-    out = [CERT_BODY, KEY_BODY, CERT_B64, KEY_B64, mock_answers._FAKE_RELAY_KEY, "SharedAccessKey="]
+    out = [CERT_BODY, KEY_BODY, CERT_B64, KEY_B64, azure_mocks._FAKE_RELAY_KEY, "SharedAccessKey="]
     for r in result.resources:
         prot = r.unmasked_inputs.get("configurationProtectedSettings") or {}
         out += list(prot.values())
@@ -620,5 +622,5 @@ def test_plan_command_prints_no_relay_secret(fmt: str, tmp_path: Path, capsys: p
     files = [p.read_text() for p in out.rglob("*") if p.is_file()]
     assert any("relayserver.hybridConnectionName" in f for f in files)
     for text in [captured.out, captured.err, *files]:
-        for secret in (mock_answers._FAKE_RELAY_KEY, "SharedAccessKey="):
+        for secret in (azure_mocks._FAKE_RELAY_KEY, "SharedAccessKey="):
             assert secret not in text

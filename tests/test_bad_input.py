@@ -17,9 +17,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from components import stack_file
-from components.config import ConfigError, parse
-from components.stack_file import StackFileError
+from program import stack_file
+from program.config import ConfigError, parse
+from program.stack_file import StackFileError
 from tools import plan
 
 CORPUS = Path(__file__).parent / "bad_input"
@@ -111,7 +111,7 @@ def test_engine_passed_config_gets_the_same_limits():
 
 
 def test_pem_check_is_linear_on_a_header_and_many_spaces():
-    from components.targets.azure_ml import _pem_labels
+    from program.kinds.azure_ml.model import _pem_labels
 
     assert _pem_labels("-----BEGIN CERTIFICATE-----" + " " * 1_000_000) == []
     assert _pem_labels("-----BEGIN CERTIFICATE-----\nQUJD\n-----END CERTIFICATE-----\n") == ["CERTIFICATE"]

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from components import compat
-from components.compat import GkeVersion
+from ml_diagnostics import compat
+from ml_diagnostics.compat import GkeVersion
 
 JAX_08_ARGS = [
     "--metrics-bind-address=:8443",
@@ -273,30 +273,31 @@ def _code_strings(path: Path) -> list[str]:
     ]
 
 
-def test_one_source_of_truth_the_pack_owns_the_rules_and_components_read_them():
-    from policies.mldiag_policy import compat as pack_compat
-
-    # components/compat.py only re-exports: no data, no function of its own
-    tree = ast.parse((ROOT / "components" / "compat.py").read_text())
-    body = [n for n in tree.body if not (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant))]
-    assert [ast.dump(n) for n in body] == [
-        ast.dump(ast.ImportFrom(module="policies.mldiag_policy.compat", names=[ast.alias(name="*")], level=0))
-    ]
-    public = [n for n in vars(pack_compat) if not n.startswith("_")]
-    assert public and all(getattr(compat, n) is getattr(pack_compat, n) for n in public)
-    assert compat.GkeVersion is pack_compat.GkeVersion
-    # the pack never reaches back into the program
+def test_one_source_of_truth_the_library_owns_the_rules_and_the_pack_carries_a_copy():
+    # The pack must run from a copy of policies/ alone, the library from its wheel alone: the module is in
+    # both, byte for byte, written by `python -m tools.sync_compat`.
+    source = ROOT / "components" / "ml_diagnostics" / "compat.py"
+    copy = ROOT / "policies" / "mldiag_policy" / "compat.py"
+    assert copy.read_bytes() == source.read_bytes(), "run: python -m tools.sync_compat"
+    # neither side reaches into the other
     for path in (ROOT / "policies").rglob("*.py"):
-        assert not any(m.split(".")[0] == "components" for m in _imports(path)), path
-    # the thresholds are written once, in the pack's compat module
+        assert not any(
+            m.split(".")[0] in ("components", "ml_diagnostics", "program") for m in _imports(path)
+        ), path
+    for path in (ROOT / "components" / "ml_diagnostics").rglob("*.py"):
+        assert not any(m.split(".")[0] in ("policies", "program", "tools") for m in _imports(path)), path
+    # the thresholds are written once, in the compat module (and its copy)
     for literal in ("1.35.0-gke.3065000", "1.36.4-gke.1247000", "--health-probe-bind-address=:8081"):
-        holders = [
+        holders = sorted(
             p.relative_to(ROOT).as_posix()
-            for d in ("components", "policies")
+            for d in ("components", "program", "policies")
             for p in (ROOT / d).rglob("*.py")
             if any(literal in s for s in _code_strings(p))
-        ]
-        assert holders == ["policies/mldiag_policy/compat.py"], (literal, holders)
+        )
+        assert holders == ["components/ml_diagnostics/compat.py", "policies/mldiag_policy/compat.py"], (
+            literal,
+            holders,
+        )
 
 
 def test_compat_imports_no_pulumi():
@@ -348,8 +349,8 @@ def test_parse_semver_refuses_ranges_with_the_expected_form():
 
 
 def test_config_validators_and_pack_share_the_prerelease_rule():
-    import components.config  # noqa: F401  (target models import through it)
-    from components.targets.kubernetes import MlDiagnosticsManualSettings
+    import program.config  # noqa: F401  (target models import through it)
+    from program.in_cluster import MlDiagnosticsManualSettings
 
     with pytest.raises(ValueError) as e:
         MlDiagnosticsManualSettings.model_validate(

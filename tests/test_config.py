@@ -8,7 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from components.config import PLACEHOLDER_SECRET, ConfigError, is_placeholder, parse
+from program.config import PLACEHOLDER_SECRET, ConfigError, is_placeholder, parse
 
 NS = "ml-diagnostics"
 
@@ -156,7 +156,7 @@ def _shaped(model, depth: int = 0):
 )
 @given(st.data())
 def test_fuzz_shaped_targets_only_ever_raise_config_error(data):
-    from components.config import StackConfig
+    from program.config import StackConfig
 
     kinds = {f.alias: f for f in StackConfig.model_fields.values()}
     raw = {f"{NS}:environment": data.draw(st.sampled_from(["dev", "prod", "qa"]))}

@@ -1,16 +1,17 @@
-"""Every module imports alone, and the config layers point down only.
+"""Every module imports alone, the layers point down only, and no two modules import each other.
 
-One fresh interpreter imports each module of components/, policies/ and tools/ with every project module
-dropped from `sys.modules` before it (third-party packages stay cached, which keeps this fast; the import
-order between project modules, where circles live, is the same as in a fresh process), and records which
-project modules each import pulled in.
+One fresh interpreter imports each module of components/ (the library `ml_diagnostics` and the old-path
+shims), program/, policies/ and tools/ with every project module dropped from `sys.modules` before it
+(third-party packages stay cached, which keeps this fast; the import order between project modules, where
+circles live, is the same as in a fresh process), and records which project modules each import pulled in.
 
-    config_base, validators -> targets/* -> config (StackConfig) -> components -> __main__
-    providers/* and the policy pack import no config model.
+    library ml_diagnostics  <-  program (config_base, validators -> kind models -> config; kinds' build/verify)
+                            <-  tools (plan, diff, verify, ...)          policies/: imports none of them
 """
 
 from __future__ import annotations
 
+import ast
 import json
 import subprocess
 import sys
@@ -57,13 +58,24 @@ def _modules(base: Path, package_root: Path) -> list[str]:
 # The policy pack runs from its own directory: its modules are imported relative to policies/ (its own
 # tests, under policies/tests, run there too and are not modules of the pack).
 POLICY_MODULES = _modules(ROOT / "policies", ROOT / "policies")
-ALL_MODULES = _modules(ROOT / "components", ROOT) + _modules(ROOT / "tools", ROOT) + POLICY_MODULES
+LIBRARY_MODULES = _modules(ROOT / "components" / "ml_diagnostics", ROOT / "components")
+SHIM_MODULES = [
+    m for m in _modules(ROOT / "components", ROOT) if not m.startswith("components.ml_diagnostics")
+]
+ALL_MODULES = (
+    LIBRARY_MODULES
+    + SHIM_MODULES
+    + _modules(ROOT / "program", ROOT)
+    + _modules(ROOT / "tools", ROOT)
+    + POLICY_MODULES
+)
 PROJECT_PACKAGES = sorted({m.split(".")[0] for m in ALL_MODULES})
 
 
 @pytest.fixture(scope="module")
 def imports() -> dict[str, dict]:
-    args = json.dumps([[str(ROOT / "policies"), str(ROOT)], ALL_MODULES, PROJECT_PACKAGES])
+    roots = [str(ROOT / "policies"), str(ROOT), str(ROOT / "components")]
+    args = json.dumps([roots, ALL_MODULES, PROJECT_PACKAGES])
     proc = subprocess.run(
         [sys.executable, "-c", _PROBE, args], capture_output=True, text=True, cwd=ROOT, timeout=300
     )
@@ -74,59 +86,128 @@ def imports() -> dict[str, dict]:
 def test_every_module_imports_alone(imports):
     failed = {name: r["error"] for name, r in imports.items() if r["error"]}
     assert failed == {}
-    assert {"components.config", "components.config_base", "tools.plan"} <= set(imports)
+    assert {"ml_diagnostics", "program.config", "program.config_base", "program.kinds", "tools.plan"} <= set(
+        imports
+    )
+
+
+def _top(m: str) -> str:
+    return m.split(".")[0]
 
 
 COMPONENT_MODULES = {
-    "components.azure_ml",
-    "components.cert_manager",
-    "components.cluster_ml_diagnostics",
-    "components.diagon",
-    "components.gke_cluster",
-    "components.kubernetes_cluster",
-    "components.mldiagnostics_manual",
-    "components.model_development",
-    "components.workload_opt_in",
+    "ml_diagnostics.azure_ml",
+    "ml_diagnostics.cert_manager",
+    "ml_diagnostics.cluster_ml_diagnostics",
+    "ml_diagnostics.diagon",
+    "ml_diagnostics.gke_cluster",
+    "ml_diagnostics.kubernetes_cluster",
+    "ml_diagnostics.mldiagnostics_manual",
+    "ml_diagnostics.model_development",
+    "ml_diagnostics.workload_opt_in",
 }
-# Target models share schemas with the providers through components/specs/, never a provider module.
-_PENDING: set[str] = set()
 
 
-def _is_provider(m: str) -> bool:
-    return m.startswith("components.providers") and "spec" not in m.rsplit(".", 1)[-1]
+def test_the_library_imports_nothing_of_the_program_the_pack_or_the_tools(imports):
+    for name in LIBRARY_MODULES:
+        assert {_top(m) for m in imports[name]["loaded"]} <= {"ml_diagnostics"}, name
 
 
-def _config_models(m: str) -> bool:
-    return m in ("components.config", "components.config_base") or m.startswith("components.targets")
+def test_the_program_imports_no_tool_and_no_pack(imports):
+    for name in (m for m in imports if _top(m) == "program"):
+        assert {_top(m) for m in imports[name]["loaded"]} <= {"program", "ml_diagnostics"}, name
+
+
+def test_the_pack_imports_nothing_else(imports):
+    for name in POLICY_MODULES:
+        assert {_top(m) for m in imports[name]["loaded"]} <= {"mldiag_policy"}, name
+
+
+def _module_files() -> dict[str, Path]:
+    """Import name -> file, for every module of the library, the shims, the program, the tools and the pack."""
+    files = {}
+    for base, root in (
+        (ROOT / "components" / "ml_diagnostics", ROOT / "components"),
+        (ROOT / "components" / "providers", ROOT),
+        (ROOT / "program", ROOT),
+        (ROOT / "tools", ROOT),
+        (ROOT / "policies", ROOT / "policies"),
+    ):
+        for path in base.rglob("*.py"):
+            rel = path.relative_to(root).with_suffix("")
+            if any(p.startswith(".") or p in ("__pycache__", "tests", "node_modules") for p in rel.parts):
+                continue
+            parts = rel.parts[:-1] if rel.name == "__init__" else rel.parts
+            if parts:
+                files[".".join(parts)] = path
+    return files
+
+
+def _import_graph() -> dict[str, set[str]]:
+    """Every import a module's text makes (any level, TYPE_CHECKING included), to the project modules named."""
+    files = _module_files()
+    graph: dict[str, set[str]] = {}
+    for name, path in files.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        edges: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            targets: list[str] = []
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    up = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    base = ".".join([*up, base] if base else up)
+                targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in files else base for a in node.names]
+            edges |= {t for t in targets if t in files and t != name}
+        graph[name] = edges
+    return graph
+
+
+def test_no_import_circles():
+    graph = _import_graph()
+    # Tarjan's strongly connected components: any component of two or more modules is a circle.
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    circles: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                circles.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    assert len(graph) > 100
+    assert circles == []
 
 
 def test_base_layer_imports_nothing_above_it(imports):
-    for name in ("components.config_base", "components.validators"):
-        assert set(imports[name]["loaded"]) <= {
-            "components",
-            "components.config_base",
-            "components.validators",
-        }
+    for name in ("program.config_base", "program.validators"):
+        assert set(imports[name]["loaded"]) <= {"program", "program.config_base", "program.validators"}, name
 
 
-def test_target_models_point_down_only(imports):
-    targets = [m for m in imports if m.startswith("components.targets.")]
-    assert targets
-    for name in targets:
+def test_kind_models_and_the_stack_config_import_no_component(imports):
+    models = [m for m in imports if m.startswith("program.kinds.") and m.endswith(".model")]
+    assert len(models) == 4
+    for name in [*models, "program.config", "program.kinds"]:
         loaded = set(imports[name]["loaded"])
-        assert "components.config" not in loaded, name
         assert not loaded & COMPONENT_MODULES, name
-        if name not in _PENDING:
-            assert not [m for m in loaded if _is_provider(m)], name
-
-
-def test_stack_config_imports_no_component(imports):
-    loaded = set(imports["components.config"]["loaded"])
-    assert not loaded & COMPONENT_MODULES
-
-
-def test_providers_and_policy_pack_import_no_config_model(imports):
-    checked = [m for m in imports if m.startswith("components.providers")] + POLICY_MODULES
-    assert len(checked) > len(POLICY_MODULES) > 0
-    for name in checked:
-        assert not [m for m in imports[name]["loaded"] if _config_models(m)], name
+        assert not [m for m in loaded if m.startswith("ml_diagnostics.providers")], name

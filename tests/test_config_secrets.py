@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from components.config_base import PLACEHOLDER_SECRET
+from program.config_base import PLACEHOLDER_SECRET
 from tools import plan
 from tools.plan_common import ROOT
 from tools.plan_runtime import run_config

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tools import mock_answers
+from program.kinds.gke import mocks as gke_mocks
 from tools.plan_runtime import PlanResult, run_config
 
 CLUSTER = "gcp:container/cluster:Cluster"
@@ -230,13 +230,13 @@ def test_kubeconfig_uses_the_auth_plugin_and_holds_no_token(target: dict[str, An
     kc = _kubeconfig(res, provider)
     gke = target.get("clusterName", target["name"])
     ref = f"gke_{target['project']}_{target['location']}_{gke}"
-    endpoint = mock_answers._gke_endpoint(target["project"], target["location"], gke)
+    endpoint = gke_mocks._gke_endpoint(target["project"], target["location"], gke)
     assert kc["clusters"] == [
         {
             "name": ref,
             "cluster": {
                 "server": f"https://{endpoint}",
-                "certificate-authority-data": mock_answers._FAKE_GKE_CA,
+                "certificate-authority-data": gke_mocks._FAKE_GKE_CA,
             },
         }
     ]
@@ -275,7 +275,7 @@ def test_adopted_cluster_uses_the_dynamic_resource_and_no_cluster_resource() -> 
     # the in-cluster resources wait for the flag through their provider
     assert flag.urn in res.one(K8S, "gke-shared-k8s").dependencies
     assert res.outputs["gkeCluster:shared"] == {
-        "endpoint": mock_answers._gke_endpoint("acme-ml-staging", "us-central1-a", "shared-train-a"),
+        "endpoint": gke_mocks._gke_endpoint("acme-ml-staging", "us-central1-a", "shared-train-a"),
         "mode": "managed",
         "managedFlag": True,
         "workloadMonitoring": False,

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from components.config import ConfigError, parse
+from program.config import ConfigError, parse
 
 CREATED: dict[str, Any] = {
     "name": "train",

@@ -7,8 +7,8 @@ from collections.abc import Iterator
 import pytest
 from pulumi.dynamic import CheckFailure
 
-from components.providers import gke_managed_diagnostics as gmd
-from components.providers.google_rest import Clock, GoogleApiError, OperationFailed
+from ml_diagnostics.providers import gke_managed_diagnostics as gmd
+from ml_diagnostics.providers.google_rest import Clock, GoogleApiError, OperationFailed
 from tests.fakes.gke_api import FakeGkeApi
 
 P, L, C = "acme-ml-staging", "us-central1", "train-a"
@@ -351,7 +351,10 @@ def test_provider_as_pickled_into_state_works_in_a_fresh_process(fake: FakeGkeAp
         cwd=str(__import__("pathlib").Path(__file__).resolve().parents[1]),
     )
     module, cls, outs = json.loads(out.stdout)
-    assert (module, cls) == ("components.providers.gke_managed_diagnostics", "ManagedMlDiagnosticsProvider")
+    assert (module, cls) == (
+        "ml_diagnostics.providers.gke_managed_diagnostics",
+        "ManagedMlDiagnosticsProvider",
+    )
     assert outs["previousEnabled"] is False and outs["lastOperation"] == "operation-0001"
     assert len(base64.b64decode(blob)) < 300  # by reference: no code or session inside
     assert fake.managed(P, L, C) is True

@@ -6,8 +6,9 @@ from typing import Any
 
 import pytest
 
-from components import config
-from components.targets.google_api import GoogleApiSettings, TargetGoogleApi, is_loopback_url
+from ml_diagnostics.google_api import rest_inputs
+from program import config
+from program.google_api import GoogleApiSettings, TargetGoogleApi, is_loopback_url
 
 NS = "ml-diagnostics"
 SA = "deployer@acme-ml.iam.gserviceaccount.com"
@@ -37,7 +38,7 @@ def test_all_keys_parse():
             "endpoints": {"aiplatform": "https://europe-west4-aiplatform.googleapis.com"},
         }
     )
-    assert g.rest_inputs("aiplatform") == {
+    assert rest_inputs(g.to_args(), "aiplatform") == {
         "api_endpoint": "https://europe-west4-aiplatform.googleapis.com",
         "quota_project": "billing",
         "impersonate_service_account": SA,
@@ -48,7 +49,7 @@ def test_all_keys_parse():
             "multiplier": 3.0,
         },
     }
-    assert g.rest_inputs("container") == {
+    assert rest_inputs(g.to_args(), "container") == {
         "quota_project": "billing",
         "impersonate_service_account": SA,
         "retry": g.retry.inputs(),
@@ -60,7 +61,7 @@ def test_all_keys_parse():
 )
 def test_emulator_mode_accepts_loopback_endpoints_only(url):
     g = parse({"emulator": True, "endpoints": {"aiplatform": url}})
-    assert g.rest_inputs("aiplatform") == {"api_endpoint": url, "emulator": True}
+    assert rest_inputs(g.to_args(), "aiplatform") == {"api_endpoint": url, "emulator": True}
 
 
 @pytest.mark.parametrize(

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from components.providers import google_rest
-from components.providers.google_rest import (
+from ml_diagnostics.providers import google_rest
+from ml_diagnostics.providers.google_rest import (
     GKE,
     VERTEX,
     GoogleApiError,

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
-from components import compat
+from ml_diagnostics import compat
 from tools.plan import critical_path
 from tools.plan_runtime import PlanResult, RecordedResource, run_config
 
@@ -518,14 +518,19 @@ def test_two_targets_get_their_own_providers():
 MANAGED_PROGRAM = """
 import pulumi
 import pulumi_kubernetes as kubernetes
-from components.cluster_ml_diagnostics import ClusterMlDiagnostics
-from components.targets.kubernetes import InClusterSettings
+from ml_diagnostics.cluster_ml_diagnostics import ClusterMlDiagnostics
 
-settings = InClusterSettings.model_validate(
-    {"workloadNamespaces": [{"name": "ai", "create": True}], "diagon": {"enabled": True}}
-)
 provider = kubernetes.Provider("gke-provider", context="gke")
-c = ClusterMlDiagnostics("gke-mldiag", settings, "managed", provider, gke_version="1.36.4-gke.1247000")
+c = ClusterMlDiagnostics(
+    "gke-mldiag",
+    {
+        "mode": "managed",
+        "workload_namespaces": [{"name": "ai", "create": True}],
+        "diagon": {},
+        "gke_version": "1.36.4-gke.1247000",
+    },
+    pulumi.ResourceOptions(providers=[provider]),
+)
 pulumi.export("mode", c.mode)
 pulumi.export("workloadMonitoring", c.workload_monitoring)
 """
@@ -549,6 +554,6 @@ def test_managed_path_creates_no_releases(tmp_path: Path):
 
 def test_unresolved_mode_is_refused(tmp_path: Path):
     program = tmp_path / "__main__.py"
-    program.write_text(MANAGED_PROGRAM.replace('"managed", provider', '"auto", provider'))
-    with pytest.raises(ValueError, match="mode must be resolved to managed or manual"):
+    program.write_text(MANAGED_PROGRAM.replace('"mode": "managed"', '"mode": "auto"'))
+    with pytest.raises(ValueError, match="mode must be managed or manual, got 'auto'"):
         run_config({}, program=program)

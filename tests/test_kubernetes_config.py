@@ -6,8 +6,9 @@ from typing import Any
 
 import pytest
 
-from components import config
-from components.targets.kubernetes import InClusterSettings, KubernetesClusterTarget, manual_install_issues
+from program import config
+from program.in_cluster import InClusterSettings, manual_install_issues
+from program.kinds.kubernetes.model import KubernetesClusterTarget
 
 KEY = "ml-diagnostics:kubernetesClusters"
 P = f"{KEY}[0]"

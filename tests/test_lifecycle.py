@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from components import lifecycle
-from components.config import ConfigError, parse
+from ml_diagnostics import lifecycle
+from program.config import ConfigError, parse
 from tests.fixtures.components import run_with_options, stack_config
 
 NS = "ml-diagnostics"

@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 import yaml
 
-from components import config
+from program import config
+from program.kinds.model_development.model import ModelDevelopmentClusterTarget
 from tools.plan_runtime import run_config
 
 NS = "ml-diagnostics"
@@ -213,7 +214,7 @@ def test_component_registers_the_dynamic_resource_with_snake_case_inputs():
 def test_stack_files_parse(stack):
     raw = yaml.safe_load((STACKS / f"Pulumi.{stack}.yaml").read_text())["config"]
     targets = raw[KEY]
-    parsed = [config.ModelDevelopmentClusterTarget.model_validate(x) for x in targets]
+    parsed = [ModelDevelopmentClusterTarget.model_validate(x) for x in targets]
     if stack == "prod":
         assert all(p.node_image for c in parsed for p in c.node_pools)
         assert {c.deletion_policy for c in parsed} == {"PREVENT"}

@@ -6,7 +6,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from components.specs.model_development import normalize, to_rest
+from ml_diagnostics.specs.model_development import normalize, to_rest
 
 NAME = "projects/p/locations/us-central1/modelDevelopmentClusters/mdc1"
 

@@ -14,12 +14,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from components.providers.mdc.update_plan import mask_body, plan_update
-from components.providers.model_development_cluster import (
+from ml_diagnostics.providers.mdc.update_plan import mask_body, plan_update
+from ml_diagnostics.providers.model_development_cluster import (
     ModelDevelopmentClusterError,
     ModelDevelopmentClusterProvider,
 )
-from components.specs.model_development import (
+from ml_diagnostics.specs.model_development import (
     API_SCHEMA,
     BOOL,
     INT,

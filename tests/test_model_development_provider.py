@@ -15,12 +15,12 @@ import pulumi
 import pytest
 from pulumi.dynamic.dynamic import serialize_provider
 
-from components.providers.mdc.update_plan import plan_update
-from components.providers.model_development_cluster import (
+from ml_diagnostics.providers.mdc.update_plan import plan_update
+from ml_diagnostics.providers.model_development_cluster import (
     ModelDevelopmentClusterError,
     ModelDevelopmentClusterProvider,
 )
-from components.specs.model_development import UNKNOWN, UPDATE_MASK_PATHS, normalize
+from ml_diagnostics.specs.model_development import UNKNOWN, UPDATE_MASK_PATHS, normalize
 from tests.fakes.vertex_api import DEFAULT_IMAGE, FakeAuth
 from tests.fixtures.google import pool, rest_pool
 
@@ -668,7 +668,7 @@ def test_provider_pickles_with_no_secret_and_round_trips(api, spec, monkeypatch,
     assert vars(prov) == {"clock": None}
     raw = base64.b64decode(serialize_provider(prov))
     assert FakeAuth.SOURCE_TOKEN.encode() not in raw and b"ya29" not in raw
-    assert b"components.providers.model_development_cluster" in raw  # pickled by reference
+    assert b"ml_diagnostics.providers.model_development_cluster" in raw  # pickled by reference
     back = dill.loads(raw)
     assert type(back) is ModelDevelopmentClusterProvider and vars(back) == vars(prov)
 

@@ -7,7 +7,7 @@ import copy
 
 import pytest
 
-from components.providers.model_development_cluster import ModelDevelopmentClusterError
+from ml_diagnostics.providers.model_development_cluster import ModelDevelopmentClusterError
 
 P = "projects/p/locations/us-central1"
 NAME = f"{P}/modelDevelopmentClusters/mdc1"

@@ -54,7 +54,7 @@ print(json.dumps({
 """
     got = run_in_fresh_interpreter(script, s["outputs"], news, changed, renamed)
     assert got == {
-        "type": ["components.providers.model_development_cluster", "ModelDevelopmentClusterProvider"],
+        "type": ["ml_diagnostics.providers.model_development_cluster", "ModelDevelopmentClusterProvider"],
         "check": [],
         "same": [False, []],
         "update": [True, []],
@@ -79,7 +79,7 @@ print(json.dumps({
 """
     got = run_in_fresh_interpreter(script, s["outputs"], news)
     assert got == {
-        "type": ["components.providers.gke_managed_diagnostics", "ManagedMlDiagnosticsProvider"],
+        "type": ["ml_diagnostics.providers.gke_managed_diagnostics", "ManagedMlDiagnosticsProvider"],
         "same": [False, []],
         "off": [True, []],
     }

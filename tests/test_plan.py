@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from components.config import PLACEHOLDER_SECRET
+from program.config import PLACEHOLDER_SECRET
 from tests.fixtures.plan_cli import run_plan
 from tools import plan_render
 from tools.analyzer import load_pack_config, run_policies

@@ -15,7 +15,7 @@ import pytest
 import yaml
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
-from components.config import parse
+from program.config import parse
 from tools import stack_secrets
 from tools.stack_secrets import EXAMPLE_PASSPHRASE, SecretsError
 

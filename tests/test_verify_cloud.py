@@ -384,7 +384,7 @@ def test_a_pending_extension_suggests_waiting(
 
 
 def arc_relay(arm: FakeArm, *, rule: bool = True) -> str:
-    from components.azure_ml import relay_namespace_name
+    from ml_diagnostics.azure_ml import relay_namespace_name
 
     ns = relay_namespace_name("gpu-lab", SUB, "rg-ml")
     base = f"/subscriptions/{SUB}/resourceGroups/rg-ml/providers/Microsoft.Relay/namespaces/{ns}"

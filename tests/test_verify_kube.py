@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from components import compat
+from ml_diagnostics import compat
 from tests.fakes import k8s_api
 from tests.fakes.k8s_api import FakeKubeApi
 from tests.fixtures.verify import IMAGE, checks, lab_target, run_verify, stack_file

@@ -10,9 +10,10 @@ from typing import Any
 
 import pytest
 
-from components.config import ConfigError, parse
-from components.targets.kubernetes import KubernetesClusterTarget
-from components.verify_rbac import verify_rules
+from ml_diagnostics.verify_rbac import verify_rules
+from program.config import ConfigError, parse
+from program.in_cluster import in_cluster_args
+from program.kinds.kubernetes.model import KubernetesClusterTarget
 from tests.fakes.k8s_api import FakeKubeApi, Request
 from tests.fixtures.verify import lab_target, run_verify, stack_file
 from tools.plan_runtime import run_config
@@ -142,7 +143,7 @@ def test_the_rules_allow_exactly_what_verify_reads(
     assert code == 0
     requests = {a for r in healthy_lab.requests if (a := attributes(r))}
     settings = KubernetesClusterTarget.model_validate(target)
-    rules = verify_rules(settings, "manual")
+    rules = verify_rules(in_cluster_args(settings), "manual")
     assert [a for a in sorted(requests) if not allowed(rules, a)] == []
     # Minimal: without any one rule, some request verify made is refused.
     cluster, namespaced = rules

@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from components.providers.google_rest import VERTEX, GoogleRestClient  # noqa: E402
+from ml_diagnostics.providers.google_rest import VERTEX, GoogleRestClient  # noqa: E402
 from tests.fakes.vertex_api import FakeVertexApi, SimulatedClock  # noqa: E402
 
 DURATIONS = (5.0, 60.0, 600.0)

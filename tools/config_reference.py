@@ -18,7 +18,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, SecretStr
 from pydantic_core import PydanticUndefined
 
-from components.config import StackConfig
+from program.config import StackConfig
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"

@@ -126,7 +126,7 @@ def provider_targets(result: PlanResult, doc: dict[str, Any]) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from components.config import ConfigError
+    from program.config import ConfigError
     from tools.plan import StackFileError, read_stack_file
 
     ap = argparse.ArgumentParser(prog="python -m tools.import_file", description=__doc__.splitlines()[0])

@@ -18,9 +18,9 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from components import stack_file
-from components.config import ConfigError
-from components.stack_file import StackFileError
+from program import stack_file
+from program.config import ConfigError
+from program.stack_file import StackFileError
 from tools import plan_render
 from tools.analyzer import PolicyConfigError, Violation, load_pack_config, run_policies
 from tools.plan_common import EXIT_ERROR, EXIT_MANDATORY, EXIT_OK, PROJECT, ROOT

@@ -1,4 +1,1 @@
-"""Dynamic providers and the shared Google REST client.
-
-Module paths under this package are pickled into Pulumi state with the provider objects: do not move them.
-"""
+"""Old homes of the dynamic providers (see components/__init__.py)."""

@@ -1,7 +1,9 @@
 """Version rules from the ML Diagnostics docs, as data plus small functions.
 
-Owned by the policy pack (a copy of policies/ must run alone) and read by the components through
-components/compat.py: one source of truth. No pulumi or cloud SDK imports here.
+This module exists twice, byte for byte: components/ml_diagnostics/compat.py (the library's, the source)
+and policies/mldiag_policy/compat.py (the policy pack's copy: the pack must run from a copy of policies/
+alone). `python -m tools.sync_compat` writes the copy; tests/test_compat.py fails when they differ. No
+pulumi or cloud SDK imports here.
 
 - Chart versions are semantic versions compared by the `semver` package (SemVer 2.0.0 precedence, so a
   pre-release sorts before its release: `0.24.0-rc.1` is not "exactly 0.24.0" and `0.24.0-alpha` is not

@@ -15,7 +15,7 @@ pytestmark = pytest.mark.skipif(not E2E_ENABLED, reason=SKIP_REASON)
 
 PROGRAM = """
 import pulumi
-from components.previous_deployment import PreviousDeployment
+from program.previous_deployment import PreviousDeployment
 
 previous = PreviousDeployment()
 pulumi.export("name", PreviousDeployment.stack_name())

@@ -20,8 +20,8 @@ import pytest
 import requests
 import yaml
 
-from components import compat
-from components.providers.google_rest import GoogleRestClient
+from ml_diagnostics import compat
+from ml_diagnostics.providers.google_rest import GoogleRestClient
 from tests.fixtures.e2e import E2E_ENABLED, SKIP_REASON, TIMINGS
 from tools.e2e import plan_fidelity
 from tools.e2e.harness import REPO, Project
@@ -321,8 +321,8 @@ def _vendor_procedure(e2e: E2E) -> None:
     ).raise_for_status()
     if not MDC:
         return
-    from components.providers.model_development_cluster import cluster_path, to_rest
-    from components.targets.model_development import ModelDevelopmentClusterTarget
+    from ml_diagnostics.providers.model_development_cluster import cluster_path, to_rest
+    from program.kinds.model_development.model import ModelDevelopmentClusterTarget
 
     spec = ModelDevelopmentClusterTarget.model_validate(e2e.base_config["modelDevelopmentClusters"][0]).spec()
     parent, cid = cluster_path(spec).rsplit("/", 1)
@@ -364,7 +364,7 @@ def _adopt_config(e2e: E2E) -> dict[str, Any]:
 
 
 def test_4_adoption_takes_over_without_replacing(e2e: E2E) -> None:
-    from components.targets.kubernetes import WorkloadNamespace
+    from program.in_cluster import WorkloadNamespace
 
     if "adopt" not in WorkloadNamespace.model_fields:
         pytest.skip("adoption (issue 15) is not in this tree yet")

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from components import compat
+from ml_diagnostics import compat
 from tests.fakes.gke_api import FakeGkeApi
 from tests.fixtures.e2e import E2E_ENABLED, SKIP_REASON, TIMINGS
 from tools.e2e.control_plane import ControlPlane

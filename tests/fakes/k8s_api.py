@@ -20,8 +20,8 @@ from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from program.verify import helm
 from tests.fakes.loopback import LoopbackServer
-from tools.verify import helm
 
 # (api prefix, plural) -> namespaced?
 KINDS = {

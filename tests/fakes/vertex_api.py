@@ -23,7 +23,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from components.providers.google_rest import Clock
+from ml_diagnostics.providers.google_rest import Clock
 
 DEFAULT_IMAGE = "projects/vertex-ai-slurm/global/images/slurm-2026-01"
 CLUSTER_TYPE = "type.googleapis.com/google.cloud.aiplatform.v1beta1.ModelDevelopmentCluster"

@@ -1,6 +1,6 @@
 """The e2e harness: a scratch copy of the program driven by the real Pulumi CLI.
 
-`Project` copies the program (Pulumi.yaml, __main__.py, components/, policies/) into a temporary
+`Project` copies the program (Pulumi.yaml, __main__.py, components/, program/, policies/) into a temporary
 directory with `.venv` pointing at the repository's virtualenv, logs the CLI into a local file backend
 there, and runs `pulumi` with:
 - PATH: the toolchain cache's binaries (CLI, Kubernetes provider plugin, the Python dynamic provider
@@ -81,6 +81,7 @@ class Project:
             shutil.copy2(REPO / name, root / name)
         ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
         shutil.copytree(REPO / "components", root / "components", ignore=ignore)
+        shutil.copytree(REPO / "program", root / "program", ignore=ignore)
         shutil.copytree(REPO / "policies", root / "policies", ignore=ignore)
         (root / "stacks").mkdir()
         (root / ".venv").symlink_to(venv)

@@ -129,7 +129,7 @@ class ProviderDiffRule:
 Rule = tuple[str, ...] | ProviderDiffRule
 
 
-def discover_dynamic_rules(package: str = "components.providers") -> dict[str, Rule]:
+def discover_dynamic_rules(package: str = "ml_diagnostics.providers") -> dict[str, Rule]:
     """Replacement rules of our dynamic resources, keyed by type token `pulumi-python:dynamic/<module>:<Name>`.
 
     A module with one ResourceProvider subclass that overrides `diff` (and needs no constructor

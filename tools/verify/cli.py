@@ -12,18 +12,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from components import compat
-from components.config import ConfigError, StackConfig, is_placeholder
+from program.config import ConfigError, StackConfig
 from tools.verify import report
 from tools.verify.report import TargetResult, Unreachable
 
@@ -35,7 +30,7 @@ class StackConfigUnavailable(Exception):
 
 
 def read_config(stack: str, config_file: Path | None, pulumi_stack: str | None) -> StackConfig:
-    """The stack config through `components.config.load()`, fed as `tools/plan` feeds it.
+    """The stack config through `program.config.load()`, fed as `tools/plan` feeds it.
 
     From the stack file, `secure:` values become placeholders (secrets are not needed to verify, except a
     kubeconfig: see `--pulumi-stack`). With `pulumi_stack`, the Pulumi CLI reads the stack's config with
@@ -43,7 +38,7 @@ def read_config(stack: str, config_file: Path | None, pulumi_stack: str | None) 
     """
     from pulumi.runtime import config as runtime_config
 
-    from components import config as stack_config
+    from program import config as stack_config
     from tools.plan import StackFileError, read_stack_file
 
     if pulumi_stack:
@@ -83,24 +78,6 @@ def pulumi_cli_config(pulumi_stack: str) -> tuple[dict[str, Any], list[str]]:
     return raw, [k for k, e in entries.items() if e.get("secret")]
 
 
-def kube_client(kubeconfig: str | None, context: str | None) -> Any:
-    """An ApiClient from kubeconfig text, else the ambient kubeconfig (KUBECONFIG, ~/.kube/config), at `context`."""
-    from kubernetes import config as kconfig
-    from kubernetes.config.config_exception import ConfigException
-
-    try:
-        if kubeconfig:
-            return kconfig.new_client_from_config_dict(
-                yaml.safe_load(kubeconfig), context=context, persist_config=False
-            )
-        path = os.environ.get("KUBECONFIG") or os.path.expanduser("~/.kube/config")
-        return kconfig.new_client_from_config(config_file=path, context=context, persist_config=False)
-    except (ConfigException, yaml.YAMLError, OSError, TypeError, ValueError) as e:
-        raise Unreachable(
-            f"kubeconfig unusable: {type(e).__name__}: {str(e).splitlines()[0][:300]}"
-        ) from None
-
-
 class Options(argparse.Namespace):
     stack: str
     config_file: Path | None
@@ -113,70 +90,22 @@ class Options(argparse.Namespace):
     arm_endpoint: str
 
 
-def _in_cluster(api: Any, result: TargetResult, settings: Any, mode: str, opts: Options) -> None:
-    from tools.verify import kube
-
-    try:
-        kube.probe(api)
-        kube.check_cluster(api, result, settings, mode, log_lines=opts.log_lines)
-    finally:
-        api.close()
-
-
-def verify_kubernetes(target: Any, result: TargetResult, opts: Options) -> None:
-    kubeconfig = target.kubeconfig.get_secret_value() if target.kubeconfig else None
-    if kubeconfig is not None and is_placeholder(kubeconfig):
-        raise Unreachable(
-            "its kubeconfig is a secret the stack file holds encrypted: pass --pulumi-stack ORG/ml-diagnostics/STACK "
-            "(the Pulumi CLI decrypts it)"
-        )
-    mode = compat.resolve_mode(target.mode, None, self_managed=True)
-    _in_cluster(kube_client(kubeconfig, target.context), result, target, mode, opts)
-
-
-def verify_gke(target: Any, cfg: StackConfig, result: TargetResult, opts: Options) -> None:
-    from tools.verify.google import check_gke
-
-    cluster = check_gke(target, cfg.google_api, result)
-    if cluster is None:
-        return
-    from components.gke_cluster import gke_kubeconfig
-
-    endpoint = cluster.get("endpoint") or ""
-    ca = (cluster.get("masterAuth") or {}).get("clusterCaCertificate") or ""
-    if not endpoint:
-        raise Unreachable("the GKE API reports no endpoint for the cluster")
-    text = gke_kubeconfig(target.project, target.location, target.gke_name, endpoint, ca)
-    _in_cluster(kube_client(text, None), result, target, target.resolved_mode, opts)
-
-
 def run_once(cfg: StackConfig, opts: Options) -> list[TargetResult]:
-    from tools.verify import azure, google
+    """Every target's checks, kind by kind in the table's order; an unreachable target is reported, not raised."""
+    from program.kinds.table import KINDS
+    from program.verify.context import VerifyContext
 
+    ctx = VerifyContext(cfg, log_lines=opts.log_lines, arm_endpoint=opts.arm_endpoint)
     results: list[TargetResult] = []
-    arm: azure.Arm | None = None
-
-    def attempt(kind: str, name: str, fn: Callable[[TargetResult], None]) -> None:
-        result = TargetResult(kind, name)
-        results.append(result)
-        try:
-            fn(result)
-        except Unreachable as e:
-            result.unreachable = str(e)
-
-    for t in cfg.kubernetes_clusters:
-        attempt("kubernetesClusters", t.name, lambda r, t=t: verify_kubernetes(t, r, opts))
-    for t in cfg.gke_clusters:
-        attempt("gkeClusters", t.name, lambda r, t=t: verify_gke(t, cfg, r, opts))
-    for t in cfg.azure_ml:
-        arm = arm or azure.Arm(opts.arm_endpoint)
-        attempt("azureMl", t.name, lambda r, t=t, a=arm: azure.check_extension(t, a, r))
-    for t in cfg.model_development_clusters:
-        attempt(
-            "modelDevelopmentClusters",
-            t.name,
-            lambda r, t=t: google.check_model_development_cluster(t, cfg.google_api, r),
-        )
+    for kind in KINDS:
+        check = kind.verify.load()
+        for target in getattr(cfg, kind.field):
+            result = TargetResult(kind.key, target.name)
+            results.append(result)
+            try:
+                check(target, ctx, result)
+            except Unreachable as e:
+                result.unreachable = str(e)
     return results
 
 

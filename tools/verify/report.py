@@ -1,4 +1,5 @@
-"""Results of a verification run and their rendering (table, JSON, Markdown).
+"""Rendering of a verification run (table, JSON, Markdown); the results themselves are
+program/verify/result.py.
 
 A run is a list of `TargetResult`s, one per configured target, each with its `Check`s. A target that
 could not be reached at all carries `unreachable` (the reason) and no checks. Exit codes: 0 every check
@@ -10,51 +11,19 @@ from __future__ import annotations
 
 import html
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from typing import Any
 
-EXIT_OK, EXIT_FAILED, EXIT_CONFIG, EXIT_UNREACHABLE = 0, 1, 2, 3
-
-
-@dataclass(frozen=True)
-class Check:
-    name: str  # e.g. `diagon.logs`
-    ok: bool
-    detail: str  # what was found
-    fix: str = ""  # what to do about it (failed checks)
-
-
-@dataclass
-class TargetResult:
-    kind: str  # config key: kubernetesClusters, gkeClusters, azureMl, modelDevelopmentClusters
-    name: str
-    checks: list[Check] = field(default_factory=list)
-    unreachable: str | None = None
-
-    @property
-    def label(self) -> str:
-        return f"{self.kind}/{self.name}"
-
-    @property
-    def failed(self) -> list[Check]:
-        return [c for c in self.checks if not c.ok]
-
-    def add(self, name: str, ok: bool, detail: str, fix: str = "") -> Check:
-        check = Check(name, ok, detail, "" if ok else fix)
-        self.checks.append(check)
-        return check
-
-
-class Unreachable(Exception):
-    """The target cannot be reached (connection, credentials, missing secret): no check can run."""
-
-
-def exit_code(results: list[TargetResult]) -> int:
-    if any(r.unreachable for r in results):
-        return EXIT_UNREACHABLE
-    if any(r.failed for r in results):
-        return EXIT_FAILED
-    return EXIT_OK
+from program.verify.result import (  # noqa: F401 (re-exported for the CLI and tests)
+    EXIT_CONFIG,
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_UNREACHABLE,
+    Check,
+    TargetResult,
+    Unreachable,
+    exit_code,
+)
 
 
 def summary(results: list[TargetResult]) -> str:

@@ -1,0 +1,1 @@
+"""ml-diagnostics: Pulumi components for ML diagnostics and training infrastructure."""

@@ -1,0 +1,264 @@
+"""Typed stack configuration: one place that reads, validates and reports every problem at once.
+
+Everything lives under the `ml-diagnostics:` namespace. `load()` returns a `StackConfig` or raises one
+`ConfigError` listing every problem with its key path (`ml-diagnostics:azureMl[1].inference.routerServiceType`).
+Components never read config themselves. The base model and errors live in `config_base` (below the targets).
+"""
+
+from __future__ import annotations
+
+import typing
+from collections.abc import Iterable, Mapping
+from typing import Any, Literal
+
+import pulumi
+from pydantic import BaseModel, Field, ValidationError, create_model
+
+from program import checks, config_input
+from program.config_base import (
+    NAMESPACE,
+    PLACEHOLDER_SECRET,
+    PLAIN_SECRETS_OK,
+    ConfigError,
+    Issues,
+    Model,
+    Secret,
+    is_placeholder,
+    secret_inputs,
+    secret_output,
+)
+from program.google_api import GoogleApiSettings
+from program.kinds.table import KINDS
+from program.stack_file import Path_, StackFileError
+from program.validators import quote
+
+__all__ = [
+    "NAMESPACE",
+    "PLACEHOLDER_SECRET",
+    "ConfigError",
+    "GoogleApiSettings",
+    "Secret",
+    "StackConfig",
+    "is_placeholder",
+    "load",
+    "parse",
+    "secret_inputs",
+    "secret_output",
+]
+
+
+class StackBase(Model):
+    environment: Literal["dev", "staging", "prod"]
+    """Which environment this stack is; the policy pack's strictness and the deletion defaults follow it."""
+
+
+# One list field per target kind, from the table (program/kinds): `cfg.<kind.field>` holds its targets.
+StackConfig: type[StackBase] = create_model(  # type: ignore[call-overload]
+    "StackConfig",
+    __base__=StackBase,
+    __doc__="The whole stack config: the environment, the Google API settings and the targets of every kind.",
+    **{
+        k.field: (list[k.model], Field(default=[], alias=k.key, description=k.description))  # type: ignore[name-defined]
+        for k in KINDS
+    },
+    google_api=(
+        GoogleApiSettings,
+        Field(
+            default=GoogleApiSettings(),
+            alias="googleApi",
+            description="How the Google parts call Google: the gcp provider, the kubeconfig's auth plugin and the "
+            "REST clients of the GKE adopt and Model Development Cluster resources.",
+        ),
+    ),
+)
+TARGET_KINDS = tuple(k.key for k in KINDS)
+
+
+def _fmt_loc(loc: Iterable[Any]) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, str) and len(part) > 60:
+            part = part[:60] + "..."
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif part == "[key]":
+            out += " (key)"
+        elif str(part).startswith("["):
+            out += str(part)
+        else:
+            out += f".{part}" if out else str(part)
+    return out
+
+
+def _join(base: str, rel: str) -> str:
+    if not rel:
+        return base
+    if rel.startswith("["):
+        return base + rel
+    return f"{base}.{rel}" if base else rel
+
+
+def _allowed_keys(model: type[BaseModel]) -> list[str]:
+    return sorted(f.alias or n for n, f in model.model_fields.items())
+
+
+def _model_at(loc: tuple[Any, ...]) -> type[BaseModel] | None:
+    """Walks StackConfig's fields along a location to find the model that owns the last key."""
+    model: Any = StackConfig
+    for part in loc[:-1]:
+        if isinstance(part, int):
+            continue
+        if not (isinstance(model, type) and issubclass(model, BaseModel)):
+            return None
+        field = next((f for n, f in model.model_fields.items() if (f.alias or n) == part), None)
+        if field is None:
+            return None
+        ann = field.annotation
+        # unwrap Optional / list / dict to the model inside
+        for _ in range(4):
+            args = [a for a in typing.get_args(ann) if a is not type(None)]
+            if isinstance(ann, type) and issubclass(ann, BaseModel):
+                break
+            if not args:
+                break
+            ann = next((a for a in args if isinstance(a, type) and issubclass(a, BaseModel)), args[-1])
+        model = ann
+    return model if isinstance(model, type) and issubclass(model, BaseModel) else None
+
+
+_TYPE_MESSAGES = {
+    "int_type": "must be a whole number (not a string, boolean or decimal)",
+    "int_from_float": "must be a whole number (not a string, boolean or decimal)",
+    "float_type": "must be a number (not a string or boolean)",
+    "bool_type": "must be true or false (not a string or number)",
+    "string_type": "must be a string (quote numbers and booleans: '0.8', 'true')",
+    "list_type": "must be a list",
+    "dict_type": "must be a map of key: value",
+    "model_type": "must be a map of key: value",
+    "model_attributes_type": "must be a map of key: value",
+}
+SECRET_FIELDS_HINT = (
+    "kubeconfig, inference.sslCertPem, inference.sslKeyPem and free-form data (chart values, ...)"
+)
+
+
+def _describe(err: Mapping[str, Any]) -> list[tuple[str, str]]:
+    loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function-")))
+    path = _fmt_loc(loc)
+    typ = err["type"]
+    ctx = err.get("ctx") or {}
+    if typ == "value_error" and isinstance(ctx.get("error"), Issues):
+        return [(_join(path, rel), msg) for rel, msg in ctx["error"].problems]
+    if isinstance(err.get("input"), Secret) and typ not in (
+        "value_error",
+        "extra_forbidden",
+        "assertion_error",
+    ):
+        return [(path, f"a `secure:` value is not allowed here; secrets go in {SECRET_FIELDS_HINT}")]
+    if typ == "plain_secret":
+        return [
+            (
+                path,
+                "holds a secret but was set in plain text; use "
+                f"`pulumi config set --secret --path '{NAMESPACE}:{path}' ...`",
+            )
+        ]
+    if typ == "extra_forbidden":
+        owner = _model_at(loc)
+        allowed = f"; allowed keys: {', '.join(_allowed_keys(owner))}" if owner else ""
+        return [(path, f"unknown key{allowed}")]
+    if typ == "missing":
+        return [(path, "required key is missing")]
+    msg = _TYPE_MESSAGES.get(typ) or err["msg"]
+    if msg.startswith("Value error, "):
+        msg = msg[len("Value error, ") :]
+    if typ == "literal_error":
+        msg = f"must be one of {ctx.get('expected')}"
+    bounds = {"less_than_equal": "at most", "greater_than_equal": "at least", "greater_than": "more than"}
+    if typ in bounds:
+        limit = next(iter(ctx.values()), "")
+        msg = (
+            f"must be {bounds[typ]} {limit:g}"
+            if isinstance(limit, float)
+            else f"must be {bounds[typ]} {limit}"
+        )
+    return [(path, msg)]
+
+
+def _unique_names(kind: str, targets: list[Any]) -> list[str]:
+    seen: dict[str, int] = {}
+    problems = []
+    for i, t in enumerate(targets):
+        if t.name in seen:
+            problems.append(
+                f"{NAMESPACE}:{kind}[{i}].name: duplicate target name {t.name!r} "
+                f"(also {NAMESPACE}:{kind}[{seen[t.name]}].name); names must be unique per kind"
+            )
+        else:
+            seen[t.name] = i
+    return problems
+
+
+MAX_PROBLEMS = 60
+
+
+def parse(
+    raw: Mapping[str, Any], secret_keys: Iterable[str] = (), secret_paths: set[Path_] | None = None
+) -> StackConfig:
+    """Validates the raw config map (`"ml-diagnostics:azureMl"` -> value) and returns the typed config.
+
+    Values may be JSON strings (as the engine passes objects) or already-decoded values. `secret_paths`:
+    where the `secure:` leaves are (from the stack file), when the values carry no offline-plan placeholders.
+    Raises ConfigError with every problem found.
+    """
+    data, problems = config_input.decode(raw)
+    allowed = _allowed_keys(StackConfig)
+    for short in sorted(set(data) - set(allowed)):
+        problems.append(
+            f"{NAMESPACE}:{quote(short, 60)[1:-1]}: unknown key; allowed keys: {', '.join(allowed)}"
+        )
+        data.pop(short)
+    data, wrapped_all = config_input.wrap_secrets(data, secret_keys, secret_paths)
+    try:
+        cfg = StackConfig.model_validate(data, context={PLAIN_SECRETS_OK: wrapped_all})
+    except ValidationError as e:
+        for err in e.errors(include_url=False):
+            for path, msg in _describe(err):
+                problems.append(f"{NAMESPACE}:{path}: {msg}")
+        _raise(problems)
+    for kind in KINDS:
+        problems += _unique_names(kind.key, getattr(cfg, kind.field))
+    problems += [f"{NAMESPACE}:{p}" for p in checks.cross_target_problems(cfg, KINDS)]
+    _raise(problems)
+    return cfg
+
+
+def _raise(problems: list[str]) -> None:
+    if not problems:
+        return
+    problems = sorted(dict.fromkeys(problems), key=_sort_key)
+    if len(problems) > MAX_PROBLEMS:
+        problems = [
+            *problems[:MAX_PROBLEMS],
+            f"{NAMESPACE}: ... and {len(problems) - MAX_PROBLEMS} more problem(s)",
+        ]
+    raise ConfigError(problems)
+
+
+def _sort_key(problem: str) -> tuple[str, str]:
+    return (problem.split(":", 2)[1] if problem.count(":") >= 2 else problem, problem)
+
+
+def load() -> StackConfig:
+    """Reads the running stack's config from the Pulumi runtime and validates it."""
+    from pulumi.runtime import config as runtime_config
+
+    raw = {**runtime_config.get_config_env(), **runtime_config.CONFIG.get()}
+    secret = set(runtime_config.get_config_secret_keys_env()) | set(runtime_config._SECRET_KEYS.get())
+    paths = None
+    if any(not config_input.has_placeholders(raw.get(k)) for k in secret if k.startswith(NAMESPACE + ":")):
+        try:
+            paths = config_input.engine_stack_file_paths(pulumi.get_stack())
+        except StackFileError as e:
+            raise ConfigError([str(e)]) from None
+    return parse(raw, secret, paths)

@@ -1,0 +1,40 @@
+"""The azureMl kind: the Azure ML extension on AKS or Arc clusters."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from program.kinds.azure_ml.model import AzureMlTarget
+from program.kinds.base import Claim, Lazy, TargetKind
+
+
+def claims(t: AzureMlTarget) -> list[Claim]:
+    c = t.cluster
+    ident = (
+        "azureml",
+        c.subscription_id.lower(),
+        c.resource_group.lower(),
+        c.kind,
+        c.name.lower(),
+        t.extension,
+    )
+    return [
+        (ident, f"Azure ML extension {t.extension!r} on {c.kind} cluster {c.resource_group}/{c.name}", "")
+    ]
+
+
+POLICY_DEFAULTS: dict[str, dict[str, Any]] = {}
+
+KIND = TargetKind(
+    key="azureMl",
+    field="azure_ml",
+    model=AzureMlTarget,
+    description="Azure ML extension on AKS or Arc clusters.",
+    prefix="azureml",
+    export="azureMl",
+    build=Lazy("program.kinds.azure_ml.build:build"),
+    verify=Lazy("program.kinds.azure_ml.verify:verify"),
+    mock_answers=Lazy("program.kinds.azure_ml.mocks"),
+    policy_defaults=POLICY_DEFAULTS,
+    claims=claims,
+)

@@ -1,0 +1,50 @@
+"""azureMl target -> `ml_diagnostics.AzureMlExtension`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ml_diagnostics import lifecycle
+from ml_diagnostics.azure_ml import AzureMlExtension, AzureMlExtensionArgs
+from program.config_base import secret_output
+from program.kinds.azure_ml.model import AzureMlTarget
+from program.kinds.base import BuildContext
+
+
+def args(target: AzureMlTarget) -> AzureMlExtensionArgs:
+    c = target.cluster
+    cluster: dict[str, Any] = c.model_dump(exclude_none=True)
+    inf = target.inference
+    inference: dict[str, Any] = inf.model_dump(exclude_none=True, exclude={"ssl_cert_pem", "ssl_key_pem"})
+    if inf.ssl_cert_pem is not None:
+        inference["ssl_cert_pem"] = secret_output(inf.ssl_cert_pem)
+    if inf.ssl_key_pem is not None:
+        inference["ssl_key_pem"] = secret_output(inf.ssl_key_pem)
+    out: dict[str, Any] = {
+        "cluster": cluster,
+        "extension_name": target.extension,
+        "training": target.training,
+        "inference": inference,
+        "node_selector": dict(target.node_selector),
+        "adopt": target.adopt,
+    }
+    for key in (
+        "install_nvidia_device_plugin",
+        "install_prom_op",
+        "install_volcano",
+        "install_dcgm_exporter",
+        "version",
+        "auto_upgrade_minor_version",
+        "release_train",
+        "domain",
+    ):
+        if getattr(target, key) is not None:
+            out[key] = getattr(target, key)
+    return out  # type: ignore[return-value]
+
+
+def build(target: AzureMlTarget, ctx: BuildContext) -> Any:
+    ext = AzureMlExtension(
+        f"azureml-{target.name}", args(target), lifecycle.rename_options("azureml", target.previous_name)
+    )
+    return ext.extension_id

@@ -1,0 +1,43 @@
+"""The gkeClusters kind: GKE clusters created or adopted; managed or manual ML Diagnostics."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from program.kinds.base import Claim, Lazy, TargetKind
+from program.kinds.gke.model import GkeClusterTarget
+
+
+def claims(t: GkeClusterTarget) -> list[Claim]:
+    return [
+        (("gke", t.project, t.location, t.gke_name), f"GKE cluster {t.project}/{t.location}/{t.gke_name}", "")
+    ]
+
+
+def generated_names(t: GkeClusterTarget) -> list[tuple[str, str]]:
+    out = [
+        (f"namespace:gke-{t.name}-mldiag-opt-in-{ns.name}", f"workloadNamespaces[{j}].name")
+        for j, ns in enumerate(t.workload_namespaces)
+    ]
+    out += [
+        (f"nodepool:gke-{t.name}-pool-{p.name}", f"nodePools[{j}].name") for j, p in enumerate(t.node_pools)
+    ]
+    return out
+
+
+POLICY_DEFAULTS: dict[str, dict[str, Any]] = {}
+
+KIND = TargetKind(
+    key="gkeClusters",
+    field="gke_clusters",
+    model=GkeClusterTarget,
+    description="GKE clusters, created or adopted; managed or manual ML Diagnostics.",
+    prefix="gke",
+    export="gkeCluster",
+    build=Lazy("program.kinds.gke.build:build"),
+    verify=Lazy("program.kinds.gke.verify:verify"),
+    mock_answers=Lazy("program.kinds.gke.mocks"),
+    policy_defaults=POLICY_DEFAULTS,
+    claims=claims,
+    generated_names=generated_names,
+)

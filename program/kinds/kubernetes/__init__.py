@@ -1,0 +1,40 @@
+"""The kubernetesClusters kind: self-managed Kubernetes clusters (always the manual install)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from program.kinds.base import Claim, Lazy, TargetKind
+from program.kinds.kubernetes.model import KubernetesClusterTarget
+
+
+def claims(t: KubernetesClusterTarget) -> list[Claim]:
+    # Two targets on one context of the ambient kubeconfig are one cluster.
+    if t.context and t.kubeconfig is None:
+        return [(("k8s-context", t.context), f"Kubernetes cluster of context {t.context!r}", ".context")]
+    return []
+
+
+def generated_names(t: KubernetesClusterTarget) -> list[tuple[str, str]]:
+    return [
+        (f"namespace:k8s-{t.name}-mldiag-opt-in-{ns.name}", f"workloadNamespaces[{j}].name")
+        for j, ns in enumerate(t.workload_namespaces)
+    ]
+
+
+POLICY_DEFAULTS: dict[str, dict[str, Any]] = {}
+
+KIND = TargetKind(
+    key="kubernetesClusters",
+    field="kubernetes_clusters",
+    model=KubernetesClusterTarget,
+    description="Self-managed Kubernetes clusters (always the manual install).",
+    prefix="k8s",
+    export="kubernetesCluster",
+    build=Lazy("program.kinds.kubernetes.build:build"),
+    verify=Lazy("program.kinds.kubernetes.verify:verify"),
+    mock_answers=Lazy("program.kinds.kubernetes.mocks"),
+    policy_defaults=POLICY_DEFAULTS,
+    claims=claims,
+    generated_names=generated_names,
+)

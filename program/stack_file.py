@@ -1,0 +1,375 @@
+"""The hardened stack-file reader shared by the offline plan and the config loader.
+
+A stack file may come from a fork's pull request: it is read as untrusted input. UTF-8 only, at most
+`MAX_FILE_BYTES`, nesting at most `MAX_DEPTH`, at most `MAX_NODES` values after alias expansion (a few
+hundred bytes of anchors cannot become gigabytes), no self-referencing anchors, no duplicate keys, no
+YAML 1.1 surprises (`yes`/`on` stay strings and timestamps stay strings, as in the Pulumi CLI's YAML 1.2
+reader), no tags beyond the standard scalars. Every problem is one `StackFileError` naming the line.
+
+`secure:` values come back as `SecretLeaf`s (the ciphertext, never decrypted here) with their key path.
+`check_limits()` applies the same depth/size limits to config the engine passes already parsed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+import yaml.cyaml
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+
+MAX_FILE_BYTES = 1024 * 1024
+MAX_DEPTH = 32
+MAX_NODES = 100_000
+MAX_INT = 2**63 - 1
+STACK_FILE_KEYS = ("config", "encryptedkey", "encryptionsalt", "environment", "secretsprovider")
+
+Path_ = tuple[str | int, ...]
+
+
+class StackFileError(Exception):
+    """The stack file cannot be used; the message names the file and the line."""
+
+
+@dataclass(frozen=True)
+class SecretLeaf:
+    """A `secure:` value as written in the stack file (ciphertext)."""
+
+    ciphertext: str = field(repr=False)
+
+    def __repr__(self) -> str:
+        return "[secret]"
+
+
+@dataclass
+class StackFile:
+    """`config`: full key (`ml-diagnostics:gkeClusters`) -> value; `secret_paths`: (full key, *path) of
+    every `secure:` leaf."""
+
+    config: dict[str, Any]
+    secret_paths: set[Path_]
+
+    @property
+    def secret_keys(self) -> list[str]:
+        return sorted({p[0] for p in self.secret_paths if isinstance(p[0], str)})
+
+
+class _Resolver(yaml.resolver.BaseResolver):
+    """YAML 1.2 core schema: only true/false are booleans, no timestamps, no sexagesimal numbers."""
+
+
+for tag, pattern, first in (
+    ("tag:yaml.org,2002:bool", r"true|True|TRUE|false|False|FALSE", "tTfF"),
+    ("tag:yaml.org,2002:int", r"[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+", "-+0123456789"),
+    (
+        "tag:yaml.org,2002:float",
+        r"[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?|[-+]?\.(inf|Inf|INF)|\.(nan|NaN|NAN)",
+        "-+0123456789.",
+    ),
+    ("tag:yaml.org,2002:null", r"~|null|Null|NULL|", ["~", "n", "N", ""]),
+):
+    _Resolver.add_implicit_resolver(tag, re.compile(f"^(?:{pattern})$"), list(first))
+
+
+class _Loader(
+    yaml.reader.Reader, yaml.scanner.Scanner, yaml.parser.Parser, yaml.composer.Composer, _Resolver
+):
+    def __init__(self, text: str) -> None:
+        yaml.reader.Reader.__init__(self, text)
+        yaml.scanner.Scanner.__init__(self)
+        yaml.parser.Parser.__init__(self)
+        yaml.composer.Composer.__init__(self)
+        _Resolver.__init__(self)
+        self.depth = 0
+
+    def compose_node(self, parent: Node | None, index: Any) -> Node | None:
+        # Composing recurses per nesting level: bound it before Python's own recursion limit does.
+        self.depth += 1
+        try:
+            if self.depth > MAX_DEPTH:
+                mark = self.peek_event().start_mark
+                raise StackFileError(f"line {mark.line + 1}: nested deeper than {MAX_DEPTH} levels")
+            return super().compose_node(parent, index)
+        finally:
+            self.depth -= 1
+
+
+# libyaml composes recursively in C: used only when a linear pre-scan bounds the nesting well below what
+# its stack takes; otherwise the pure-Python loader (whose composer counts depth exactly) reads the file.
+_C_SAFE_DEPTH = 200
+
+
+def _nesting_upper_bound(text: str) -> int:
+    """An upper bound of the nesting depth: indentation + sequence/complex-key markers per line + open
+    brackets (brackets inside scalars only make the bound larger)."""
+    worst = flow = 0
+    for line in text.splitlines():
+        body = line.lstrip(" ")
+        opens = line.count("[") + line.count("{")
+        bound = (len(line) - len(body)) + 2 * (body.count("- ") + body.count("? ")) + flow + opens + 2
+        flow = max(0, flow + opens - line.count("]") - line.count("}"))
+        worst = max(worst, bound)
+        if worst > _C_SAFE_DEPTH:
+            break
+    return worst
+
+
+if yaml.__with_libyaml__:
+
+    class _CLoader(yaml.cyaml.CParser, _Resolver):
+        def __init__(self, text: str) -> None:
+            yaml.cyaml.CParser.__init__(self, text)
+            _Resolver.__init__(self)
+
+
+def _loader(text: str) -> Any:
+    if yaml.__with_libyaml__ and _nesting_upper_bound(text) <= _C_SAFE_DEPTH:
+        return _CLoader(text)
+    return _Loader(text)
+
+
+def _line(node: Node) -> int:
+    return node.start_mark.line + 1
+
+
+def _fmt(path: Path_) -> str:
+    out = ""
+    for p in path:
+        out += f"[{p}]" if isinstance(p, int) else (f".{p}" if out else str(p))
+    return out
+
+
+class _Builder:
+    """Turns the node graph into plain values, counting every value after alias expansion."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.secrets: set[Path_] = set()
+        self.active: set[int] = set()
+
+    def build(self, node: Node, path: Path_, depth: int) -> Any:
+        self.count += 1
+        if self.count > MAX_NODES:
+            raise StackFileError(
+                f"line {_line(node)}: more than {MAX_NODES} values after expanding aliases (anchors "
+                "repeated too often); write the values out or use fewer aliases"
+            )
+        if depth > MAX_DEPTH:
+            raise StackFileError(f"line {_line(node)}: {_fmt(path)} nested deeper than {MAX_DEPTH} levels")
+        if id(node) in self.active:
+            raise StackFileError(f"line {_line(node)}: {_fmt(path)} is an alias of a value that contains it")
+        if isinstance(node, ScalarNode):
+            return self.scalar(node, path)
+        self.active.add(id(node))
+        try:
+            if isinstance(node, SequenceNode):
+                self.plain_tag(node, "tag:yaml.org,2002:seq", path)
+                return [self.build(n, (*path, i), depth + 1) for i, n in enumerate(node.value)]
+            assert isinstance(node, MappingNode)
+            self.plain_tag(node, "tag:yaml.org,2002:map", path)
+            return self.mapping(node, path, depth)
+        finally:
+            self.active.discard(id(node))
+
+    def plain_tag(self, node: Node, tag: str, path: Path_) -> None:
+        if node.tag != tag:
+            raise StackFileError(
+                f"line {_line(node)}: {_fmt(path) or 'the document'}: tag {node.tag[:60]!r} is not allowed"
+            )
+
+    def mapping(self, node: MappingNode, path: Path_, depth: int) -> Any:
+        seen: dict[str, int] = {}
+        out: dict[str, Any] = {}
+        for key_node, value_node in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                raise StackFileError(f"line {_line(key_node)}: merge keys (<<) are not supported")
+            if not (isinstance(key_node, ScalarNode) and key_node.tag == "tag:yaml.org,2002:str"):
+                raise StackFileError(
+                    f"line {_line(key_node)}: {_fmt(path) or 'the document'}: keys must be strings "
+                    "(quote the key)"
+                )
+            key = key_node.value
+            if key in seen:
+                raise StackFileError(
+                    f"line {_line(key_node)}: duplicate key {_fmt((*path, key))!r} (first at line {seen[key]})"
+                )
+            seen[key] = _line(key_node)
+            out[key] = self.build(value_node, (*path, key), depth + 1)
+        if "secure" in out:
+            return self.secure(node, out, path)
+        return out
+
+    def secure(self, node: MappingNode, value: dict[str, Any], path: Path_) -> SecretLeaf:
+        if len(value) != 1:
+            raise StackFileError(
+                f"line {_line(node)}: {_fmt(path)}: a `secure:` value must be alone in its map"
+            )
+        if not isinstance(value["secure"], str) or not value["secure"]:
+            raise StackFileError(
+                f"line {_line(node)}: {_fmt(path)}: `secure:` must hold the ciphertext string that "
+                "`pulumi config set --secret` writes, not a list, map or number"
+            )
+        self.secrets.add(path)
+        return SecretLeaf(value["secure"])
+
+    def scalar(self, node: ScalarNode, path: Path_) -> Any:
+        tag, text = node.tag, node.value
+        where = f"line {_line(node)}: {_fmt(path)}"
+        if tag == "tag:yaml.org,2002:str":
+            return text
+        if tag == "tag:yaml.org,2002:null":
+            return None
+        if tag == "tag:yaml.org,2002:bool":
+            return text.lower() == "true"
+        if tag == "tag:yaml.org,2002:int":
+            if len(text) > 24:
+                raise StackFileError(f"{where}: number out of range")
+            value = int(text, 0) if text.lstrip("+-")[:2] in ("0o", "0x") else int(text)
+            if abs(value) > MAX_INT:
+                raise StackFileError(f"{where}: number out of range")
+            return value
+        if tag == "tag:yaml.org,2002:float":
+            try:
+                value = float(text) if len(text) <= 40 else math.inf
+            except ValueError:  # .inf / .nan spellings
+                value = math.inf
+            if not math.isfinite(value):
+                raise StackFileError(f"{where}: must be a finite number")
+            return value
+        raise StackFileError(f"{where}: tag {tag[:60]!r} is not allowed")
+
+
+def parse_text(text: str, name: str = "stack file") -> tuple[Any, set[Path_]]:
+    """Parses one YAML document under the limits; returns (value, paths of `secure:` leaves)."""
+    loader = None
+    try:
+        loader = _loader(text)
+        node = loader.get_single_node()
+    except StackFileError as e:
+        raise StackFileError(f"{name}: {e}") from None
+    except yaml.reader.ReaderError as e:
+        line = text[: e.position].count("\n") + 1
+        raise StackFileError(
+            f"{name}: line {line}: not valid YAML: special characters are not allowed (#x{e.character:04x})"
+        ) from None
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None) or getattr(e, "context_mark", None)
+        where = f"line {mark.line + 1}: " if mark else ""
+        problem = getattr(e, "problem", None) or str(e)
+        raise StackFileError(f"{name}: {where}not valid YAML: {str(problem)[:120]}") from None
+    finally:
+        if loader is not None:
+            loader.dispose()
+    if node is None:
+        return None, set()
+    builder = _Builder()
+    try:
+        value = builder.build(node, (), 0)
+    except StackFileError as e:
+        raise StackFileError(f"{name}: {e}") from None
+    return value, builder.secrets
+
+
+def read_text(path: Path) -> str:
+    """The file's text: a regular file of at most MAX_FILE_BYTES, UTF-8 (an initial BOM is dropped)."""
+    try:
+        if path.is_dir():
+            raise StackFileError(f"{path} is a directory, not a stack file")
+        with path.open("rb") as f:
+            data = f.read(MAX_FILE_BYTES + 1)
+    except FileNotFoundError:
+        raise StackFileError(f"stack file {path} does not exist") from None
+    except OSError as e:
+        raise StackFileError(f"{path}: cannot be read ({e.strerror})") from None
+    if len(data) > MAX_FILE_BYTES:
+        raise StackFileError(
+            f"{path}: larger than {MAX_FILE_BYTES // 1024} KiB; stack files are limited to that"
+        )
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data[: e.start].count(b"\n") + 1
+        raise StackFileError(
+            f"{path}: line {line}: not UTF-8 (byte 0x{data[e.start]:02x}); save it as UTF-8"
+        ) from None
+    return text.removeprefix("\ufeff")
+
+
+def read(path: Path, project: str) -> StackFile:
+    """Reads a `Pulumi.<stack>.yaml`; bare config keys get the project's namespace like the CLI does."""
+    doc, secrets = parse_text(read_text(path), str(path))
+    if doc is None:
+        doc = {}
+    if not isinstance(doc, dict):
+        raise StackFileError(f"{path}: must be a mapping with a 'config:' key")
+    for key in doc:
+        if key not in STACK_FILE_KEYS:
+            raise StackFileError(
+                f"{path}: unknown top-level key {key[:60]!r}; a stack file has {', '.join(STACK_FILE_KEYS)}"
+            )
+    raw = doc.get("config")
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, dict):
+        raise StackFileError(f"{path}: 'config' must be a mapping of key -> value")
+    config: dict[str, Any] = {}
+    paths: set[Path_] = set()
+    for key, value in raw.items():
+        full = key if ":" in key else f"{project}:{key}"
+        if full in config:
+            raise StackFileError(f"{path}: config key {key!r} is given twice (as {full!r} too)")
+        config[full] = value
+    for p in secrets:
+        if p and p[0] == "config" and len(p) > 1:
+            key = str(p[1])
+            paths.add((key if ":" in key else f"{project}:{key}", *p[2:]))
+        elif p and p[0] != "config":
+            raise StackFileError(f"{path}: `secure:` is only allowed under config ({_fmt(p)})")
+    return StackFile(config, paths)
+
+
+def check_limits(key: str, value: Any) -> None:
+    """The reader's depth and size limits for a value the engine passes already parsed."""
+    count = 0
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        v, depth = stack.pop()
+        count += 1
+        if count > MAX_NODES:
+            raise StackFileError(f"{key}: more than {MAX_NODES} values")
+        if depth > MAX_DEPTH:
+            raise StackFileError(f"{key}: nested deeper than {MAX_DEPTH} levels")
+        if isinstance(v, dict):
+            stack += [(x, depth + 1) for x in v.values()]
+        elif isinstance(v, list):
+            stack += [(x, depth + 1) for x in v]
+        elif isinstance(v, str) and len(v) > MAX_FILE_BYTES:
+            raise StackFileError(f"{key}: a value longer than {MAX_FILE_BYTES // 1024} KiB")
+
+
+def offline_config(path: Path, project: str) -> tuple[dict[str, Any], list[str]]:
+    """The stack file for the offline plan: (config map, secret keys), every `secure:` leaf replaced by
+    `PLACEHOLDER_SECRET:<digest of the ciphertext>` (a changed secret still shows as changed)."""
+    from program.config_base import PLACEHOLDER_SECRET
+
+    stack = read(path, project)
+
+    def replace(value: Any, at: Path_) -> Any:
+        if isinstance(value, SecretLeaf):
+            return f"{PLACEHOLDER_SECRET}:{hashlib.sha256(value.ciphertext.encode()).hexdigest()[:12]}"
+        if isinstance(value, dict):
+            return {k: replace(v, (*at, k)) for k, v in value.items()}
+        if isinstance(value, list):
+            return [replace(v, (*at, i)) for i, v in enumerate(value)]
+        if isinstance(value, str) and value.startswith(PLACEHOLDER_SECRET):
+            raise StackFileError(
+                f"{path}: {_fmt(at)}: values starting with {PLACEHOLDER_SECRET!r} are reserved"
+            )
+        return value
+
+    return {k: replace(v, (k,)) for k, v in stack.config.items()}, stack.secret_keys

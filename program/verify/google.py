@@ -1,0 +1,197 @@
+"""GKE and Vertex AI checks over the REST APIs, with the REST client the dynamic providers use.
+
+Credentials are the program's: Application Default Credentials with the stack's `googleApi` settings as
+the target sees them (`googleApi.for_target`: quota project, `impersonateServiceAccount`, endpoints), and
+none at all in its emulator mode (loopback endpoints only). Only GET requests are made.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from google.auth.exceptions import GoogleAuthError
+
+from ml_diagnostics import compat
+from ml_diagnostics.providers.google_rest import (
+    CLOUD_PLATFORM_SCOPE,
+    GoogleApiError,
+    GoogleRestClient,
+    RetryPolicy,
+)
+from program.google_api import GoogleApiSettings
+from program.kinds.gke.model import GkeClusterTarget
+from program.kinds.model_development.model import ModelDevelopmentClusterTarget
+from program.verify.result import TargetResult, Unreachable
+
+CONTAINER_ENDPOINT = "https://container.googleapis.com"
+AIPLATFORM_ENDPOINT = "https://{region}-aiplatform.googleapis.com"
+MDC_API_VERSION = "v1beta1"
+# Model Development Cluster states while an operation (create, update, repair, delete) is in flight.
+MDC_BUSY_STATES = ("PROVISIONING", "UPDATING", "REPAIRING", "STOPPING")
+
+
+def _impersonated_session(service_account: str) -> Any:
+    import google.auth
+    from google.auth import impersonated_credentials
+    from google.auth.transport.requests import AuthorizedSession
+
+    source, _ = google.auth.default(scopes=[CLOUD_PLATFORM_SCOPE])
+    creds = impersonated_credentials.Credentials(
+        source_credentials=source, target_principal=service_account, target_scopes=[CLOUD_PLATFORM_SCOPE]
+    )
+    return AuthorizedSession(creds)
+
+
+def rest_client(
+    endpoint: str | None, default: str, version: str, settings: GoogleApiSettings
+) -> GoogleRestClient:
+    """A client as the program's: emulator mode without credentials, else ADC (impersonating when set)."""
+    base = (endpoint or default).rstrip("/")
+    if not base.endswith(f"/{version}"):
+        base = f"{base}/{version}"
+    anonymous = settings.emulator and bool(endpoint)
+    session = None
+    if settings.impersonate_service_account and not anonymous:
+        try:
+            session = _impersonated_session(settings.impersonate_service_account)
+        except GoogleAuthError as e:
+            raise Unreachable(f"no Google credentials: {str(e).splitlines()[0][:300]}") from None
+    return GoogleRestClient(
+        base,
+        quota_project=settings.quota_project,
+        emulator=anonymous,
+        session=session,
+        retry=RetryPolicy(deadline=5.0),  # a read-only check: a few quick retries, then report
+        timeout=(5.0, 30.0),
+    )
+
+
+def _get(client: GoogleRestClient, path: str, what: str) -> dict[str, Any] | None:
+    """The resource, or None when the API says it does not exist. Raises Unreachable otherwise."""
+    try:
+        return client.request("GET", path, resource=what)
+    except GoogleApiError as e:
+        if e.http_status == 404:
+            return None
+        raise Unreachable(str(e)) from None
+    except GoogleAuthError as e:
+        raise Unreachable(f"no Google credentials: {str(e).splitlines()[0][:300]}") from None
+
+
+def _get_once(client: GoogleRestClient, path: str, what: str) -> dict[str, Any] | None:
+    """`_get` with a client used for this one request: closed whatever the outcome."""
+    try:
+        return _get(client, path, what)
+    finally:
+        client.close()
+
+
+def check_gke(
+    target: GkeClusterTarget, google_api: GoogleApiSettings, result: TargetResult
+) -> dict[str, Any] | None:
+    """Cluster status and the managed flag; returns the cluster (endpoint and CA for the in-cluster checks)."""
+    google_api = google_api.for_target(target.google_api)
+    path = f"projects/{target.project}/locations/{target.location}/clusters/{target.gke_name}"
+    client = rest_client(google_api.endpoints.get("container"), CONTAINER_ENDPOINT, "v1", google_api)
+    cluster = _get_once(client, path, f"GKE cluster {path}")
+    if cluster is None:
+        result.add(
+            "gke.cluster",
+            False,
+            f"cluster {path} not found",
+            "check project, location and clusterName in the stack config; for create: true run `pulumi up`",
+        )
+        return None
+    status = cluster.get("status", "")
+    if status == "RUNNING":
+        result.add("gke.cluster", True, f"{path} RUNNING")
+    else:
+        message = cluster.get("statusMessage") or ""
+        busy = status in ("PROVISIONING", "RECONCILING", "STOPPING")
+        result.add(
+            "gke.cluster",
+            False,
+            f"{path} is {status}{f': {message}' if message else ''}",
+            "an operation is running (`gcloud container operations list`): rerun with --wait SECONDS"
+            if busy
+            else f"`gcloud container clusters describe {target.gke_name} --location {target.location}` and "
+            "`gcloud container operations list` show what failed; repair or recreate the failing node pool",
+        )
+
+    version = cluster.get("currentMasterVersion", "")
+    enabled = bool((cluster.get("managedMachineLearningDiagnosticsConfig") or {}).get("enabled", False))
+    mode = target.resolved_mode
+    if mode == "managed":
+        problems = []
+        try:
+            new_enough = compat.supports_managed(version)
+        except ValueError:
+            new_enough = False
+        if not new_enough:
+            problems.append(f"version {version or 'unknown'} is before {compat.MANAGED_MIN_VERSION}")
+        if not enabled:
+            problems.append("managed ML diagnostics is off")
+        if problems:
+            result.add(
+                "gke.managed",
+                False,
+                "; ".join(problems),
+                f"upgrade the control plane to {compat.MANAGED_MIN_VERSION} or later and run `pulumi up` (it turns "
+                "the flag on; right after a switch from manual this is the second update, see the stack output "
+                "pendingSteps); or set mode: manual",
+            )
+        else:
+            result.add("gke.managed", True, f"flag on, version {version} >= {compat.MANAGED_MIN_VERSION}")
+    elif enabled:
+        result.add(
+            "gke.managed",
+            False,
+            "managed ML diagnostics is on while the stack installs the manual releases (two webhooks)",
+            "run `pulumi up` (it turns the flag off for mode manual), or set mode: managed / auto",
+        )
+    else:
+        result.add("gke.managed", True, f"flag off (manual install), version {version}")
+    return cluster
+
+
+def check_model_development_cluster(
+    target: ModelDevelopmentClusterTarget, google_api: GoogleApiSettings, result: TargetResult
+) -> None:
+    google_api = google_api.for_target(target.google_api)
+    endpoint = google_api.endpoints.get("aiplatform")
+    default = AIPLATFORM_ENDPOINT.replace("{region}", target.region)
+    if endpoint:
+        endpoint = endpoint.replace("{region}", target.region)
+    path = f"projects/{target.project}/locations/{target.region}/modelDevelopmentClusters/{target.model_development_cluster_id}"
+    client = rest_client(endpoint, default, MDC_API_VERSION, google_api)
+    cluster = _get_once(client, path, f"Model Development Cluster {path}")
+    if cluster is None:
+        result.add(
+            "mdc.state",
+            False,
+            f"{path} not found",
+            "run `pulumi up` (or `pulumi refresh` if it was deleted by hand)",
+        )
+        return
+    status = cluster.get("clusterStatus") or {}
+    state = status.get("state", "STATE_UNSPECIFIED")
+    detail = status.get("detail") or (status.get("error") or {}).get("message") or ""
+    where = f"{path} is {state}{f': {detail}' if detail else ''}"
+    if state == "RUNNING":
+        result.add("mdc.state", True, f"{path} RUNNING, no operation pending")
+    elif state in MDC_BUSY_STATES:
+        result.add(
+            "mdc.state",
+            False,
+            f"{where} (an operation is pending)",
+            "wait for the operation to finish (rerun with --wait SECONDS); if it never ends, check the operation "
+            "in the Cloud console and run `pulumi up` again",
+        )
+    else:
+        result.add(
+            "mdc.state",
+            False,
+            where,
+            "read clusterStatus.error in the Cloud console; fix the cause (quota, reservation, image) and run "
+            "`pulumi up`; a cluster stuck in ERROR may need to be deleted and created again",
+        )

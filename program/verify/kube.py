@@ -1,0 +1,296 @@
+"""In-cluster checks through the official Kubernetes Python client; every call is a read (get/list/log).
+
+- manual mode: the Helm releases (cert-manager when the program installs it, injection-webhook,
+  connection-operator) deployed per Helm's own release Secrets at the chart versions the config names;
+  their Deployments available; the injection-webhook's MutatingWebhookConfiguration present with its CA
+  injected by cert-manager.
+- every mode: each workload namespace carries `managed-mldiagnostics-gke=true`.
+- Diagon (when enabled): see diagon.py.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Any
+
+import urllib3
+import yaml
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+
+from ml_diagnostics import compat
+from program.in_cluster import InClusterSettings
+from program.verify import diagon, helm
+from program.verify.result import TargetResult, Unreachable
+
+RELEASE_ANNOTATION = "meta.helm.sh/release-name"
+CERT_MANAGER_COMPONENTS = "app.kubernetes.io/component in (controller,webhook,cainjector)"
+TIMEOUT = (5, 30)
+RBAC_HINT = "apply the verify role (`verifyRbac: {enabled: true}`, README 'After `pulumi up`')"
+
+
+def probe(api: client.ApiClient) -> str:
+    """The server's version; raises Unreachable when the API server cannot be reached or refuses us."""
+    try:
+        info = client.VersionApi(api).get_code(_request_timeout=TIMEOUT)
+    except ApiException as e:
+        raise Unreachable(
+            f"Kubernetes API answered HTTP {e.status} {e.reason}: check the credentials"
+        ) from None
+    except (urllib3.exceptions.HTTPError, OSError) as e:
+        raise Unreachable(f"Kubernetes API not reachable: {type(e).__name__}: {_short(e)}") from None
+    return str(info.git_version)
+
+
+def _short(e: BaseException) -> str:
+    text = str(e).splitlines()[0] if str(e) else type(e).__name__
+    return text[:300]
+
+
+def guarded(result: TargetResult, name: str, fn: Callable[[], None]) -> None:
+    """Runs one check; a refused or failed read becomes a failed check, a lost connection Unreachable."""
+    try:
+        fn()
+    except ApiException as e:
+        if e.status == 401:
+            raise Unreachable(
+                f"Kubernetes API answered HTTP 401 during {name}: check the credentials"
+            ) from None
+        fix = RBAC_HINT if e.status == 403 else "check the API server and rerun"
+        result.add(name, False, f"read failed: HTTP {e.status} {e.reason}", fix)
+    except (urllib3.exceptions.HTTPError, OSError) as e:
+        raise Unreachable(f"Kubernetes API lost during {name}: {type(e).__name__}: {_short(e)}") from None
+
+
+def check_cluster(
+    api: client.ApiClient,
+    result: TargetResult,
+    settings: InClusterSettings,
+    mode: str,
+    *,
+    log_lines: int = 500,
+) -> None:
+    core, apps = client.CoreV1Api(api), client.AppsV1Api(api)
+    if mode == "manual":
+        for release, namespace, version in expected_releases(settings):
+            guarded(
+                result,
+                f"helm.{release}",
+                lambda r=release, n=namespace, v=version: _release(core, result, r, n, v),
+            )
+            guarded(
+                result,
+                f"workloads.{release}",
+                lambda r=release, n=namespace: _release_workloads(apps, result, r, n),
+            )
+        if not settings.cert_manager.enabled:
+            guarded(result, "workloads.cert-manager", lambda: _preinstalled_cert_manager(apps, result))
+        guarded(result, "webhook.ca-injected", lambda: _webhook_ca(api, result))
+    for ns in settings.workload_namespaces:
+        guarded(result, f"namespace.{ns.name}", lambda n=ns.name: _opt_in_label(core, result, n))
+    if settings.diagon.enabled:
+        guarded(
+            result,
+            "diagon",
+            lambda: diagon.check(core, apps, result, settings.diagon, log_lines=log_lines, timeout=TIMEOUT),
+        )
+
+
+def expected_releases(settings: InClusterSettings) -> list[tuple[str, str, str]]:
+    """(release, namespace, chart version) the manual install deploys, as the components name them."""
+    manual = settings.manual_install
+    out = []
+    if settings.cert_manager.enabled:
+        out.append(
+            (compat.CERT_MANAGER_RELEASE, compat.CERT_MANAGER_NAMESPACE, settings.cert_manager.version)
+        )
+    webhook_version = manual.injection_webhook.version or compat.INJECTION_WEBHOOK_DEFAULT_VERSION
+    out.append((compat.INJECTION_WEBHOOK_RELEASE, compat.MLDIAGNOSTICS_NAMESPACE, webhook_version))
+    operator_version = manual.connection_operator.version
+    if operator_version is None and manual.jax_version is not None:
+        operator_version = compat.connection_operator_defaults(manual.jax_version)[0]
+    out.append((compat.CONNECTION_OPERATOR_RELEASE, compat.MLDIAGNOSTICS_NAMESPACE, operator_version or ""))
+    return out
+
+
+def _same_version(a: str, b: str) -> bool:
+    try:
+        return compat.same_version(a, b)  # the program's one semver rule (pre-release counts)
+    except ValueError:
+        return a.lstrip("v") == b.lstrip("v")
+
+
+def _release(
+    core: client.CoreV1Api, result: TargetResult, release: str, namespace: str, version: str
+) -> None:
+    name = f"helm.{release}"
+    secrets = core.list_namespaced_secret(
+        namespace,
+        label_selector=f"owner=helm,name={release}",
+        field_selector=f"type={helm.RELEASE_SECRET_TYPE}",
+        _request_timeout=TIMEOUT,
+    ).items
+    if not secrets:
+        result.add(
+            name,
+            False,
+            f"no Helm release {release} in namespace {namespace}",
+            "run `pulumi up` for this stack; if the release was removed by hand, `pulumi refresh` first",
+        )
+        return
+    latest = max(
+        (helm.from_secret_data((s.data or {}).get("release", "")) for s in secrets), key=lambda r: r.revision
+    )
+    where = f"{namespace}/{release} revision {latest.revision} ({latest.chart} {latest.chart_version})"
+    if latest.status != "deployed":
+        why = f": {latest.description}" if latest.description else ""
+        result.add(
+            name,
+            False,
+            f"{where} is {latest.status}{why}",
+            f"see `helm history {release} -n {namespace}` and the pods' events; fix the cause and run `pulumi up`",
+        )
+    elif version and not _same_version(latest.chart_version, version):
+        result.add(
+            name,
+            False,
+            f"{where} is deployed but the config names chart {version}",
+            "run `pulumi up` to roll the release to the configured chart version",
+        )
+    else:
+        result.add(name, True, f"{where} deployed")
+
+
+def _deployment_problem(d: client.V1Deployment) -> str | None:
+    want = d.spec.replicas if d.spec.replicas is not None else 1
+    status = d.status or client.V1DeploymentStatus()
+    available = status.available_replicas or 0
+    if available < want:
+        cond = next((c for c in status.conditions or [] if c.type == "Available"), None)
+        why = f" ({cond.reason}: {cond.message})" if cond is not None and cond.status != "True" else ""
+        return f"{d.metadata.name} {available}/{want} available{why}"
+    return None
+
+
+def _report_deployments(
+    result: TargetResult, name: str, what: str, deployments: list[Any], namespace: str
+) -> None:
+    if not deployments:
+        result.add(name, False, f"no Deployment of {what} in namespace {namespace}", "run `pulumi up`")
+        return
+    problems = [p for d in deployments if (p := _deployment_problem(d))]
+    names = ", ".join(sorted(d.metadata.name for d in deployments))
+    if problems:
+        result.add(
+            name,
+            False,
+            "; ".join(problems),
+            f"`kubectl -n {namespace} describe deployment` and `kubectl -n {namespace} get events`: pending pods "
+            "usually mean missing capacity or an image that cannot be pulled",
+        )
+    else:
+        result.add(name, True, f"available: {names}")
+
+
+def _release_workloads(apps: client.AppsV1Api, result: TargetResult, release: str, namespace: str) -> None:
+    items = apps.list_namespaced_deployment(namespace, _request_timeout=TIMEOUT).items
+    mine = [d for d in items if (d.metadata.annotations or {}).get(RELEASE_ANNOTATION) == release]
+    _report_deployments(result, f"workloads.{release}", f"release {release}", mine, namespace)
+
+
+def _preinstalled_cert_manager(apps: client.AppsV1Api, result: TargetResult) -> None:
+    ns = compat.CERT_MANAGER_NAMESPACE
+    items = apps.list_namespaced_deployment(
+        ns, label_selector=CERT_MANAGER_COMPONENTS, _request_timeout=TIMEOUT
+    ).items
+    _report_deployments(result, "workloads.cert-manager", "the pre-installed cert-manager", items, ns)
+
+
+def _webhook_ca(api: client.ApiClient, result: TargetResult) -> None:
+    name, release = "webhook.ca-injected", compat.INJECTION_WEBHOOK_RELEASE
+    items = (
+        client.AdmissionregistrationV1Api(api)
+        .list_mutating_webhook_configuration(_request_timeout=TIMEOUT)
+        .items
+    )
+    mine = [w for w in items if (w.metadata.annotations or {}).get(RELEASE_ANNOTATION) == release]
+    if not mine:
+        result.add(
+            name,
+            False,
+            f"no MutatingWebhookConfiguration of release {release}",
+            "the injection-webhook release did not install its webhook: check `helm status` and run `pulumi up`",
+        )
+        return
+    missing = [
+        f"{cfg.metadata.name}/{hook.name}"
+        for cfg in mine
+        for hook in cfg.webhooks or []
+        if not (hook.client_config and hook.client_config.ca_bundle)
+    ]
+    names = ", ".join(sorted(w.metadata.name for w in mine))
+    if missing:
+        result.add(
+            name,
+            False,
+            f"caBundle empty on {', '.join(missing)}",
+            "cert-manager's cainjector has not injected the CA: check the cert-manager-cainjector pod's log and "
+            f"the Certificate in namespace {compat.MLDIAGNOSTICS_NAMESPACE} (`kubectl get certificate -A`)",
+        )
+    else:
+        result.add(name, True, f"{names}: CA injected")
+
+
+def _opt_in_label(core: client.CoreV1Api, result: TargetResult, namespace: str) -> None:
+    name, label = f"namespace.{namespace}", compat.OPT_IN_LABEL
+    try:
+        ns = core.read_namespace(namespace, _request_timeout=TIMEOUT)
+    except ApiException as e:
+        if e.status != 404:
+            raise
+        result.add(
+            name,
+            False,
+            f"namespace {namespace} does not exist",
+            "create it (workloadNamespaces create: true) and run `pulumi up`",
+        )
+        return
+    value = (ns.metadata.labels or {}).get(label)
+    if value == "true":
+        result.add(name, True, f"{label}=true")
+    else:
+        found = f"{label}={value}" if value is not None else f"no {label} label"
+        result.add(
+            name,
+            False,
+            found,
+            f"run `pulumi up` (it labels the namespace {label}=true); a label removed by hand drifts",
+        )
+
+
+def kube_client(kubeconfig: str | None, context: str | None) -> Any:
+    """An ApiClient from kubeconfig text, else the ambient kubeconfig (KUBECONFIG, ~/.kube/config), at `context`."""
+    from kubernetes import config as kconfig
+    from kubernetes.config.config_exception import ConfigException
+
+    try:
+        if kubeconfig:
+            return kconfig.new_client_from_config_dict(
+                yaml.safe_load(kubeconfig), context=context, persist_config=False
+            )
+        path = os.environ.get("KUBECONFIG") or os.path.expanduser("~/.kube/config")
+        return kconfig.new_client_from_config(config_file=path, context=context, persist_config=False)
+    except (ConfigException, yaml.YAMLError, OSError, TypeError, ValueError) as e:
+        raise Unreachable(
+            f"kubeconfig unusable: {type(e).__name__}: {str(e).splitlines()[0][:300]}"
+        ) from None
+
+
+def check_in_cluster(api: Any, result: TargetResult, settings: Any, mode: str, log_lines: int) -> None:
+    """Every in-cluster check through one client, closed afterwards."""
+    try:
+        probe(api)
+        check_cluster(api, result, settings, mode, log_lines=log_lines)
+    finally:
+        api.close()
