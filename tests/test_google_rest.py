@@ -319,3 +319,21 @@ def test_operation_404_that_lasts_past_the_retry_deadline_is_an_error(api, clock
     with pytest.raises(GoogleApiError) as e:
         c.wait_operation(op, 600, resource="cluster c1")
     assert e.value.http_status == 404 and 30 <= clock.now < 45
+
+
+def test_one_client_factory():
+    """Every client of the library and the program comes from `google_rest.client` (one spelling of settings)."""
+    import ast
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    callers = []
+    for base in (root / "components", root / "program", root / "tools"):
+        for path in base.rglob("*.py"):
+            for node in ast.walk(ast.parse(path.read_text())):
+                if (
+                    isinstance(node, ast.Call)
+                    and getattr(node.func, "id", getattr(node.func, "attr", "")) == "GoogleRestClient"
+                ):
+                    callers.append(path.relative_to(root).as_posix())
+    assert callers == ["components/ml_diagnostics/providers/google_rest.py"]

@@ -24,7 +24,8 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from ml_diagnostics.providers.google_rest import VERTEX, GoogleRestClient  # noqa: E402
+from ml_diagnostics.providers import google_rest  # noqa: E402
+from ml_diagnostics.providers.google_rest import VERTEX  # noqa: E402
 from tests.fakes.vertex_api import FakeVertexApi, SimulatedClock  # noqa: E402
 
 DURATIONS = (5.0, 60.0, 600.0)
@@ -45,7 +46,7 @@ def _run(api: FakeVertexApi, duration: float, strategy: str, seed: int) -> tuple
     api.clock, api.operation_seconds = clock, duration
     cluster = f"projects/p/locations/us-central1/modelDevelopmentClusters/b{len(api.operations)}"
     api.put_cluster(cluster, {})
-    client = GoogleRestClient(f"{api.endpoint}/v1beta1", emulator=True, clock=clock)
+    client = google_rest.client(f"{api.endpoint}/v1beta1", {"emulator": True}, clock=clock)
     op = client.request("DELETE", cluster)
     if strategy == "ours":
         client.wait_operation(op, 7200, style=VERTEX)

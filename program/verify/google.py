@@ -12,12 +12,9 @@ from typing import Any
 from google.auth.exceptions import GoogleAuthError
 
 from ml_diagnostics import compat
-from ml_diagnostics.providers.google_rest import (
-    CLOUD_PLATFORM_SCOPE,
-    GoogleApiError,
-    GoogleRestClient,
-    RetryPolicy,
-)
+from ml_diagnostics.google_api import rest_inputs
+from ml_diagnostics.providers import google_rest
+from ml_diagnostics.providers.google_rest import GoogleApiError, GoogleRestClient, RetryPolicy
 from program.google_api import GoogleApiSettings
 from program.kinds.gke.model import GkeClusterTarget
 from program.kinds.model_development.model import ModelDevelopmentClusterTarget
@@ -30,40 +27,22 @@ MDC_API_VERSION = "v1beta1"
 MDC_BUSY_STATES = ("PROVISIONING", "UPDATING", "REPAIRING", "STOPPING")
 
 
-def _impersonated_session(service_account: str) -> Any:
-    import google.auth
-    from google.auth import impersonated_credentials
-    from google.auth.transport.requests import AuthorizedSession
-
-    source, _ = google.auth.default(scopes=[CLOUD_PLATFORM_SCOPE])
-    creds = impersonated_credentials.Credentials(
-        source_credentials=source, target_principal=service_account, target_scopes=[CLOUD_PLATFORM_SCOPE]
-    )
-    return AuthorizedSession(creds)
-
-
 def rest_client(
-    endpoint: str | None, default: str, version: str, settings: GoogleApiSettings
+    endpoint: str | None, default: str, version: str, settings: GoogleApiSettings, api: str
 ) -> GoogleRestClient:
-    """A client as the program's: emulator mode without credentials, else ADC (impersonating when set)."""
+    """The client the dynamic providers build (`google_rest.client`), from the same settings: emulator mode
+    (no credentials) only where this API has a loopback endpoint, else Application Default Credentials,
+    impersonating when set. A read-only check retries briefly, then reports."""
     base = (endpoint or default).rstrip("/")
     if not base.endswith(f"/{version}"):
         base = f"{base}/{version}"
-    anonymous = settings.emulator and bool(endpoint)
-    session = None
-    if settings.impersonate_service_account and not anonymous:
-        try:
-            session = _impersonated_session(settings.impersonate_service_account)
-        except GoogleAuthError as e:
-            raise Unreachable(f"no Google credentials: {str(e).splitlines()[0][:300]}") from None
-    return GoogleRestClient(
-        base,
-        quota_project=settings.quota_project,
-        emulator=anonymous,
-        session=session,
-        retry=RetryPolicy(deadline=5.0),  # a read-only check: a few quick retries, then report
-        timeout=(5.0, 30.0),
-    )
+    inputs = rest_inputs(settings.to_args(), api)
+    if not endpoint:
+        inputs.pop("emulator", None)
+    try:
+        return google_rest.client(base, inputs, retry=RetryPolicy(deadline=5.0), timeout=(5.0, 30.0))
+    except ValueError as e:
+        raise Unreachable(str(e)) from None
 
 
 def _get(client: GoogleRestClient, path: str, what: str) -> dict[str, Any] | None:
@@ -92,7 +71,9 @@ def check_gke(
     """Cluster status and the managed flag; returns the cluster (endpoint and CA for the in-cluster checks)."""
     google_api = google_api.for_target(target.google_api)
     path = f"projects/{target.project}/locations/{target.location}/clusters/{target.gke_name}"
-    client = rest_client(google_api.endpoints.get("container"), CONTAINER_ENDPOINT, "v1", google_api)
+    client = rest_client(
+        google_api.endpoints.get("container"), CONTAINER_ENDPOINT, "v1", google_api, "container"
+    )
     cluster = _get_once(client, path, f"GKE cluster {path}")
     if cluster is None:
         result.add(
@@ -163,7 +144,7 @@ def check_model_development_cluster(
     if endpoint:
         endpoint = endpoint.replace("{region}", target.region)
     path = f"projects/{target.project}/locations/{target.region}/modelDevelopmentClusters/{target.model_development_cluster_id}"
-    client = rest_client(endpoint, default, MDC_API_VERSION, google_api)
+    client = rest_client(endpoint, default, MDC_API_VERSION, google_api, "aiplatform")
     cluster = _get_once(client, path, f"Model Development Cluster {path}")
     if cluster is None:
         result.add(

@@ -33,7 +33,8 @@ from pulumi.dynamic import (
 )
 
 from ml_diagnostics import compat
-from ml_diagnostics.providers.google_rest import GKE, Clock, GoogleApiError, GoogleRestClient, RetryPolicy
+from ml_diagnostics.providers import google_rest
+from ml_diagnostics.providers.google_rest import GKE, Clock, GoogleApiError, GoogleRestClient
 
 DEFAULT_ENDPOINT = "https://container.googleapis.com"
 OPERATION_DEADLINE_SECONDS = 45 * 60  # enabling a cluster feature redeploys add-ons; minutes, not seconds
@@ -80,16 +81,10 @@ class ManagedMlDiagnosticsProvider(ResourceProvider):
     def _client(self, props: dict[str, Any]) -> GoogleRestClient:
         endpoint = (props.get("apiEndpoint") or DEFAULT_ENDPOINT).rstrip("/")
         base = endpoint if endpoint.endswith("/v1") else f"{endpoint}/v1"
+        # The wire (and state) names of this resource's settings are camelCase; the settings are snake_case.
+        settings = {snake: props.get(camel) for snake, camel in _CLIENT_INPUTS.items()}
         try:
-            return GoogleRestClient(
-                base,
-                quota_project=props.get("quotaProject") or None,
-                impersonate_service_account=props.get("impersonateServiceAccount") or None,
-                iam_endpoint=props.get("iamEndpoint") or None,
-                emulator=bool(props.get("emulator")),
-                clock=getattr(self, "clock", None),
-                retry=RetryPolicy.from_inputs(props.get("retry")),
-            )
+            return google_rest.client(base, settings, clock=getattr(self, "clock", None))
         except ValueError as e:
             raise ValueError(f"googleApi settings of {self._resource(props)}: {e}") from None
 
@@ -299,8 +294,8 @@ class ManagedMlDiagnostics(pulumi.dynamic.Resource, module="gke", name="ManagedM
         google_api: Mapping[str, Any] | None = None,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
-        """`google_api`: the REST client inputs `GoogleApiSettings.rest_inputs("container")` returns
-        (api_endpoint, quota_project, impersonate_service_account, emulator, retry); they override
+        """`google_api`: the REST client settings `ml_diagnostics.google_api.rest_inputs(..., "container")` returns
+        (api_endpoint, quota_project, impersonate_service_account, iam_endpoint, emulator, retry); they override
         `api_endpoint`/`quota_project`."""
         props: dict[str, Any] = {
             "project": project,

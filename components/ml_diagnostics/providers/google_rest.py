@@ -293,3 +293,28 @@ class GoogleRestClient:
             code, message = err
             raise OperationFailed(resource, ref, code, message)
         return op
+
+
+def client(
+    base_url: str,
+    settings: Mapping[str, Any] | None,
+    *,
+    clock: Clock | None = None,
+    session: requests.Session | None = None,
+    retry: RetryPolicy | None = None,
+    timeout: tuple[float, float] = (10.0, 60.0),
+) -> GoogleRestClient:
+    """The one way to build a client from the REST settings (`ml_diagnostics.google_api.rest_inputs`, snake_case:
+    quota_project, impersonate_service_account, iam_endpoint, emulator, retry). `retry` overrides the settings'."""
+    s = settings or {}
+    return GoogleRestClient(
+        base_url,
+        quota_project=s.get("quota_project") or None,
+        impersonate_service_account=s.get("impersonate_service_account") or None,
+        iam_endpoint=s.get("iam_endpoint") or None,
+        emulator=bool(s.get("emulator")),
+        session=session,
+        clock=clock,
+        retry=retry or RetryPolicy.from_inputs(s.get("retry")),
+        timeout=timeout,
+    )

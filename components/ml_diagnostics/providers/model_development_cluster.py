@@ -30,13 +30,13 @@ from pulumi.dynamic import (
     UpdateResult,
 )
 
+from ml_diagnostics.providers import google_rest
 from ml_diagnostics.providers.google_rest import (
     VERTEX,
     Clock,
     GoogleApiError,
     GoogleRestClient,
     OperationFailed,
-    RetryPolicy,
 )
 from ml_diagnostics.providers.mdc.live import (
     ModelDevelopmentClusterError,
@@ -83,15 +83,7 @@ class ModelDevelopmentClusterProvider(ResourceProvider):
     # -- plumbing -----------------------------------------------------------------------------------------
     def _client(self, spec: Mapping[str, Any]) -> GoogleRestClient:
         try:
-            return GoogleRestClient(
-                _base_url(spec),
-                quota_project=spec.get("quota_project") or None,
-                impersonate_service_account=spec.get("impersonate_service_account") or None,
-                iam_endpoint=spec.get("iam_endpoint") or None,
-                emulator=bool(spec.get("emulator")),
-                clock=getattr(self, "clock", None),
-                retry=RetryPolicy.from_inputs(spec.get("retry")),
-            )
+            return google_rest.client(_base_url(spec), spec, clock=getattr(self, "clock", None))
         except ValueError as e:
             raise ModelDevelopmentClusterError(f"googleApi settings of {cluster_path(spec)}: {e}") from None
 
