@@ -7,7 +7,7 @@ FORMAT ?= table
 
 venv: .venv/.installed
 
-.venv/.installed: requirements.txt requirements-dev.txt
+.venv/.installed: requirements.txt requirements-dev.txt pyproject.toml
 	test -x $(PY) || python3 -m venv .venv
 	$(PY) -m pip install -q -r requirements-dev.txt
 	touch $@
@@ -18,6 +18,7 @@ plan: venv
 lint: venv
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
+	$(PY) -m mypy -p ml_diagnostics
 
 test: lint mermaid-deps
 	$(PY) -m pytest
@@ -27,7 +28,7 @@ bench: venv
 	$(PY) tools/bench_lro.py
 
 clean:
-	rm -rf .venv .pytest_cache .ruff_cache plan-out $(MERMAID)/node_modules
+	rm -rf .venv .pytest_cache .ruff_cache .mypy_cache plan-out $(MERMAID)/node_modules
 
 # Mermaid's parser (tests) and renderer (pictures), pinned in tools/mermaid/package-lock.json. Without npm
 # the Mermaid parser tests skip with that reason.

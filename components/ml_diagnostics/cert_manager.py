@@ -43,7 +43,7 @@ def cert_manager_values(version: str, values: Mapping[str, Any] | None) -> dict[
 class CertManager(pulumi.ComponentResource):
     """Installs cert-manager. Dependents `depends_on` the `release` (which awaits hooks and readiness)."""
 
-    release_name: pulumi.Output[str]
+    release_name: pulumi.Output[str | None]
     """The Helm release's name (cert-manager)."""
     version: pulumi.Output[str]
     """The chart version."""

@@ -45,11 +45,11 @@ class ClusterMlDiagnostics(pulumi.ComponentResource):
 
     mode: pulumi.Output[str]
     """The mode: managed or manual."""
-    cert_manager_source: pulumi.Output[str]
+    cert_manager_source: pulumi.Output[str | None]
     """Manual mode: release (installed here) or preinstalled; unset in managed mode."""
     workload_namespaces: pulumi.Output[list[str]]
     """The opted-in namespaces."""
-    diagon_namespace: pulumi.Output[str]
+    diagon_namespace: pulumi.Output[str | None]
     """Diagon's namespace, when Diagon is deployed."""
     workload_monitoring: pulumi.Output[bool]
     """Automatic workload monitoring (GKE >= 1.36.4-gke.1247000 only)."""

@@ -104,7 +104,7 @@ def _max_unavailable(value: Any) -> int | str:
 def _pull_policy(image: pulumi.Input[str]) -> pulumi.Input[str]:
     if isinstance(image, str):
         return compat.image_pull_policy(image)
-    return pulumi.Output.from_input(image).apply(compat.image_pull_policy)
+    return pulumi.Output.from_input(image).apply(compat.image_pull_policy)  # type: ignore[arg-type]
 
 
 class Diagon(pulumi.ComponentResource):

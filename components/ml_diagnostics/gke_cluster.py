@@ -237,7 +237,7 @@ class GkeCluster(pulumi.ComponentResource):
     """The managed flag as this update sets it."""
     workload_monitoring: pulumi.Output[bool]
     """Automatic workload monitoring (GKE >= 1.36.4-gke.1247000)."""
-    pending_step: pulumi.Output[str]
+    pending_step: pulumi.Output[str | None]
     """What a later update still has to do (the second step of a switch to managed); unset when nothing."""
 
     def __init__(self, name: str, args: GkeClusterArgs, opts: pulumi.ResourceOptions | None = None):

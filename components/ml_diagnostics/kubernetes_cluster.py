@@ -2,7 +2,7 @@
 `ClusterMlDiagnostics` in manual mode (managed ML diagnostics exists only on GKE)."""
 
 # No `from __future__ import annotations`: the component plugin infers its schema from these annotations.
-from typing import NotRequired
+from typing import Any, NotRequired
 
 import pulumi
 from pulumi_kubernetes.provider import Provider
@@ -37,10 +37,10 @@ class KubernetesCluster(pulumi.ComponentResource):
             context=args.get("context"),
             opts=pulumi.ResourceOptions(parent=self),
         )
-        in_cluster = {k: v for k, v in args.items() if k not in ("kubeconfig", "context")}
+        in_cluster: dict[str, Any] = {k: v for k, v in args.items() if k not in ("kubeconfig", "context")}
         self.diagnostics = ClusterMlDiagnostics(
             f"{name}-mldiag",
-            {**in_cluster, "mode": MlDiagnosticsMode.MANUAL, "self_managed": True},
+            {**in_cluster, "mode": MlDiagnosticsMode.MANUAL, "self_managed": True},  # type: ignore[typeddict-item]
             opts=pulumi.ResourceOptions(parent=self, providers=[self.provider]),
         )
         self.mode = self.diagnostics.mode

@@ -99,9 +99,9 @@ class MlDiagnosticsManual(pulumi.ComponentResource):
 
     namespace: pulumi.Output[str]
     """The release namespace (gke-mldiagnostics)."""
-    injection_webhook_version: pulumi.Output[str]
+    injection_webhook_version: pulumi.Output[str | None]
     """The injection-webhook chart version."""
-    connection_operator_version: pulumi.Output[str]
+    connection_operator_version: pulumi.Output[str | None]
     """The connection-operator chart version."""
 
     def __init__(
@@ -131,7 +131,9 @@ class MlDiagnosticsManual(pulumi.ComponentResource):
                 parent=self, import_=compat.MLDIAGNOSTICS_NAMESPACE if adopt else None
             ),
         )
-        after_cert_manager = [cert_manager] if cert_manager is not None else list(release_after)
+        after_cert_manager: list[pulumi.Resource] = (
+            [cert_manager] if cert_manager is not None else list(release_after)
+        )
 
         wh: ChartArgs = args.get("injection_webhook") or {}
         self.injection_webhook = self._release(

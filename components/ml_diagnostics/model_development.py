@@ -57,7 +57,7 @@ class ModelDevelopmentCluster(pulumi.ComponentResource):
     def __init__(
         self, name: str, args: ModelDevelopmentClusterArgs, opts: pulumi.ResourceOptions | None = None
     ):
-        spec = {k: v for k, v in args.items() if k not in ("google_api", "adopt")}
+        spec: dict[str, Any] = {k: v for k, v in args.items() if k not in ("google_api", "adopt")}
         spec = {**SPEC_DEFAULTS, **_strip_empty(spec)}
         policy = lifecycle.DeletionPolicy(spec["deletion_policy"])
         # PREVENT guards the whole component (and so the cluster) against `pulumi destroy` at the engine.

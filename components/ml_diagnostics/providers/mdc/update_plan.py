@@ -56,7 +56,8 @@ def by_key(items: list[Mapping[str, Any]] | None, key: str) -> dict[Any, Mapping
 
 def _pool_differences(old: Mapping[str, Any], new: Mapping[str, Any]) -> tuple[list[str], list[str]]:
     """(updatable fields that differ, immutable fields that differ) for one node pool."""
-    upd, imm = [], []
+    upd: list[str] = []
+    imm: list[str] = []
     for name in NODE_POOL:
         if name == "id":
             continue
@@ -149,8 +150,9 @@ def _update_warnings(old: Mapping[str, Any], new: Mapping[str, Any], mask: list[
             "pin node_image, or set update_mode USER_ONLY to keep the images they run today"
         )
     if SLURM_PREFIX + "partitions" in mask and not slurm_of(new).get("default_partition_id"):
-        first_old = next(iter(slurm_of(old).get("partitions") or []), {}).get("id")
-        first_new = next(iter(slurm_of(new).get("partitions") or []), {}).get("id")
+        empty: dict[str, Any] = {}
+        first_old = next(iter(slurm_of(old).get("partitions") or []), empty).get("id")
+        first_new = next(iter(slurm_of(new).get("partitions") or []), empty).get("id")
         if first_old and first_new and first_old != first_new:
             out.append(
                 f"default_partition_id is unset, so the default partition moves from {first_old!r} to "
