@@ -1,8 +1,8 @@
 """The bottom of the config layer: the base model, the error types and the secret wrapper.
 
-Layers point down only: `config_base` and `validators` -> `targets/*` -> `config` (StackConfig, load) ->
-components -> `__main__`. This module imports nothing from the project, so every target model (and the
-Model Development Cluster spec shared with its provider) can import it alone.
+Layers point down only: `config_base` and `validators` -> the kinds' models (`kinds/<kind>/model.py`) ->
+`config` (StackConfig, load) -> the kinds' factories -> `__main__`. This module imports nothing else of the
+program, so every kind's model can import it alone.
 """
 
 from __future__ import annotations

@@ -99,7 +99,7 @@ def managed_flag(
     return pulumi.Output.from_input(previous_mode).apply(lambda prev: prev != "manual")
 
 
-class TaintArgs(TypedDict):
+class GkeTaintArgs(TypedDict):
     key: str
     """Taint key."""
     value: NotRequired[str]
@@ -108,7 +108,7 @@ class TaintArgs(TypedDict):
     """NO_SCHEDULE, PREFER_NO_SCHEDULE or NO_EXECUTE."""
 
 
-class GuestAcceleratorArgs(TypedDict):
+class GkeGuestAcceleratorArgs(TypedDict):
     """GPUs attached to each node."""
 
     type: str
@@ -119,14 +119,14 @@ class GuestAcceleratorArgs(TypedDict):
     """DEFAULT, LATEST or INSTALLATION_DISABLED (default DEFAULT)."""
 
 
-class AutoscalingArgs(TypedDict):
+class GkeAutoscalingArgs(TypedDict):
     min_node_count: NotRequired[int]
     """Fewest nodes per zone (default 0)."""
     max_node_count: int
     """Most nodes per zone."""
 
 
-class NodePoolArgs(TypedDict):
+class GkeNodePoolArgs(TypedDict):
     """A node pool of a cluster the component creates."""
 
     name: str
@@ -135,7 +135,7 @@ class NodePoolArgs(TypedDict):
     """Compute Engine machine type, e.g. ct5lp-hightpu-4t or a3-highgpu-8g."""
     node_count: NotRequired[int]
     """Fixed size per zone; or `autoscaling`. Neither: 1 node per zone."""
-    autoscaling: NotRequired[AutoscalingArgs]
+    autoscaling: NotRequired[GkeAutoscalingArgs]
     """Autoscaling bounds per zone."""
     node_locations: NotRequired[list[str]]
     """Zones of the pool (default: the cluster's)."""
@@ -149,15 +149,15 @@ class NodePoolArgs(TypedDict):
     """The nodes' Google service account."""
     labels: NotRequired[dict[str, str]]
     """Kubernetes labels of the nodes."""
-    taints: NotRequired[list[TaintArgs]]
+    taints: NotRequired[list[GkeTaintArgs]]
     """Kubernetes taints of the nodes."""
-    guest_accelerator: NotRequired[GuestAcceleratorArgs]
+    guest_accelerator: NotRequired[GkeGuestAcceleratorArgs]
     """GPUs per node."""
     tpu_topology: NotRequired[str]
     """Multi-host TPU slice shape, e.g. 2x4: COMPACT placement with this topology."""
 
 
-def _node_config(pool: NodePoolArgs, workload_identity: bool) -> dict[str, Any]:
+def _node_config(pool: GkeNodePoolArgs, workload_identity: bool) -> dict[str, Any]:
     cfg: dict[str, Any] = {
         "machine_type": pool["machine_type"],
         "oauth_scopes": [CLOUD_PLATFORM_SCOPE],
@@ -213,7 +213,7 @@ class GkeClusterArgs(InClusterArgs):
     """Created clusters: Workload Identity (PROJECT.svc.id.goog); default true."""
     deletion_protection: NotRequired[bool]
     """Created clusters: GKE's own guard against deletion; default true."""
-    node_pools: NotRequired[list[NodePoolArgs]]
+    node_pools: NotRequired[list[GkeNodePoolArgs]]
     """Created clusters: node pools (the default pool is removed)."""
     google_api: NotRequired[GoogleApiArgs]
     """How the gcp provider, the auth plugin and the REST client call Google."""

@@ -10,7 +10,7 @@ from kubernetes.client.exceptions import ApiException
 from program.in_cluster import DiagonSettings
 from program.verify.result import TargetResult
 
-DAEMON_NAME = "diagon-daemon"  # components/diagon.py: DaemonSet, container and pod label `name`
+DAEMON_NAME = "diagon-daemon"  # ml_diagnostics/diagon.py: DaemonSet, container and pod label `name`
 LOG_SIGNATURES = (
     "Stream established.",
     "Received successful DaemonRegistrationResponse from backend",

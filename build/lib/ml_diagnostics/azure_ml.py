@@ -1,0 +1,351 @@
+"""Azure Machine Learning extension (`Microsoft.AzureML.Kubernetes`) on an AKS or Arc cluster.
+
+Sends what `az k8s-extension create --extension-type Microsoft.AzureML.Kubernetes` sends: the CLI
+derives many settings on the client (cluster ids, locations, per-kind component flags, small-cluster
+defaults, the TLS material, and for Arc an Azure Relay) and the chart fails its health checks without them.
+"""
+
+# No `from __future__ import annotations`: the component plugin infers its schema from these annotations.
+import base64
+import hashlib
+from typing import NotRequired, TypedDict
+
+import pulumi
+from pulumi_azure_native import kubernetesconfiguration, relay
+from pulumi_azure_native.provider import Provider as AzureProvider
+
+from ml_diagnostics import lifecycle
+
+EXTENSION_TYPE = "Microsoft.AzureML.Kubernetes"
+RELEASE_NAMESPACE = "azureml"
+DEFAULT_RELEASE_TRAIN = "stable"
+RELAY_AUTH_RULE = "azureml_rw"
+RELAY_RIGHTS = ["Manage", "Send", "Listen"]
+RELAY_TAGS = {"created_by": "Azure Arc-enabled ML"}
+# Fewer nodes than this: the CLI marks the cluster DevTest and turns inference-router HA off.
+MIN_HA_NODES = 3
+
+
+class AzureClusterArgs(TypedDict):
+    """The AKS or Arc-enabled cluster the extension goes to."""
+
+    kind: str
+    """aks (managed cluster) or arc (connected cluster)."""
+    subscription_id: str
+    """The cluster's subscription (the explicit provider is bound to it)."""
+    resource_group: str
+    """The cluster's resource group."""
+    name: str
+    """The cluster's name."""
+    location: str
+    """The cluster's Azure region, lowercase (e.g. westeurope)."""
+    node_count: int
+    """Nodes of the cluster: fewer than 3 gets the CLI's small-cluster defaults."""
+    openshift: NotRequired[bool]
+    """An OpenShift cluster."""
+    tenant_id: NotRequired[str]
+    """Tenant of the explicit provider."""
+    cloud_environment: NotRequired[str]
+    """public, usgovernment or china."""
+
+
+class InferenceArgs(TypedDict):
+    """Inference settings of the extension (the CLI's --config inference keys)."""
+
+    enabled: NotRequired[bool]
+    """Enable inference (enableInference)."""
+    router_service_type: NotRequired[str]
+    """inferenceRouterServiceType: LoadBalancer, NodePort or ClusterIP."""
+    internal_load_balancer_provider: NotRequired[str]
+    """azure: an internal load balancer (AKS only)."""
+    allow_insecure_connections: NotRequired[bool]
+    """Serve HTTP without TLS (dev only)."""
+    ssl_cname: NotRequired[str]
+    """The CNAME the TLS certificate is for."""
+    ssl_secret: NotRequired[str]
+    """A Kubernetes secret in the azureml namespace holding the TLS certificate and key."""
+    ssl_cert_pem: NotRequired[pulumi.Input[str]]
+    """TLS certificate (PEM, a secret); sent base64-encoded as a protected setting."""
+    ssl_key_pem: NotRequired[pulumi.Input[str]]
+    """TLS key (PEM, a secret); sent base64-encoded as a protected setting."""
+    router_ha: NotRequired[bool]
+    """inferenceRouterHA (needs at least 3 nodes)."""
+
+
+class AzureMlExtensionArgs(TypedDict):
+    """The Azure Machine Learning extension on one cluster, with what `az k8s-extension create` sends."""
+
+    cluster: AzureClusterArgs
+    """The cluster."""
+    extension_name: str
+    """ARM extension name (also the Helm release name)."""
+    training: NotRequired[bool]
+    """Enable training (enableTraining)."""
+    inference: NotRequired[InferenceArgs]
+    """Inference settings."""
+    node_selector: NotRequired[dict[str, str]]
+    """Node labels the extension's components run on."""
+    install_nvidia_device_plugin: NotRequired[bool]
+    """installNvidiaDevicePlugin."""
+    install_prom_op: NotRequired[bool]
+    """installPromOp: false when the cluster already runs a Prometheus operator."""
+    install_volcano: NotRequired[bool]
+    """installVolcano: false when the cluster already runs Volcano."""
+    install_dcgm_exporter: NotRequired[bool]
+    """installDcgmExporter."""
+    version: NotRequired[str]
+    """A pinned extension version (with auto_upgrade_minor_version false)."""
+    auto_upgrade_minor_version: NotRequired[bool]
+    """Let Azure upgrade minor versions."""
+    release_train: NotRequired[str]
+    """stable (default) or preview."""
+    domain: NotRequired[str]
+    """Inference domain (default <location>.cloudapp.azure.com)."""
+    adopt: NotRequired[bool]
+    """Import what `az k8s-extension create` made (the extension and, on Arc, the relay resources)."""
+
+
+def cluster_rp(cluster: AzureClusterArgs) -> str:
+    return "Microsoft.ContainerService" if cluster["kind"] == "aks" else "Microsoft.Kubernetes"
+
+
+def cluster_type(cluster: AzureClusterArgs) -> str:
+    return "managedClusters" if cluster["kind"] == "aks" else "connectedClusters"
+
+
+def cluster_resource_id(cluster: AzureClusterArgs) -> str:
+    return (
+        f"/subscriptions/{cluster['subscription_id']}/resourceGroups/{cluster['resource_group']}"
+        f"/providers/{cluster_rp(cluster)}/{cluster_type(cluster)}/{cluster['name']}"
+    )
+
+
+def _flag(value: bool) -> str:
+    # The CLI sends Python bools through a str-typed map: "True" / "False".
+    return "True" if value else "False"
+
+
+def relay_namespace_name(cluster_name: str, subscription_id: str, resource_group: str) -> str:
+    """The CLI's relay namespace name: the alphanumerics of `<cluster>-<subscription>-<rg>-relay`,
+    cut to 44 and suffixed with 6 hex digits of the MD5 of the unfiltered text when over 50."""
+    raw = f"{cluster_name}-{subscription_id}-{resource_group}-relay"
+    kept = "".join(ch for ch in raw if ch.isalnum())
+    if len(kept) <= 50:
+        return kept
+    return kept[:44] + hashlib.md5(raw.encode("utf8")).hexdigest()[:6]
+
+
+def configuration_settings(args: AzureMlExtensionArgs) -> dict[str, str]:
+    """The plain settings the CLI sends, except the relay's (added once the relay exists)."""
+    cluster = args["cluster"]
+    inf: InferenceArgs = args.get("inference") or {}
+    enabled = inf.get("enabled", False)
+    s: dict[str, str] = {}
+
+    if enabled:
+        s["inferenceRouterServiceType"] = inf.get("router_service_type") or ""
+        if inf.get("internal_load_balancer_provider") is not None:
+            s["internalLoadBalancerProvider"] = inf["internal_load_balancer_provider"]
+        if inf.get("allow_insecure_connections") is not None:
+            s["allowInsecureConnections"] = _flag(inf["allow_insecure_connections"])
+        if inf.get("ssl_cname") is not None:
+            s["sslCname"] = inf["ssl_cname"]
+        if inf.get("ssl_secret") is not None:
+            s["sslSecret"] = inf["ssl_secret"]
+        if inf.get("router_ha") is not None:
+            s["inferenceRouterHA"] = _flag(inf["router_ha"])
+    for key, value in sorted((args.get("node_selector") or {}).items()):
+        # Settings become Helm values split at '.'; escape the dots inside a label key (kubernetes.io/os).
+        s["nodeSelector." + key.replace(".", "\\.")] = value
+    for key, arg in (
+        ("installNvidiaDevicePlugin", "install_nvidia_device_plugin"),
+        ("installPromOp", "install_prom_op"),
+        ("installVolcano", "install_volcano"),
+        ("installDcgmExporter", "install_dcgm_exporter"),
+    ):
+        if args.get(arg) is not None:
+            s[key] = _flag(args[arg])  # type: ignore[literal-required]
+
+    if enabled:
+        if inf.get("router_service_type") == "NodePort":
+            s["scoringFe.serviceType.nodePort"] = _flag(True)
+        elif inf.get("internal_load_balancer_provider") == "azure":
+            s["scoringFe.serviceType.internalLoadBalancer"] = _flag(True)
+        # With insecure connections allowed the CLI skips the TLS setup; PEMs win over sslSecret.
+        if (
+            not inf.get("allow_insecure_connections")
+            and inf.get("ssl_secret")
+            and not (inf.get("ssl_cert_pem") and inf.get("ssl_key_pem"))
+        ):
+            s["scoringFe.sslSecret"] = inf["ssl_secret"]
+
+    s["enableTraining"] = _flag(args.get("training", False))
+    s["enableInference"] = _flag(enabled)
+
+    # Small clusters (fewer than 3 nodes): the CLI fills these in unless given, whatever the workload.
+    if cluster["node_count"] < MIN_HA_NODES:
+        s.setdefault("clusterPurpose", "DevTest")
+        s.setdefault("inferenceRouterHA", "false")
+    if cluster.get("openshift", False):
+        s["openshift"] = "true"
+
+    location = cluster["location"]
+    s["cluster_name"] = cluster_resource_id(cluster)
+    # The CLI accepts a domain but then overwrites it (it reads a misspelled key); we send the user's.
+    s["domain"] = args.get("domain") or f"{location}.cloudapp.azure.com"
+    s["location"] = location
+    s["jobSchedulerLocation"] = location
+    s["cluster_name_friendly"] = cluster["name"]
+    s["servicebus.enabled"] = "false"
+    # AKS talks to the cloud without the relay and gets the nginx ingress; Arc the other way round.
+    aks = cluster["kind"] == "aks"
+    s["relayserver.enabled"] = "false" if aks else "true"
+    s["nginxIngress.enabled"] = "true" if aks else "false"
+    s["clusterId"] = s["cluster_name"]
+    s["prometheus.prometheusSpec.externalLabels.cluster_name"] = s["cluster_name"]
+    return s
+
+
+def provider_args(cluster: AzureClusterArgs) -> dict[str, str]:
+    """The azure-native provider inputs that bind the extension's resources to its own account scope."""
+    args = {"subscription_id": cluster["subscription_id"]}
+    if cluster.get("tenant_id"):
+        args["tenant_id"] = cluster["tenant_id"]
+    if cluster.get("cloud_environment"):
+        args["environment"] = cluster["cloud_environment"]
+    return args
+
+
+def _pem_base64(pem: str) -> str:
+    # The CLI base64s the file as read in text mode: LF line ends, and a PEM file ends with a newline
+    # (config values arrive stripped).
+    text = pem.replace("\r\n", "\n").replace("\r", "\n").strip() + "\n"
+    return base64.b64encode(text.encode("ascii")).decode()
+
+
+class AzureMlExtension(pulumi.ComponentResource):
+    """The Azure ML extension on one AKS or Arc cluster (plus the Azure Relay an Arc cluster needs)."""
+
+    extension_id: pulumi.Output[str]
+    """The extension's ARM id."""
+    cluster_resource_id: pulumi.Output[str]
+    """The cluster's ARM id."""
+
+    def __init__(self, name: str, args: AzureMlExtensionArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("mldiag:index:AzureMlExtension", name, None, opts)
+        cluster = args["cluster"]
+        inf: InferenceArgs = args.get("inference") or {}
+        adopt = args.get("adopt", False)
+        extension = args["extension_name"]
+        resource_id = cluster_resource_id(cluster)
+        settings: dict[str, pulumi.Input[str]] = dict(configuration_settings(args))
+        protected: dict[str, pulumi.Input[str]] = {}
+
+        cert, key = inf.get("ssl_cert_pem"), inf.get("ssl_key_pem")
+        if inf.get("enabled", False) and not inf.get("allow_insecure_connections") and cert and key:
+            protected["scoringFe.sslCert"] = pulumi.Output.secret(cert).apply(_pem_base64)
+            protected["scoringFe.sslKey"] = pulumi.Output.secret(key).apply(_pem_base64)
+
+        # An explicit provider bound to the target's subscription (and tenant/cloud): without it the extension
+        # and relay would land in whatever subscription the deployer's ambient login points at.
+        self.provider = AzureProvider(
+            f"{name}-provider", **provider_args(cluster), opts=pulumi.ResourceOptions(parent=self)
+        )
+        child = pulumi.ResourceOptions(parent=self, provider=self.provider)
+
+        def adopted(arm_id: str) -> pulumi.ResourceOptions:
+            # What `az k8s-extension create` made: imported by ARM id (harmless once in the state).
+            return pulumi.ResourceOptions.merge(child, lifecycle.adopt_options(arm_id if adopt else None))
+
+        depends_on: list[pulumi.Resource] = []
+        self.relay_namespace: relay.Namespace | None = None
+        self.hybrid_connection: relay.HybridConnection | None = None
+        c_name, rg, location = cluster["name"], cluster["resource_group"], cluster["location"]
+        if cluster["kind"] == "arc":
+            ns_name = relay_namespace_name(c_name, cluster["subscription_id"], rg)
+            ns_id, hc_id, rule_id = lifecycle.azure_relay_ids(
+                cluster["subscription_id"], rg, ns_name, c_name, RELAY_AUTH_RULE
+            )
+            namespace = relay.Namespace(
+                f"{name}-relay",
+                namespace_name=ns_name,
+                resource_group_name=rg,
+                location=location,
+                tags=RELAY_TAGS,
+                opts=adopted(ns_id),
+            )
+            hybrid = relay.HybridConnection(
+                f"{name}-relay-hc",
+                hybrid_connection_name=c_name,
+                namespace_name=ns_name,
+                resource_group_name=rg,
+                requires_client_authorization=True,
+                opts=pulumi.ResourceOptions.merge(
+                    adopted(hc_id), pulumi.ResourceOptions(depends_on=[namespace])
+                ),
+            )
+            rule = relay.HybridConnectionAuthorizationRule(
+                f"{name}-relay-rule",
+                authorization_rule_name=RELAY_AUTH_RULE,
+                hybrid_connection_name=c_name,
+                namespace_name=ns_name,
+                resource_group_name=rg,
+                rights=RELAY_RIGHTS,
+                opts=pulumi.ResourceOptions.merge(
+                    adopted(rule_id), pulumi.ResourceOptions(depends_on=[hybrid])
+                ),
+            )
+            keys = relay.list_hybrid_connection_keys_output(
+                authorization_rule_name=RELAY_AUTH_RULE,
+                hybrid_connection_name=c_name,
+                namespace_name=ns_name,
+                resource_group_name=rg,
+                opts=pulumi.InvokeOutputOptions(parent=self, provider=self.provider, depends_on=[rule]),
+            )
+            connection_string = pulumi.Output.secret(keys.primary_connection_string.apply(lambda v: v or ""))
+            settings["relayserver.hybridConnectionResourceID"] = hybrid.id
+            settings["relayserver.hybridConnectionName"] = c_name
+            # The CLI's own key and the chart key it is copied to.
+            protected["relayServerConnectionString"] = connection_string
+            protected["relayserver.relayConnectionString"] = connection_string
+            depends_on.append(rule)
+            self.relay_namespace, self.hybrid_connection = namespace, hybrid
+
+        ext = kubernetesconfiguration.Extension(
+            f"{name}-extension",
+            extension_name=extension,
+            extension_type=EXTENSION_TYPE,
+            cluster_rp=cluster_rp(cluster),
+            cluster_resource_name=cluster_type(cluster),
+            cluster_name=c_name,
+            resource_group_name=rg,
+            scope=kubernetesconfiguration.ScopeArgs(
+                cluster=kubernetesconfiguration.ScopeClusterArgs(release_namespace=RELEASE_NAMESPACE)
+            ),
+            release_train=args.get("release_train") or DEFAULT_RELEASE_TRAIN,
+            auto_upgrade_minor_version=args.get("auto_upgrade_minor_version"),
+            version=args.get("version"),
+            # Arc extensions get a system-assigned identity; the CLI creates none on AKS.
+            identity=kubernetesconfiguration.IdentityArgs(type="SystemAssigned")
+            if cluster["kind"] == "arc"
+            else None,
+            configuration_settings=settings,
+            configuration_protected_settings=protected,
+            # The SDK does not mark it secret; keep whatever ARM echoes back out of plain state.
+            opts=pulumi.ResourceOptions.merge(
+                adopted(lifecycle.azure_extension_id(resource_id, extension)),
+                pulumi.ResourceOptions(
+                    depends_on=depends_on, additional_secret_outputs=["configurationProtectedSettings"]
+                ),
+            ),
+        )
+        self.extension = ext
+        self.extension_id = ext.id
+        self.cluster_resource_id = pulumi.Output.from_input(resource_id)
+        self.register_outputs(
+            {
+                "extensionId": ext.id,
+                "clusterResourceId": resource_id,
+                "relayNamespace": self.relay_namespace.name if self.relay_namespace else None,
+            }
+        )

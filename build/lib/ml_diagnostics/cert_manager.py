@@ -1,0 +1,86 @@
+"""cert-manager (prerequisite of the injection-webhook): Helm release `cert-manager` from charts.jetstack.io.
+
+Mirrors the vendor's `helm install cert-manager jetstack/cert-manager --namespace cert-manager --create-namespace
+--version v1.13.0 --set installCRDs=true --set global.leaderElection.namespace=cert-manager --timeout 10m`.
+The namespace is created by Helm (as `--create-namespace`), so the release is the first link of the chain.
+`adopt: True` imports the release that command made (`cert-manager/cert-manager`).
+"""
+
+# No `from __future__ import annotations`: the component plugin infers its schema from these annotations.
+from collections.abc import Mapping, Sequence
+from typing import Any, NotRequired, TypedDict
+
+import pulumi
+from pulumi_kubernetes.helm.v3 import Release, ReleaseArgs, RepositoryOptsArgs
+
+from ml_diagnostics import compat, lifecycle
+
+
+class CertManagerArgs(TypedDict):
+    """cert-manager, the injection-webhook's prerequisite (manual mode only)."""
+
+    enabled: NotRequired[bool]
+    """False: the cluster already runs cert-manager (pre-installed); nothing is created and nothing waits on
+    it. Default true."""
+    version: NotRequired[str]
+    """Chart version (default v1.13.0); decides the CRD values (installCRDs before v1.15.0, crds.* after)."""
+    repository: NotRequired[str]
+    """Helm repository of the cert-manager chart (default https://charts.jetstack.io)."""
+    values: NotRequired[dict[str, Any]]
+    """Extra chart values, deep-merged over the defaults (CRD values by version, leader election namespace)."""
+    adopt: NotRequired[bool]
+    """Import the release of the vendor's `helm install cert-manager ...` (cert-manager/cert-manager)."""
+
+
+def cert_manager_values(version: str, values: Mapping[str, Any] | None) -> dict[str, Any]:
+    base = compat.deep_merge(
+        compat.cert_manager_crd_values(version),
+        {"global": {"leaderElection": {"namespace": compat.CERT_MANAGER_NAMESPACE}}},
+    )
+    return compat.deep_merge(base, values or {})
+
+
+class CertManager(pulumi.ComponentResource):
+    """Installs cert-manager. Dependents `depends_on` the `release` (which awaits hooks and readiness)."""
+
+    release_name: pulumi.Output[str | None]
+    """The Helm release's name (cert-manager)."""
+    version: pulumi.Output[str]
+    """The chart version."""
+
+    def __init__(
+        self,
+        name: str,
+        args: CertManagerArgs,
+        opts: pulumi.ResourceOptions | None = None,
+        *,
+        release_after: Sequence[pulumi.Resource] = (),
+    ):
+        """`release_after`: resources the release must wait for besides the cluster (e.g. node pools)."""
+        super().__init__("mldiag:index:CertManager", name, None, opts)
+        version = args.get("version", compat.CERT_MANAGER_DEFAULT_VERSION)
+        self.release = Release(
+            f"{name}-release",
+            ReleaseArgs(
+                name=compat.CERT_MANAGER_RELEASE,
+                chart=compat.CERT_MANAGER_CHART,
+                version=version,
+                repository_opts=RepositoryOptsArgs(
+                    repo=args.get("repository", compat.CERT_MANAGER_REPOSITORY)
+                ),
+                namespace=compat.CERT_MANAGER_NAMESPACE,
+                create_namespace=True,
+                values=cert_manager_values(version, args.get("values")),
+                timeout=compat.CERT_MANAGER_TIMEOUT_SECONDS,
+            ),
+            opts=pulumi.ResourceOptions(
+                parent=self,
+                depends_on=list(release_after),
+                import_=lifecycle.k8s_id(compat.CERT_MANAGER_NAMESPACE, compat.CERT_MANAGER_RELEASE)
+                if args.get("adopt", False)
+                else None,
+            ),
+        )
+        self.release_name = self.release.name
+        self.version = pulumi.Output.from_input(version)
+        self.register_outputs({"releaseName": self.release.name, "version": version})

@@ -1,0 +1,305 @@
+"""Version rules from the ML Diagnostics docs, as data plus small functions.
+
+This module exists twice, byte for byte: components/ml_diagnostics/compat.py (the library's, the source)
+and policies/mldiag_policy/compat.py (the policy pack's copy: the pack must run from a copy of policies/
+alone). `python -m tools.sync_compat` writes the copy; tests/test_compat.py fails when they differ. No
+pulumi or cloud SDK imports here.
+
+- Chart versions are semantic versions compared by the `semver` package (SemVer 2.0.0 precedence, so a
+  pre-release sorts before its release: `0.24.0-rc.1` is not "exactly 0.24.0" and `0.24.0-alpha` is not
+  "at least 0.24.0"); build metadata (`+...`) is ignored, as the spec says. Every version check of the
+  program (config validators, components, the pack) goes through `parse_semver`.
+
+- GKE versions like `1.35.0-gke.3065000` order by (major, minor, patch, gke build).
+- Managed ML diagnostics (`--enable-managed-mldiagnostics`) from 1.35.0-gke.3065000 on (inclusive);
+  manual install (cert-manager, injection-webhook, connection-operator) before it and on self-managed clusters.
+- Automatic workload monitoring (JobSet, Job) from 1.36.4-gke.1247000 on; never on self-managed clusters.
+- JAX version -> connection-operator chart version and controller args (CONNECTION_OPERATOR_BY_JAX).
+- cert-manager chart: `installCRDs: true` before v1.15.0, `crds.enabled/keep: true` from v1.15.0.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import semver
+
+Mode = Literal["managed", "manual", "auto"]
+ResolvedMode = Literal["managed", "manual"]
+
+# --- GKE versions ----------------------------------------------------------------------------------
+
+_GKE_VERSION = re.compile(r"v?(\d+)\.(\d+)\.(\d+)-gke\.(\d+)")
+
+
+@dataclass(frozen=True, order=True)
+class GkeVersion:
+    major: int
+    minor: int
+    patch: int
+    build: int
+
+    @classmethod
+    def parse(cls, text: str) -> GkeVersion:
+        m = _GKE_VERSION.fullmatch(text.strip()) if isinstance(text, str) else None
+        if not m:
+            raise ValueError(
+                f"{text!r} is not a GKE version; expected MAJOR.MINOR.PATCH-gke.BUILD, e.g. 1.35.0-gke.3065000"
+            )
+        return cls(*(int(g) for g in m.groups()))
+
+    def __str__(self) -> str:
+        return f"{self.major}.{self.minor}.{self.patch}-gke.{self.build}"
+
+
+MANAGED_MIN_VERSION = GkeVersion.parse("1.35.0-gke.3065000")
+WORKLOAD_MONITORING_MIN_VERSION = GkeVersion.parse("1.36.4-gke.1247000")
+
+
+def _gke(v: GkeVersion | str) -> GkeVersion:
+    return v if isinstance(v, GkeVersion) else GkeVersion.parse(v)
+
+
+_GKE_PREFIX = re.compile(r"v?(\d+)\.(\d+)(?:\.(\d+))?")
+
+
+def gke_version_floor(text: str) -> GkeVersion | None:
+    """The lowest GKE version a declared version can resolve to: itself when full; for a prefix (`1.35.1`,
+    `1.36`, as GKE accepts them) its first build. None when it floats (`latest`, empty) or is not a version."""
+    try:
+        return GkeVersion.parse(text)
+    except ValueError:
+        m = _GKE_PREFIX.fullmatch(str(text).strip()) if text else None
+        if not m:
+            return None
+        return GkeVersion(int(m.group(1)), int(m.group(2)), int(m.group(3) or 0), 0)
+
+
+def supports_managed(version: GkeVersion | str) -> bool:
+    """True from 1.35.0-gke.3065000 on (that version included)."""
+    return _gke(version) >= MANAGED_MIN_VERSION
+
+
+def supports_workload_monitoring(version: GkeVersion | str | None, self_managed: bool = False) -> bool:
+    """Automatic workload monitoring (JobSet, Job): GKE from 1.36.4-gke.1247000 on; never self-managed."""
+    if self_managed or version is None:
+        return False
+    return _gke(version) >= WORKLOAD_MONITORING_MIN_VERSION
+
+
+def resolve_mode(mode: Mode, version: GkeVersion | str | None, self_managed: bool) -> ResolvedMode:
+    """Chooses managed or manual. Raises ValueError (message names what is allowed) when the mode cannot apply.
+
+    - self-managed Kubernetes: always manual; `managed` is refused.
+    - GKE `manual`: manual on any version. `managed`: needs >= MANAGED_MIN_VERSION (an unknown version is
+      accepted: the GKE API refuses it at apply time). `auto`: by version; needs a known version.
+    """
+    if self_managed:
+        if mode == "managed":
+            raise ValueError(
+                "managed ML diagnostics exists only on GKE; self-managed clusters allow: manual, auto (= manual)"
+            )
+        if mode not in ("manual", "auto"):
+            raise ValueError(f"unknown mode {mode!r}; self-managed clusters allow: manual, auto (= manual)")
+        return "manual"
+    if mode not in ("managed", "manual", "auto"):
+        raise ValueError(f"unknown mode {mode!r}; allowed: managed, manual, auto")
+    if mode == "manual":
+        return "manual"
+    if version is None:
+        if mode == "managed":
+            return "managed"
+        raise ValueError(
+            "mode auto needs the cluster's GKE version to choose; set the version, or mode managed "
+            f"(GKE >= {MANAGED_MIN_VERSION}) or manual"
+        )
+    v = _gke(version)
+    if mode == "managed" and v < MANAGED_MIN_VERSION:
+        raise ValueError(
+            f"managed ML diagnostics needs GKE >= {MANAGED_MIN_VERSION}, the cluster runs {v}; "
+            "use mode manual or auto, or upgrade the cluster"
+        )
+    return "managed" if v >= MANAGED_MIN_VERSION else "manual"
+
+
+# --- Charts ----------------------------------------------------------------------------------------
+
+CERT_MANAGER_REPOSITORY = "https://charts.jetstack.io"
+CERT_MANAGER_CHART = "cert-manager"
+CERT_MANAGER_DEFAULT_VERSION = "v1.13.0"
+CERT_MANAGER_NAMESPACE = "cert-manager"
+CERT_MANAGER_RELEASE = "cert-manager"
+CERT_MANAGER_TIMEOUT_SECONDS = 600  # --timeout 10m
+
+MLDIAGNOSTICS_REPOSITORY = "oci://us-docker.pkg.dev/ai-on-gke/mldiagnostics-webhook-and-operator-helm"
+MLDIAGNOSTICS_NAMESPACE = "gke-mldiagnostics"
+INJECTION_WEBHOOK_CHART = "mldiagnostics-injection-webhook"
+INJECTION_WEBHOOK_RELEASE = "mldiagnostics-injection-webhook"
+INJECTION_WEBHOOK_DEFAULT_VERSION = "0.25.0"
+CONNECTION_OPERATOR_CHART = "mldiagnostics-connection-operator"
+CONNECTION_OPERATOR_RELEASE = "mldiagnostics-connection-operator"
+
+# The values path the args override lands on; setting it replaces the chart's default args.
+CONNECTION_OPERATOR_ARGS_PATH = ("mldiagnosticsConnectionOperator", "controller", "args")
+JAX_08_CONTROLLER_ARGS = (
+    "--metrics-bind-address=:8443",
+    "--health-probe-bind-address=:8081",
+    "--sidecar-timeout=65m",
+    "--disable-hostname-override",
+)
+
+
+@dataclass(frozen=True)
+class ConnectionOperatorRule:
+    jax: str  # how the docs name the JAX range
+    jax_min: tuple[int, int]
+    jax_max: tuple[int, int] | None  # inclusive (major, minor); None = and later
+    chart_version: str  # default chart version
+    chart_exact: bool  # True: only chart_version; False: chart_version or later
+    args: tuple[str, ...] | None  # controller args override; None = chart defaults
+
+
+CONNECTION_OPERATOR_BY_JAX: tuple[ConnectionOperatorRule, ...] = (
+    ConnectionOperatorRule("0.8.x", (0, 8), (0, 8), "0.24.0", True, JAX_08_CONTROLLER_ARGS),
+    ConnectionOperatorRule("0.9.x and later", (0, 9), None, "0.24.0", False, None),
+)
+SUPPORTED_JAX = ", ".join(r.jax for r in CONNECTION_OPERATOR_BY_JAX)
+
+_JAX = re.compile(r"(\d+)\.(\d+)(?:\.(?:\d+|x))?(?:[.\-+]?[A-Za-z0-9.]*)?")
+
+
+def _jax_rule(jax_version: str) -> ConnectionOperatorRule:
+    m = _JAX.fullmatch(str(jax_version).strip())
+    if m:
+        mm = (int(m.group(1)), int(m.group(2)))
+        for rule in CONNECTION_OPERATOR_BY_JAX:
+            if mm >= rule.jax_min and (rule.jax_max is None or mm <= rule.jax_max):
+                return rule
+    raise ValueError(f"unsupported JAX version {jax_version!r}; supported: {SUPPORTED_JAX} (e.g. 0.8.1, 0.9)")
+
+
+def connection_operator_defaults(jax_version: str) -> tuple[str, list[str] | None]:
+    """(chart version, controller args or None for the chart's defaults) for a JAX version like 0.8.1 or 0.9.x."""
+    rule = _jax_rule(jax_version)
+    return rule.chart_version, (list(rule.args) if rule.args is not None else None)
+
+
+def parse_semver(text: str) -> semver.Version:
+    """A chart version (a leading `v` allowed, as Helm does); ValueError naming the expected form."""
+    raw = str(text).strip()
+    try:
+        return semver.Version.parse(raw[1:] if raw[:1] in ("v", "V") else raw)
+    except (ValueError, TypeError):
+        raise ValueError(
+            f"{text!r} is not a chart version; expected MAJOR.MINOR.PATCH with an optional -PRERELEASE, "
+            "e.g. 0.24.0 or 0.25.0-rc.1"
+        ) from None
+
+
+def same_version(a: semver.Version | str, b: semver.Version | str) -> bool:
+    """Equal by SemVer precedence: pre-release counts, build metadata does not (ValueError if not versions)."""
+    a = a if isinstance(a, semver.Version) else parse_semver(a)
+    b = b if isinstance(b, semver.Version) else parse_semver(b)
+    return a.compare(b) == 0
+
+
+def connection_operator_chart_problem(jax_version: str, chart_version: str) -> str | None:
+    """A message when the chart version does not fit the JAX version per the docs' table, else None."""
+    rule = _jax_rule(jax_version)
+    want = parse_semver(rule.chart_version)
+    got = parse_semver(chart_version)
+    if rule.chart_exact and not same_version(got, want):
+        return f"JAX {rule.jax} needs connection-operator chart {rule.chart_version}, not {chart_version}"
+    if not rule.chart_exact and got < want:
+        return f"JAX {rule.jax} needs connection-operator chart {rule.chart_version} or later, not {chart_version}"
+    return None
+
+
+CERT_MANAGER_CRDS_VALUES_FROM = semver.Version(1, 15, 0)
+
+
+def cert_manager_crd_values(version: str) -> dict[str, Any]:
+    """CRD values for a cert-manager chart version: one style only (the chart refuses both)."""
+    if parse_semver(version) < CERT_MANAGER_CRDS_VALUES_FROM:
+        return {"installCRDs": True}
+    return {"crds": {"enabled": True, "keep": True}}
+
+
+# The chart's own defaults for the CRD values (values.yaml of each chart version).
+CERT_MANAGER_CRD_DEFAULTS_BEFORE_1_15 = {"installCRDs": False}
+CERT_MANAGER_CRD_DEFAULTS_FROM_1_15 = {"installCRDs": False, "crds": {"enabled": False, "keep": True}}
+
+
+def cert_manager_effective_crd_values(version: str, values: Mapping[str, Any]) -> dict[str, Any]:
+    """The chart's CRD values after the user's values are merged over the chart's defaults."""
+    from_1_15 = parse_semver(version) >= CERT_MANAGER_CRDS_VALUES_FROM
+    defaults = CERT_MANAGER_CRD_DEFAULTS_FROM_1_15 if from_1_15 else CERT_MANAGER_CRD_DEFAULTS_BEFORE_1_15
+    merged = deep_merge(defaults, {k: v for k, v in values.items() if k in ("installCRDs", "crds")})
+    return {k: merged[k] for k in defaults}
+
+
+def cert_manager_values_problem(version: str, values: Mapping[str, Any]) -> str | None:
+    """A message when user values use the CRD style the chart version does not take, else None."""
+    if parse_semver(version) < CERT_MANAGER_CRDS_VALUES_FROM:
+        if "crds" in values:
+            return f"cert-manager {version} (before v1.15.0) takes installCRDs, not crds.*"
+    elif "installCRDs" in values:
+        return f"cert-manager {version} (v1.15.0 and later) takes crds.enabled/crds.keep, not installCRDs"
+    return None
+
+
+# --- Images ----------------------------------------------------------------------------------------
+
+_IMAGE = re.compile(
+    r"(?P<name>(?:[a-zA-Z0-9](?:[a-zA-Z0-9.-]*[a-zA-Z0-9])?(?::[0-9]+)?/)?"
+    r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*)"
+    r"(?::(?P<tag>[\w][\w.-]{0,127}))?"
+    r"(?:@(?P<digest>sha256:[a-f0-9]{64}))?"
+)
+
+
+def parse_image(ref: str) -> tuple[str, str | None, str | None]:
+    """(name, tag, digest) of a container image reference; ValueError if it is not one."""
+    m = _IMAGE.fullmatch(ref or "")
+    if not m:
+        raise ValueError(
+            f"{ref!r} is not a container image reference; expected REGISTRY/PATH:TAG or REGISTRY/PATH@sha256:<64 hex>"
+        )
+    return m.group("name"), m.group("tag"), m.group("digest")
+
+
+def image_pull_policy(ref: str) -> Literal["Always", "IfNotPresent"]:
+    """Always only for `:latest` (or no tag, which means latest); IfNotPresent for a pinned tag or a digest."""
+    _, tag, digest = parse_image(ref)
+    if digest is None and tag in (None, "latest"):
+        return "Always"
+    return "IfNotPresent"
+
+
+DIAGON_DEFAULT_IMAGE = (
+    "us-central1-docker.pkg.dev/hypercomputediagon-release/daemon-docker/mldiagnostics-daemon:latest"
+)
+DIAGON_DEFAULT_NAMESPACE = "diagon"
+# Node labels that mark accelerator nodes: GKE GPU, GKE TPU, NVIDIA GPU feature discovery (self-managed).
+ACCELERATOR_NODE_LABELS = (
+    "cloud.google.com/gke-accelerator",
+    "cloud.google.com/gke-tpu-accelerator",
+    "nvidia.com/gpu.present",
+)
+
+OPT_IN_LABEL = "managed-mldiagnostics-gke"
+CERT_MANAGER_ANNOTATION = "ml-diagnostics.dev/cert-manager"  # on the gke-mldiagnostics Namespace
+
+
+def deep_merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
+    """Helm-style values merge: maps merge key by key, anything else (lists included) is replaced."""
+    out = dict(base)
+    for k, v in override.items():
+        if isinstance(v, Mapping) and isinstance(out.get(k), Mapping):
+            out[k] = deep_merge(out[k], v)
+        else:
+            out[k] = v
+    return out

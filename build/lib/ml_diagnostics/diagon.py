@@ -1,0 +1,205 @@
+"""The Diagon profiling daemon (preview): Namespace, ServiceAccount and the vendor's DaemonSet.
+
+The DaemonSet is the seed's `diagon-daemonset.yaml` field for field, plus: the image as an input (pull
+policy `Always` only for `:latest`), node placement (GKE: accelerator-node affinity by default;
+self-managed: none by default, as the manifest), a RollingUpdate strategy. The image is an input: changing
+it is `pulumi up`, never a drifting `kubectl set image`. `adopt: True` imports what
+`kubectl apply -f diagon-daemonset.yaml` made (`<namespace>/diagon-daemon`, the ServiceAccount and, with
+create_namespace, the namespace), declared as that manifest has them.
+"""
+
+# No `from __future__ import annotations`: the component plugin infers its schema from these annotations.
+from typing import Any, NotRequired, TypedDict
+
+import pulumi
+from pulumi_kubernetes.apps import v1 as apps
+from pulumi_kubernetes.core import v1 as core
+from pulumi_kubernetes.meta.v1 import LabelSelectorArgs, ObjectMetaArgs
+
+from ml_diagnostics import compat, lifecycle
+
+DAEMON_NAME = "diagon-daemon"
+DAEMON_COMMAND = [
+    "/mldiagnostics_extension_files/bin/mldiagnostics_extension",
+    "-standalone=true",
+    "-channel=hypercomputecluster.googleapis.com/diagnostics",
+    "-alsologtostderr=true",
+]
+WORKLOAD_IDENTITY_ANNOTATION = "iam.gke.io/gcp-service-account"
+DEFAULT_SERVICE_ACCOUNT = "diagon-daemon"
+
+
+class DiagonArgs(TypedDict):
+    """The Diagon profiling DaemonSet (preview). Every key is optional."""
+
+    namespace: NotRequired[str]
+    """Namespace of the daemon (default `diagon`)."""
+    create_namespace: NotRequired[bool]
+    """False: the namespace exists already (e.g. kube-system) and is not created or owned here."""
+    image: NotRequired[pulumi.Input[str]]
+    """Daemon image; pull policy Always only for :latest. Pin a tag or digest outside dev."""
+    service_account: NotRequired[str]
+    """Kubernetes ServiceAccount the daemon runs as (created; default `diagon-daemon`)."""
+    gcp_service_account: NotRequired[pulumi.Input[str]]
+    """GKE Workload Identity: the Google service account the daemon's Kubernetes SA acts as."""
+    accelerator_node_labels: NotRequired[list[str]]
+    """Runs on nodes carrying any of these labels (node affinity `Exists`); empty list: every node. Unset: on
+    GKE the GKE accelerator labels (and nvidia.com/gpu.present), on self-managed clusters every node."""
+    node_selector: NotRequired[dict[str, str]]
+    """Overrides the accelerator affinity: run only on nodes with exactly these labels."""
+    max_unavailable: NotRequired[str]
+    """RollingUpdate maxUnavailable: a count ("1", the default) or a percentage ("10%")."""
+    self_managed: NotRequired[bool]
+    """Not GKE: the default placement is every node, as the vendor manifest."""
+    adopt: NotRequired[bool]
+    """Import what `kubectl apply -f diagon-daemonset.yaml` made; placement then defaults to the manifest's."""
+
+
+def node_labels(args: DiagonArgs) -> list[str]:
+    """The labels of the nodes Diagon runs on (any of them); empty: every node, like the vendor manifest."""
+    labels = args.get("accelerator_node_labels")
+    if labels is not None:
+        return list(labels)
+    if args.get("self_managed", False) or args.get("adopt", False):
+        return []
+    return list(compat.ACCELERATOR_NODE_LABELS)
+
+
+def node_placement(args: DiagonArgs) -> dict[str, Any]:
+    """Pod spec fields that choose the nodes: an explicit nodeSelector, else node-label affinity.
+
+    GKE defaults to its accelerator labels (GKE sets them on every GPU/TPU node). Self-managed clusters
+    default to no node selection, as the vendor manifest: their GPU nodes often carry none of those labels,
+    and an affinity nothing matches would run the daemon nowhere."""
+    selector = args.get("node_selector")
+    if selector is not None:
+        return {"node_selector": dict(selector)}
+    labels = node_labels(args)
+    if not labels:
+        return {}
+    terms = [
+        core.NodeSelectorTermArgs(
+            match_expressions=[core.NodeSelectorRequirementArgs(key=k, operator="Exists")]
+        )
+        for k in labels
+    ]
+    return {
+        "affinity": core.AffinityArgs(
+            node_affinity=core.NodeAffinityArgs(
+                required_during_scheduling_ignored_during_execution=core.NodeSelectorArgs(
+                    node_selector_terms=terms
+                )
+            )
+        )
+    }
+
+
+def _max_unavailable(value: Any) -> int | str:
+    # A count goes to the API as a number, a percentage as a string (IntOrString).
+    if isinstance(value, str) and value.isascii() and value.isdigit():
+        return int(value)
+    return value
+
+
+def _pull_policy(image: pulumi.Input[str]) -> pulumi.Input[str]:
+    if isinstance(image, str):
+        return compat.image_pull_policy(image)
+    return pulumi.Output.from_input(image).apply(compat.image_pull_policy)  # type: ignore[arg-type]
+
+
+class Diagon(pulumi.ComponentResource):
+    """The Diagon profiling daemon (preview): its Namespace, ServiceAccount and DaemonSet."""
+
+    namespace: pulumi.Output[str]
+    """The daemon's namespace."""
+    image: pulumi.Output[str]
+    """The daemon image."""
+    daemon_set: pulumi.Output[str]
+    """The DaemonSet's name (diagon-daemon)."""
+
+    def __init__(self, name: str, args: DiagonArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("mldiag:index:Diagon", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        adopt = args.get("adopt", False)
+        ns_name = args.get("namespace", compat.DIAGON_DEFAULT_NAMESPACE)
+        sa_name = args.get("service_account", DEFAULT_SERVICE_ACCOUNT)
+        image = args.get("image", compat.DIAGON_DEFAULT_IMAGE)
+        # Adopted: the namespace and ServiceAccount made by kubectl carry no labels of ours.
+        part_of = None if adopt else {"app.kubernetes.io/part-of": "diagon"}
+        self._namespace: core.Namespace | None = None
+        namespace: pulumi.Input[str] = ns_name
+        if args.get("create_namespace", True):
+            self._namespace = core.Namespace(
+                f"{name}-namespace",
+                metadata=ObjectMetaArgs(name=ns_name, labels=part_of),
+                opts=pulumi.ResourceOptions.merge(child, lifecycle.adopt_options(ns_name if adopt else None)),
+            )
+            namespace = self._namespace.metadata.name
+        gsa = args.get("gcp_service_account")
+        self._service_account = core.ServiceAccount(
+            f"{name}-service-account",
+            metadata=ObjectMetaArgs(
+                name=sa_name,
+                namespace=namespace,
+                annotations={WORKLOAD_IDENTITY_ANNOTATION: gsa} if gsa else None,
+                labels=part_of,
+            ),
+            opts=pulumi.ResourceOptions.merge(
+                child, lifecycle.adopt_options(lifecycle.k8s_id(ns_name, sa_name) if adopt else None)
+            ),
+        )
+        pod_labels = {"name": DAEMON_NAME}
+        self._daemon_set = apps.DaemonSet(
+            f"{name}-daemonset",
+            metadata=ObjectMetaArgs(
+                name=DAEMON_NAME,
+                namespace=namespace,
+                labels={"app.kubernetes.io/name": DAEMON_NAME, "app.kubernetes.io/part-of": "diagon"},
+            ),
+            spec=apps.DaemonSetSpecArgs(
+                selector=LabelSelectorArgs(match_labels=pod_labels),
+                update_strategy=apps.DaemonSetUpdateStrategyArgs(
+                    type="RollingUpdate",
+                    rolling_update=apps.RollingUpdateDaemonSetArgs(
+                        max_unavailable=_max_unavailable(args.get("max_unavailable", 1))
+                    ),
+                ),
+                template=core.PodTemplateSpecArgs(
+                    metadata=ObjectMetaArgs(labels=pod_labels),
+                    spec=core.PodSpecArgs(
+                        host_network=True,
+                        dns_policy="ClusterFirstWithHostNet",
+                        # The plain name, not the ServiceAccount's output: the DaemonSet controller retries
+                        # pod creation until the account exists, so the two deploy in parallel (one step less).
+                        service_account_name=sa_name,
+                        termination_grace_period_seconds=30,
+                        tolerations=[
+                            core.TolerationArgs(operator="Exists", effect="NoSchedule"),
+                            core.TolerationArgs(operator="Exists", effect="NoExecute"),
+                        ],
+                        containers=[
+                            core.ContainerArgs(
+                                name=DAEMON_NAME,
+                                image=image,
+                                image_pull_policy=_pull_policy(image),
+                                command=DAEMON_COMMAND,
+                                security_context=core.SecurityContextArgs(privileged=True),
+                                resources=core.ResourceRequirementsArgs(
+                                    requests={"cpu": "10m", "memory": "32Mi"},
+                                    limits={"memory": "256Mi"},  # no CPU limit
+                                ),
+                            )
+                        ],
+                        **node_placement(args),
+                    ),
+                ),
+            ),
+            opts=pulumi.ResourceOptions.merge(
+                child,
+                lifecycle.adopt_options(lifecycle.k8s_id(ns_name, DAEMON_NAME) if adopt else None),
+            ),
+        )
+        self.namespace = pulumi.Output.from_input(ns_name)
+        self.image = pulumi.Output.from_input(image)
+        self.daemon_set = pulumi.Output.from_input(DAEMON_NAME)
+        self.register_outputs({"namespace": ns_name, "image": image, "daemonSet": DAEMON_NAME})

@@ -1,0 +1,385 @@
+"""A `gkeClusters` target: a GKE cluster created or adopted, its managed ML Diagnostics flag, and what
+runs inside it (`ClusterMlDiagnostics`).
+
+- created (`create: true`): `gcp.container.Cluster` with `managed_machine_learning_diagnostics_config`
+  ALWAYS set explicitly (the block is Computed upstream: leaving it out never turns the feature off), the
+  default node pool removed and each pool a separate `gcp.container.NodePool`, so that flipping the flag
+  is an in-place update of the cluster alone.
+- adopted: `gcp.container.get_cluster` for endpoint and CA; the flag through the `ManagedMlDiagnostics`
+  dynamic resource (GKE API update + operation; its delete restores the flag's earlier value).
+- both: a `kubernetes.Provider` whose kubeconfig uses the `gke-gcloud-auth-plugin` exec credential (no
+  token in state), handed to `ClusterMlDiagnostics`.
+- manual -> managed takes two updates (`managed_flag`): the engine deletes the manual releases only at the
+  end of an update, so the first update removes them with the flag still off and the next turns it on.
+"""
+
+# No `from __future__ import annotations`: the component plugin infers its schema from these annotations.
+import json
+from typing import Any, NotRequired, TypedDict
+
+import pulumi
+from pulumi_gcp import container
+from pulumi_gcp.provider import Provider as GcpProvider
+from pulumi_kubernetes.provider import Provider as KubernetesProvider
+
+from ml_diagnostics import compat, lifecycle
+from ml_diagnostics.cluster_ml_diagnostics import ClusterMlDiagnostics
+from ml_diagnostics.google_api import GoogleApiArgs, exec_env, gcp_provider_args, rest_inputs
+from ml_diagnostics.in_cluster import InClusterArgs, MlDiagnosticsMode, resolved
+from ml_diagnostics.providers.gke_managed_diagnostics import ManagedMlDiagnostics
+
+CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
+AUTH_PLUGIN = "gke-gcloud-auth-plugin"
+AUTH_PLUGIN_HINT = (
+    "Install gke-gcloud-auth-plugin (gcloud components install gke-gcloud-auth-plugin); see "
+    "https://cloud.google.com/kubernetes-engine/docs/how-to/cluster-access-for-kubectl#install_plugin"
+)
+
+
+def gke_kubeconfig(
+    project: str,
+    location: str,
+    cluster: str,
+    endpoint: str,
+    ca_certificate: str,
+    env: list[dict[str, str]] | None = None,
+) -> str:
+    """A kubeconfig (JSON) for one GKE cluster; credentials come from `gke-gcloud-auth-plugin` at use time."""
+    ref = f"gke_{project}_{location}_{cluster}"
+    exec_cfg: dict[str, Any] = {
+        "apiVersion": "client.authentication.k8s.io/v1beta1",
+        "command": AUTH_PLUGIN,
+        "installHint": AUTH_PLUGIN_HINT,
+        "provideClusterInfo": True,
+    }
+    if env:
+        exec_cfg["env"] = env
+    return json.dumps(
+        {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [
+                {
+                    "name": ref,
+                    "cluster": {
+                        "server": f"https://{endpoint}",
+                        "certificate-authority-data": ca_certificate,
+                    },
+                }
+            ],
+            "contexts": [{"name": ref, "context": {"cluster": ref, "user": ref}}],
+            "current-context": ref,
+            "users": [
+                {
+                    "name": ref,
+                    "user": {"exec": exec_cfg},
+                }
+            ],
+        },
+        sort_keys=True,
+    )
+
+
+SWITCH_PENDING = (
+    "{name}: manual -> managed, step 1 of 2: this update deletes the manual releases and leaves the managed "
+    "flag off; run `pulumi up` again to turn the flag on (the two webhooks never run side by side)"
+)
+
+
+def managed_flag(
+    mode: MlDiagnosticsMode, previous_mode: pulumi.Input[str] | None
+) -> pulumi.Output[bool] | bool:
+    """The managed flag's value for this update. On the first update after the last deployment ran in
+    manual mode, the flag stays off: the manual releases this update no longer declares are deleted only
+    at its end, and the flag must not go on while they run."""
+    if mode is not MlDiagnosticsMode.MANAGED:
+        return False
+    if previous_mode is None:
+        return True
+    return pulumi.Output.from_input(previous_mode).apply(lambda prev: prev != "manual")
+
+
+class GkeTaintArgs(TypedDict):
+    key: str
+    """Taint key."""
+    value: NotRequired[str]
+    """Taint value."""
+    effect: str
+    """NO_SCHEDULE, PREFER_NO_SCHEDULE or NO_EXECUTE."""
+
+
+class GkeGuestAcceleratorArgs(TypedDict):
+    """GPUs attached to each node."""
+
+    type: str
+    """e.g. nvidia-l4, nvidia-tesla-a100, nvidia-h100-80gb"""
+    count: int
+    """GPUs per node."""
+    gpu_driver_version: NotRequired[str]
+    """DEFAULT, LATEST or INSTALLATION_DISABLED (default DEFAULT)."""
+
+
+class GkeAutoscalingArgs(TypedDict):
+    min_node_count: NotRequired[int]
+    """Fewest nodes per zone (default 0)."""
+    max_node_count: int
+    """Most nodes per zone."""
+
+
+class GkeNodePoolArgs(TypedDict):
+    """A node pool of a cluster the component creates."""
+
+    name: str
+    """Pool name (part of the child resource's name)."""
+    machine_type: str
+    """Compute Engine machine type, e.g. ct5lp-hightpu-4t or a3-highgpu-8g."""
+    node_count: NotRequired[int]
+    """Fixed size per zone; or `autoscaling`. Neither: 1 node per zone."""
+    autoscaling: NotRequired[GkeAutoscalingArgs]
+    """Autoscaling bounds per zone."""
+    node_locations: NotRequired[list[str]]
+    """Zones of the pool (default: the cluster's)."""
+    spot: NotRequired[bool]
+    """Spot VMs."""
+    disk_size_gb: NotRequired[int]
+    """Boot disk size."""
+    disk_type: NotRequired[str]
+    """Boot disk type."""
+    service_account: NotRequired[str]
+    """The nodes' Google service account."""
+    labels: NotRequired[dict[str, str]]
+    """Kubernetes labels of the nodes."""
+    taints: NotRequired[list[GkeTaintArgs]]
+    """Kubernetes taints of the nodes."""
+    guest_accelerator: NotRequired[GkeGuestAcceleratorArgs]
+    """GPUs per node."""
+    tpu_topology: NotRequired[str]
+    """Multi-host TPU slice shape, e.g. 2x4: COMPACT placement with this topology."""
+
+
+def _node_config(pool: GkeNodePoolArgs, workload_identity: bool) -> dict[str, Any]:
+    cfg: dict[str, Any] = {
+        "machine_type": pool["machine_type"],
+        "oauth_scopes": [CLOUD_PLATFORM_SCOPE],
+        "labels": dict(pool.get("labels") or {}),
+        "taints": [
+            {"key": t["key"], "value": t.get("value", ""), "effect": t["effect"]}
+            for t in pool.get("taints") or []
+        ],
+        "spot": pool.get("spot", False),
+    }
+    if workload_identity:
+        cfg["workload_metadata_config"] = {"mode": "GKE_METADATA"}
+    for key in ("disk_size_gb", "disk_type", "service_account"):
+        if pool.get(key) is not None:
+            cfg[key] = pool[key]
+    if (acc := pool.get("guest_accelerator")) is not None:
+        cfg["guest_accelerators"] = [
+            {
+                "type": acc["type"],
+                "count": acc["count"],
+                "gpu_driver_installation_config": {
+                    "gpu_driver_version": acc.get("gpu_driver_version", "DEFAULT")
+                },
+            }
+        ]
+    return cfg
+
+
+class GkeClusterArgs(InClusterArgs):
+    """A GKE cluster the component creates (`create: True`) or adopts, and ML Diagnostics in it."""
+
+    project: str
+    """The cluster's project."""
+    location: str
+    """Region (regional cluster) or zone (zonal cluster)."""
+    cluster_name: str
+    """The GKE cluster's name."""
+    mode: MlDiagnosticsMode
+    """managed (GKE >= 1.35.0-gke.3065000) or manual; resolve `auto` with `compat.resolve_mode`."""
+    create: NotRequired[bool]
+    """True: create and own the cluster. False (default): adopt an existing one."""
+    current_version: NotRequired[str]
+    """Adopted clusters: the cluster's current master version."""
+    min_master_version: NotRequired[str]
+    """Created clusters: minimum master version."""
+    release_channel: NotRequired[str]
+    """Created clusters: RAPID, REGULAR, STABLE, EXTENDED or UNSPECIFIED (unset: GKE's default)."""
+    network: NotRequired[str]
+    """Created clusters: VPC network."""
+    subnetwork: NotRequired[str]
+    """Created clusters: subnetwork."""
+    workload_identity: NotRequired[bool]
+    """Created clusters: Workload Identity (PROJECT.svc.id.goog); default true."""
+    deletion_protection: NotRequired[bool]
+    """Created clusters: GKE's own guard against deletion; default true."""
+    node_pools: NotRequired[list[GkeNodePoolArgs]]
+    """Created clusters: node pools (the default pool is removed)."""
+    google_api: NotRequired[GoogleApiArgs]
+    """How the gcp provider, the auth plugin and the REST client call Google."""
+    deletion_policy: NotRequired[lifecycle.DeletionPolicy]
+    """Created clusters: DELETE (default), ABANDON (retainOnDelete) or PREVENT (protect)."""
+    previous_mode: NotRequired[pulumi.Input[str]]
+    """The mode the last deployment ran in (e.g. from a StackReference); a switch from manual to managed then
+    takes two updates (the releases are deleted first, the flag goes on in the next)."""
+
+
+class GkeCluster(pulumi.ComponentResource):
+    """A GKE cluster, created or adopted, with its managed ML Diagnostics flag and what runs inside it."""
+
+    cluster_name: pulumi.Output[str]
+    """The GKE cluster's name."""
+    endpoint: pulumi.Output[str]
+    """The cluster's API endpoint."""
+    mode: pulumi.Output[str]
+    """managed or manual."""
+    managed_flag_on: pulumi.Output[bool]
+    """The managed flag as this update sets it."""
+    workload_monitoring: pulumi.Output[bool]
+    """Automatic workload monitoring (GKE >= 1.36.4-gke.1247000)."""
+    pending_step: pulumi.Output[str | None]
+    """What a later update still has to do (the second step of a switch to managed); unset when nothing."""
+
+    def __init__(self, name: str, args: GkeClusterArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("mldiag:index:GkeCluster", name, None, opts)
+        t = args
+        google_api = t.get("google_api") or {}
+        project, location, gke_name = t["project"], t["location"], t["cluster_name"]
+        create = t.get("create", False)
+        version = t.get("min_master_version") if create else t.get("current_version")
+        mode = resolved(t["mode"])
+        managed = mode is MlDiagnosticsMode.MANAGED
+        flag = managed_flag(mode, t.get("previous_mode"))
+        self.mode = pulumi.Output.from_input(mode.value)
+        self.managed_flag_on = pulumi.Output.from_input(flag)
+        self.pending_step = self.managed_flag_on.apply(
+            lambda on: SWITCH_PENDING.format(name=name) if managed and not on else None
+        )
+        self.pending_step.apply(lambda step: pulumi.log.warn(step, resource=self) if step else None)
+        self.node_pools: list[container.NodePool] = []
+        self.cluster: container.Cluster | None = None
+        self.managed_flag: ManagedMlDiagnostics | None = None
+        # The account scope of this cluster: project/region, and the identity and quota project when set.
+        self.gcp_provider = GcpProvider(
+            f"{name}-gcp",
+            **gcp_provider_args(project, location, google_api),
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        child = pulumi.ResourceOptions(parent=self, provider=self.gcp_provider)
+        workload_identity = t.get("workload_identity", True)
+
+        if create:
+            channel = t.get("release_channel")
+            self.cluster = container.Cluster(
+                f"{name}-cluster",
+                name=gke_name,
+                project=project,
+                location=location,
+                min_master_version=t.get("min_master_version"),
+                release_channel={"channel": channel} if channel else None,
+                network=t.get("network"),
+                subnetwork=t.get("subnetwork"),
+                remove_default_node_pool=True,
+                initial_node_count=1,
+                deletion_protection=t.get("deletion_protection", True),
+                workload_identity_config=(
+                    {"workload_pool": f"{project}.svc.id.goog"} if workload_identity else None
+                ),
+                managed_machine_learning_diagnostics_config={"enabled": flag},
+                opts=pulumi.ResourceOptions.merge(
+                    child, lifecycle.deletion_options(t.get("deletion_policy", "DELETE"))
+                ),
+            )
+            for pool in t.get("node_pools") or []:
+                scaling = pool.get("autoscaling")
+                self.node_pools.append(
+                    container.NodePool(
+                        f"{name}-pool-{pool['name']}",
+                        name=pool["name"],
+                        cluster=self.cluster.name,
+                        project=project,
+                        location=location,
+                        node_count=None if scaling else pool.get("node_count", 1),
+                        autoscaling=(
+                            {
+                                "min_node_count": scaling.get("min_node_count", 0),
+                                "max_node_count": scaling["max_node_count"],
+                            }
+                            if scaling
+                            else None
+                        ),
+                        node_locations=pool.get("node_locations") or None,
+                        management={"auto_repair": True, "auto_upgrade": True},
+                        placement_policy=(
+                            {"type": "COMPACT", "tpu_topology": pool["tpu_topology"]}
+                            if pool.get("tpu_topology")
+                            else None
+                        ),
+                        node_config=_node_config(pool, workload_identity),
+                        opts=child,
+                    )
+                )
+            endpoint = self.cluster.endpoint
+            ca = self.cluster.master_auth.apply(lambda a: a.cluster_ca_certificate if a else None)
+            cluster_name: pulumi.Output[str] = self.cluster.name
+            # The API server is up once the cluster exists: the provider needs only that (its kubeconfig
+            # comes from the cluster's outputs). Helm releases await pod readiness, so they wait for nodes.
+            provider_waits: list[pulumi.Resource] = []
+            release_waits: list[pulumi.Resource] = list(self.node_pools)
+        else:
+            found = container.get_cluster_output(
+                name=gke_name,
+                location=location,
+                project=project,
+                opts=pulumi.InvokeOutputOptions(parent=self, provider=self.gcp_provider),
+            )
+            endpoint = found.endpoint
+            ca = found.master_auths.apply(lambda auths: auths[0].cluster_ca_certificate if auths else None)
+            cluster_name = found.name.apply(lambda n: n or gke_name)
+            self.managed_flag = ManagedMlDiagnostics(
+                f"{name}-managed-mldiagnostics",
+                project=project,
+                location=location,
+                cluster=gke_name,
+                enabled=flag,
+                cluster_version=t.get("current_version") or "",
+                google_api=rest_inputs(google_api, "container"),
+                # A dynamic resource: its REST client takes the account settings as inputs, not a gcp provider.
+                opts=pulumi.ResourceOptions(parent=self),
+            )
+            # The in-cluster resources wait for the flag: turning managed off happens before manual releases
+            # are installed, so the two webhooks never run side by side on the way to manual.
+            provider_waits, release_waits = [self.managed_flag], []
+
+        self.endpoint = endpoint
+        self.cluster_name = cluster_name
+        self.kubeconfig = pulumi.Output.all(endpoint, ca).apply(
+            lambda ec: gke_kubeconfig(project, location, gke_name, ec[0], ec[1], exec_env(google_api))
+        )
+        # Every in-cluster resource uses this provider, so they all wait for what it depends on (adopted: the
+        # managed flag). depends_on on a component would not reach its children, hence `releases_after`.
+        self.provider = KubernetesProvider(
+            f"{name}-k8s",
+            kubeconfig=self.kubeconfig,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=provider_waits),
+        )
+        in_cluster = {k: v for k, v in t.items() if k in InClusterArgs.__annotations__}
+        diag_args: dict[str, Any] = {**in_cluster, "mode": mode}
+        if version is not None:
+            diag_args["gke_version"] = version
+        self.diagnostics = ClusterMlDiagnostics(
+            f"{name}-mldiag",
+            diag_args,  # type: ignore[arg-type]
+            opts=pulumi.ResourceOptions(parent=self, providers=[self.provider]),
+            releases_after=release_waits,
+        )
+        self.workload_monitoring = pulumi.Output.from_input(compat.supports_workload_monitoring(version))
+        self.register_outputs(
+            {
+                "clusterName": cluster_name,
+                "endpoint": endpoint,
+                "mode": mode.value,
+                "managedDiagnostics": flag,
+                "workloadMonitoring": self.workload_monitoring,
+            }
+        )

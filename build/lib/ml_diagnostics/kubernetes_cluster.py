@@ -1,0 +1,48 @@
+"""A self-managed Kubernetes cluster: a provider from its kubeconfig (secret) and/or context, then
+`ClusterMlDiagnostics` in manual mode (managed ML diagnostics exists only on GKE)."""
+
+# No `from __future__ import annotations`: the component plugin infers its schema from these annotations.
+from typing import Any, NotRequired
+
+import pulumi
+from pulumi_kubernetes.provider import Provider
+
+from ml_diagnostics.cluster_ml_diagnostics import ClusterMlDiagnostics
+from ml_diagnostics.in_cluster import InClusterArgs, MlDiagnosticsMode
+
+
+class KubernetesClusterArgs(InClusterArgs):
+    """A self-managed cluster reached by a kubeconfig (secret) and/or a context name. Always manual."""
+
+    kubeconfig: NotRequired[pulumi.Input[str]]
+    """Kubeconfig text (a secret); without it the ambient kubeconfig (KUBECONFIG, ~/.kube/config) is read."""
+    context: NotRequired[pulumi.Input[str]]
+    """Kubeconfig context to use."""
+
+
+class KubernetesCluster(pulumi.ComponentResource):
+    """ML Diagnostics on a self-managed Kubernetes cluster (the manual install)."""
+
+    mode: pulumi.Output[str]
+    """Always manual."""
+    workload_monitoring: pulumi.Output[bool]
+    """Automatic workload monitoring: never on self-managed clusters."""
+
+    def __init__(self, name: str, args: KubernetesClusterArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("mldiag:index:KubernetesCluster", name, None, opts)
+        kubeconfig = args.get("kubeconfig")
+        self.provider = Provider(
+            f"{name}-provider",
+            kubeconfig=pulumi.Output.secret(kubeconfig) if kubeconfig is not None else None,
+            context=args.get("context"),
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        in_cluster: dict[str, Any] = {k: v for k, v in args.items() if k not in ("kubeconfig", "context")}
+        self.diagnostics = ClusterMlDiagnostics(
+            f"{name}-mldiag",
+            {**in_cluster, "mode": MlDiagnosticsMode.MANUAL, "self_managed": True},  # type: ignore[typeddict-item]
+            opts=pulumi.ResourceOptions(parent=self, providers=[self.provider]),
+        )
+        self.mode = self.diagnostics.mode
+        self.workload_monitoring = self.diagnostics.workload_monitoring
+        self.register_outputs({"mode": self.mode, "workloadMonitoring": self.workload_monitoring})

@@ -1,0 +1,202 @@
+"""The manual ML diagnostics install: injection-webhook and connection-operator Helm releases.
+
+For GKE before 1.35.0-gke.3065000 and self-managed clusters. Release names are the vendor's
+(`mldiagnostics-injection-webhook`, `mldiagnostics-connection-operator`): its uninstall steps assume them.
+Both releases go to the `gke-mldiagnostics` Namespace created here, and each `depends_on` the cert-manager
+release (when this program installs it), not on each other. `adopt: True` imports the two releases
+(`gke-mldiagnostics/<release>`) and the namespace the vendor's `helm upgrade --install` made.
+"""
+
+# No `from __future__ import annotations`: the component plugin infers its schema from these annotations.
+from collections.abc import Sequence
+from typing import Any, NotRequired, TypedDict
+
+import pulumi
+from pulumi_kubernetes.core import v1 as core
+from pulumi_kubernetes.helm.v3 import Release, ReleaseArgs, RepositoryOptsArgs
+from pulumi_kubernetes.meta.v1 import ObjectMetaArgs
+
+from ml_diagnostics import compat, lifecycle
+
+
+class ChartArgs(TypedDict):
+    """Override of one mldiagnostics chart: `chart` is a full oci:// URL or a chart name in `repository`."""
+
+    chart: NotRequired[str]
+    """Chart name in `repository`, or a full oci:// URL."""
+    version: NotRequired[str]
+    """Chart version; default from the version table."""
+    repository: NotRequired[str]
+    """Defaults to the install's `repository`."""
+    values: NotRequired[dict[str, Any]]
+    """Extra chart values."""
+
+
+class ConnectionOperatorArgs(ChartArgs):
+    """Override of the connection-operator chart (default version by JAX version)."""
+
+    args: NotRequired[list[str]]
+    """Controller args; replace the chart's default args. Default: by JAX version (only 0.8.x sets them)."""
+
+
+class MlDiagnosticsManualArgs(TypedDict):
+    """The manual install (GKE before 1.35.0-gke.3065000, self-managed): injection-webhook + connection-operator."""
+
+    jax_version: str
+    """JAX version of the workloads: picks the connection-operator chart and args."""
+    repository: NotRequired[str]
+    """Where both charts live: an oci:// registry path or an https Helm repository."""
+    injection_webhook: NotRequired[ChartArgs]
+    """Overrides for the injection-webhook chart (default 0.25.0)."""
+    connection_operator: NotRequired[ConnectionOperatorArgs]
+    """Overrides for the connection-operator chart (default by JAX version)."""
+    adopt: NotRequired[bool]
+    """Import the vendor's `helm upgrade --install` releases and their gke-mldiagnostics namespace."""
+
+
+def chart_source(
+    default_chart: str, repository: str, chart: ChartArgs | ConnectionOperatorArgs
+) -> tuple[str, str | None]:
+    """(chart input, repository for repository_opts or None). OCI charts are a full oci:// URL, no repository."""
+    name = chart.get("chart") or default_chart
+    repo = chart.get("repository") or repository
+    if name.startswith("oci://"):
+        return name, None
+    if repo.startswith("oci://"):
+        return f"{repo.rstrip('/')}/{name}", None
+    return name, repo
+
+
+def connection_operator_values(args: MlDiagnosticsManualArgs) -> tuple[str, dict[str, Any]]:
+    """(chart version, values) for the connection-operator: JAX defaults, then user values, then explicit args."""
+    jax = args.get("jax_version")
+    if not jax:
+        raise ValueError("manual_install.jax_version is required for the manual install")
+    default_version, default_args = compat.connection_operator_defaults(jax)
+    op: ConnectionOperatorArgs = args.get("connection_operator") or {}
+    values: dict[str, Any] = {}
+    if default_args is not None:
+        values = _at(compat.CONNECTION_OPERATOR_ARGS_PATH, default_args)
+    values = compat.deep_merge(values, op.get("values") or {})
+    if op.get("args") is not None:
+        values = compat.deep_merge(values, _at(compat.CONNECTION_OPERATOR_ARGS_PATH, list(op["args"])))
+    return op.get("version") or default_version, values
+
+
+def _release_id(release: str, adopt: bool) -> str | None:
+    return lifecycle.k8s_id(compat.MLDIAGNOSTICS_NAMESPACE, release) if adopt else None
+
+
+def _at(path: tuple[str, ...], value: Any) -> dict[str, Any]:
+    out: Any = value
+    for key in reversed(path):
+        out = {key: out}
+    return out
+
+
+class MlDiagnosticsManual(pulumi.ComponentResource):
+    """The injection-webhook and connection-operator releases in their gke-mldiagnostics namespace."""
+
+    namespace: pulumi.Output[str]
+    """The release namespace (gke-mldiagnostics)."""
+    injection_webhook_version: pulumi.Output[str | None]
+    """The injection-webhook chart version."""
+    connection_operator_version: pulumi.Output[str | None]
+    """The connection-operator chart version."""
+
+    def __init__(
+        self,
+        name: str,
+        args: MlDiagnosticsManualArgs,
+        opts: pulumi.ResourceOptions | None = None,
+        *,
+        cert_manager: Release | None = None,
+        release_after: Sequence[pulumi.Resource] = (),
+    ):
+        """`cert_manager`: the cert-manager release to wait for; None when the cluster already runs cert-manager.
+        `release_after`: what the releases must wait for besides cert-manager (e.g. node pools)."""
+        super().__init__("mldiag:index:MlDiagnosticsManual", name, None, opts)
+        adopt = args.get("adopt", False)
+        repository = args.get("repository", compat.MLDIAGNOSTICS_REPOSITORY)
+        # Adopted: the namespace `helm --create-namespace` made has no annotations; only the mark the policy
+        # pack reads (cert-manager pre-installed) is added by the update that follows the import.
+        mark = "preinstalled" if cert_manager is None else None if adopt else "release"
+        self._namespace = core.Namespace(
+            f"{name}-namespace",
+            metadata=ObjectMetaArgs(
+                name=compat.MLDIAGNOSTICS_NAMESPACE,
+                annotations={compat.CERT_MANAGER_ANNOTATION: mark} if mark else None,
+            ),
+            opts=pulumi.ResourceOptions(
+                parent=self, import_=compat.MLDIAGNOSTICS_NAMESPACE if adopt else None
+            ),
+        )
+        after_cert_manager: list[pulumi.Resource] = (
+            [cert_manager] if cert_manager is not None else list(release_after)
+        )
+
+        wh: ChartArgs = args.get("injection_webhook") or {}
+        self.injection_webhook = self._release(
+            name,
+            "injection-webhook",
+            compat.INJECTION_WEBHOOK_RELEASE,
+            compat.INJECTION_WEBHOOK_CHART,
+            repository,
+            wh,
+            wh.get("version") or compat.INJECTION_WEBHOOK_DEFAULT_VERSION,
+            wh.get("values") or {},
+            after_cert_manager,
+            adopt,
+        )
+        version, values = connection_operator_values(args)
+        self.connection_operator = self._release(
+            name,
+            "connection-operator",
+            compat.CONNECTION_OPERATOR_RELEASE,
+            compat.CONNECTION_OPERATOR_CHART,
+            repository,
+            args.get("connection_operator") or {},
+            version,
+            values,
+            after_cert_manager,
+            adopt,
+        )
+        self.namespace = self._namespace.metadata.name
+        self.injection_webhook_version = self.injection_webhook.version
+        self.connection_operator_version = self.connection_operator.version
+        self.register_outputs(
+            {
+                "namespace": self._namespace.metadata.name,
+                "injectionWebhookVersion": self.injection_webhook.version,
+                "connectionOperatorVersion": self.connection_operator.version,
+            }
+        )
+
+    def _release(
+        self,
+        name: str,
+        part: str,
+        release: str,
+        default_chart: str,
+        repository: str,
+        chart_args: ChartArgs | ConnectionOperatorArgs,
+        version: str,
+        values: dict[str, Any],
+        depends_on: list[pulumi.Resource],
+        adopt: bool,
+    ) -> Release:
+        chart, repo = chart_source(default_chart, repository, chart_args)
+        return Release(
+            f"{name}-{part}",
+            ReleaseArgs(
+                name=release,
+                chart=chart,
+                repository_opts=RepositoryOptsArgs(repo=repo) if repo else None,
+                version=version,
+                namespace=self._namespace.metadata.name,
+                values=values,
+            ),
+            opts=pulumi.ResourceOptions(
+                parent=self, depends_on=depends_on, import_=_release_id(release, adopt)
+            ),
+        )

@@ -1,0 +1,93 @@
+"""A Vertex AI Model Development Cluster (Slurm).
+
+pulumi-gcp 10.2.0 has no resource for it, so the cluster is the dynamic resource
+`pulumi-python:dynamic/vertexai:ModelDevelopmentCluster` (ml_diagnostics/providers/model_development_cluster.py),
+whose inputs follow the Terraform beta resource `google_vertex_ai_model_development_cluster`.
+"""
+
+# No `from __future__ import annotations`: the component plugin infers its schema from these annotations.
+from collections.abc import Mapping
+from typing import Any, NotRequired
+
+import pulumi
+
+from ml_diagnostics import lifecycle
+from ml_diagnostics.google_api import GoogleApiArgs, rest_inputs
+from ml_diagnostics.model_development_args import ClusterSpecArgs
+from ml_diagnostics.providers.model_development_cluster import ModelDevelopmentCluster as ClusterResource
+from ml_diagnostics.specs.model_development import DEFAULT_OPERATION_TIMEOUT_MINUTES
+
+SPEC_DEFAULTS = {
+    "update_mode": "USER_AND_SERVICE",
+    "deletion_policy": "DELETE",
+    "operation_timeout_minutes": DEFAULT_OPERATION_TIMEOUT_MINUTES,
+}
+
+
+class ModelDevelopmentClusterArgs(ClusterSpecArgs):
+    """A Model Development Cluster: its spec, how to call the API, and whether to take an existing one over."""
+
+    google_api: NotRequired[GoogleApiArgs]
+    """How the REST client calls Google (endpoint, quota project, impersonation, emulator, retries)."""
+    adopt: NotRequired[bool]
+    """Take over a cluster created with the REST API (its create GETs it instead of POSTing)."""
+
+
+def _strip_empty(v: Any) -> Any:
+    """Drops None, empty lists and maps (unset = empty for the API) so the state shows only what is set."""
+    if isinstance(v, Mapping):
+        return {k: _strip_empty(x) for k, x in v.items() if x is not None and x != [] and x != {}}
+    if isinstance(v, list):
+        return [_strip_empty(x) for x in v]
+    return v
+
+
+class ModelDevelopmentCluster(pulumi.ComponentResource):
+    """A Vertex AI Model Development Cluster (Slurm), with safe partial updates."""
+
+    cluster_name: pulumi.Output[str]
+    """The cluster's full resource name."""
+    state: pulumi.Output[str]
+    """The cluster's state (ACTIVE, ...)."""
+    update_mode: pulumi.Output[str]
+    """USER_AND_SERVICE or USER_ONLY."""
+    deletion_policy: pulumi.Output[str]
+    """DELETE, ABANDON or PREVENT."""
+
+    def __init__(
+        self, name: str, args: ModelDevelopmentClusterArgs, opts: pulumi.ResourceOptions | None = None
+    ):
+        spec: dict[str, Any] = {k: v for k, v in args.items() if k not in ("google_api", "adopt")}
+        spec = {**SPEC_DEFAULTS, **_strip_empty(spec)}
+        policy = lifecycle.DeletionPolicy(spec["deletion_policy"])
+        # PREVENT guards the whole component (and so the cluster) against `pulumi destroy` at the engine.
+        guard = pulumi.ResourceOptions(protect=True) if policy is lifecycle.DeletionPolicy.PREVENT else None
+        super().__init__(
+            "mldiag:index:ModelDevelopmentCluster", name, None, pulumi.ResourceOptions.merge(opts, guard)
+        )
+        props = {
+            **spec,
+            **rest_inputs(args.get("google_api"), "aiplatform"),
+            # Adopted (created with curl): the provider's create takes the existing cluster over. Not
+            # `import_`: the engine imports by calling Read without the dynamic provider it would need.
+            **({"adopt": True} if args.get("adopt", False) else {}),
+        }
+        self.cluster = ClusterResource(
+            f"{name}-cluster",
+            props,
+            pulumi.ResourceOptions.merge(
+                pulumi.ResourceOptions(parent=self), lifecycle.deletion_options(policy)
+            ),
+        )
+        self.cluster_name = self.cluster.name
+        self.state = self.cluster.state
+        self.update_mode = pulumi.Output.from_input(spec["update_mode"])
+        self.deletion_policy = pulumi.Output.from_input(policy.value)
+        self.register_outputs(
+            {
+                "clusterName": self.cluster_name,
+                "state": self.state,
+                "updateMode": spec["update_mode"],
+                "deletionPolicy": policy.value,
+            }
+        )

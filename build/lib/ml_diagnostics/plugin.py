@@ -1,0 +1,67 @@
+"""What the component plugin (components/PulumiPlugin.yaml) offers other languages, and its schema.
+
+The schema is inferred from the components' typed Args and outputs by the SDK's analyzer
+(`pulumi.provider.experimental`), the same way `pulumi package get-schema components` infers it; it is
+committed as components/schema.json (`python -m ml_diagnostics.plugin --write`; a test fails when it is stale).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pulumi
+
+NAME = "mldiag"
+VERSION = "0.2.0"
+SCHEMA = Path(__file__).resolve().parent.parent / "schema.json"
+
+
+def components() -> list[type[pulumi.ComponentResource]]:
+    from ml_diagnostics.azure_ml import AzureMlExtension
+    from ml_diagnostics.cluster_ml_diagnostics import ClusterMlDiagnostics
+    from ml_diagnostics.diagon import Diagon
+    from ml_diagnostics.gke_cluster import GkeCluster
+    from ml_diagnostics.kubernetes_cluster import KubernetesCluster
+    from ml_diagnostics.model_development import ModelDevelopmentCluster
+    from ml_diagnostics.workload_opt_in import WorkloadOptIn
+
+    return [
+        ClusterMlDiagnostics,
+        Diagon,
+        WorkloadOptIn,
+        AzureMlExtension,
+        ModelDevelopmentCluster,
+        GkeCluster,
+        KubernetesCluster,
+    ]
+
+
+def schema() -> dict[str, Any]:
+    from pulumi.provider.experimental.component import ComponentProvider
+
+    provider = ComponentProvider(components(), NAME, version=VERSION)
+    return json.loads(provider.schema or "{}")
+
+
+def render() -> str:
+    return json.dumps(schema(), indent=2, sort_keys=True) + "\n"
+
+
+def host() -> None:
+    """Serve the components to the engine (run by the plugin's __main__.py)."""
+    from pulumi.provider.experimental import component_provider_host
+
+    component_provider_host(components(), name=NAME, version=VERSION)
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] == ["--write"]:
+        SCHEMA.write_text(render())
+        print(f"wrote {SCHEMA}")
+    elif sys.argv[1:] == ["--check"]:
+        sys.exit(0 if SCHEMA.exists() and SCHEMA.read_text() == render() else 1)
+    else:
+        sys.stdout.write(render())

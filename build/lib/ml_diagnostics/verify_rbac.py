@@ -1,0 +1,144 @@
+"""The read-only RBAC role of verify (`mldiag verify`; optional: `verify_rbac`).
+
+`verify_rules` derives, from the in-cluster settings and the resolved mode, exactly the reads the checks
+make: `get` on the workload namespaces (by name); in manual mode `list` of MutatingWebhookConfigurations
+and, in the release namespaces, `list` of Deployments and of Secrets (Helm keeps its release records
+there: this grant reads chart values too, like `helm status` does); for Diagon `get` of its DaemonSet,
+`list` of pods and `get` of their logs. Cluster-wide rules go to one ClusterRole, the rest to one Role per
+namespace, each with its binding to the configured subjects.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import pulumi
+from pulumi_kubernetes.meta.v1 import ObjectMetaArgs
+from pulumi_kubernetes.rbac import v1 as rbac
+
+from ml_diagnostics import compat
+from ml_diagnostics.diagon import DAEMON_NAME
+from ml_diagnostics.in_cluster import InClusterArgs, MlDiagnosticsMode, VerifyRbacArgs
+
+DEFAULT_NAME = "ml-diagnostics-verify"
+
+RBAC_GROUP = "rbac.authorization.k8s.io"
+LABELS = {"app.kubernetes.io/part-of": "ml-diagnostics", "app.kubernetes.io/component": "verify"}
+
+Rule = dict[str, list[str]]
+
+
+def verify_rules(
+    args: InClusterArgs, mode: MlDiagnosticsMode | str
+) -> tuple[list[Rule], dict[str, list[Rule]]]:
+    """(ClusterRole rules, namespace -> Role rules) for the checks verify runs on this cluster."""
+    cluster: list[Rule] = []
+    namespaced: dict[str, list[Rule]] = {}
+    names = sorted(ns["name"] for ns in args.get("workload_namespaces") or [])
+    if names:
+        cluster.append(
+            {"apiGroups": [""], "resources": ["namespaces"], "verbs": ["get"], "resourceNames": names}
+        )
+    if MlDiagnosticsMode(mode) is MlDiagnosticsMode.MANUAL:
+        cluster.append(
+            {
+                "apiGroups": ["admissionregistration.k8s.io"],
+                "resources": ["mutatingwebhookconfigurations"],
+                "verbs": ["list"],
+            }
+        )
+        deployments = {"apiGroups": ["apps"], "resources": ["deployments"], "verbs": ["list"]}
+        releases = {"apiGroups": [""], "resources": ["secrets"], "verbs": ["list"]}
+        cert_manager = (
+            [deployments, releases]
+            if (args.get("cert_manager") or {}).get("enabled", True)
+            else [deployments]
+        )
+        namespaced[compat.CERT_MANAGER_NAMESPACE] = cert_manager
+        namespaced[compat.MLDIAGNOSTICS_NAMESPACE] = [deployments, releases]
+    diagon = args.get("diagon")
+    if diagon is not None:
+        namespaced.setdefault(diagon.get("namespace", compat.DIAGON_DEFAULT_NAMESPACE), []).extend(
+            [
+                {
+                    "apiGroups": ["apps"],
+                    "resources": ["daemonsets"],
+                    "verbs": ["get"],
+                    "resourceNames": [DAEMON_NAME],
+                },
+                {"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]},
+                {"apiGroups": [""], "resources": ["pods/log"], "verbs": ["get"]},
+            ]
+        )
+    return cluster, namespaced
+
+
+def _rules(rules: list[Rule]) -> list[rbac.PolicyRuleArgs]:
+    return [
+        rbac.PolicyRuleArgs(
+            api_groups=r["apiGroups"],
+            resources=r["resources"],
+            verbs=r["verbs"],
+            resource_names=r.get("resourceNames"),
+        )
+        for r in rules
+    ]
+
+
+class VerifyRbac(pulumi.ComponentResource):
+    def __init__(
+        self,
+        name: str,
+        args: VerifyRbacArgs,
+        opts: pulumi.ResourceOptions | None = None,
+        *,
+        in_cluster: InClusterArgs,
+        mode: MlDiagnosticsMode | str,
+        after: Sequence[pulumi.Resource] = (),
+    ):
+        """`in_cluster`, `mode`: what verify checks on this cluster (the rules follow them).
+        `after`: what creates the namespaces the Roles go to (cert-manager, manual install, Diagon)."""
+        super().__init__("mldiag:index:VerifyRbac", name, None, opts)
+        rb_name = args.get("name", DEFAULT_NAME)
+        subjects: list[Any] = [
+            rbac.SubjectArgs(
+                kind=s["kind"],
+                name=s["name"],
+                namespace=s.get("namespace"),
+                api_group=None if s["kind"] == "ServiceAccount" else RBAC_GROUP,
+            )
+            for s in args["subjects"]
+        ]
+        cluster_rules, namespaced = verify_rules(in_cluster, mode)
+        child = pulumi.ResourceOptions(parent=self)
+        if cluster_rules:
+            role = rbac.ClusterRole(
+                f"{name}-cluster-role",
+                metadata=ObjectMetaArgs(name=rb_name, labels=LABELS),
+                rules=_rules(cluster_rules),
+                opts=child,
+            )
+            rbac.ClusterRoleBinding(
+                f"{name}-cluster-binding",
+                metadata=ObjectMetaArgs(name=rb_name, labels=LABELS),
+                role_ref=rbac.RoleRefArgs(api_group=RBAC_GROUP, kind="ClusterRole", name=role.metadata.name),
+                subjects=subjects,
+                opts=child,
+            )
+        waits = pulumi.ResourceOptions(parent=self, depends_on=list(after))
+        for ns, rules in sorted(namespaced.items()):
+            ns_role = rbac.Role(
+                f"{name}-role-{ns}",
+                metadata=ObjectMetaArgs(name=rb_name, namespace=ns, labels=LABELS),
+                rules=_rules(rules),
+                opts=waits,
+            )
+            rbac.RoleBinding(
+                f"{name}-binding-{ns}",
+                metadata=ObjectMetaArgs(name=rb_name, namespace=ns, labels=LABELS),
+                role_ref=rbac.RoleRefArgs(api_group=RBAC_GROUP, kind="Role", name=ns_role.metadata.name),
+                subjects=subjects,
+                opts=waits,
+            )
+        self.register_outputs({"name": rb_name, "namespaces": sorted(namespaced)})

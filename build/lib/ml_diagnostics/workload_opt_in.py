@@ -1,0 +1,74 @@
+"""Workload opt-in: label namespaces `managed-mldiagnostics-gke=true` so the injection-webhook serves them.
+
+A namespace the component creates is a `Namespace`; an existing one gets a `NamespacePatch` (server-side
+apply owning only the opt-in label, so every other label on it stays as it is).
+"""
+
+# No `from __future__ import annotations`: the component plugin infers its schema from these annotations.
+from typing import NotRequired, TypedDict
+
+import pulumi
+from pulumi_kubernetes.core import v1 as core
+from pulumi_kubernetes.meta.v1 import ObjectMetaArgs, ObjectMetaPatchArgs
+
+from ml_diagnostics import compat, lifecycle
+
+OPT_IN = {compat.OPT_IN_LABEL: "true"}
+
+
+class WorkloadNamespaceArgs(TypedDict):
+    """A namespace whose workloads opt in to the injection-webhook."""
+
+    name: str
+    """The namespace's name (part of the child resource's name)."""
+    create: NotRequired[bool]
+    """True: the component creates and owns the namespace. False (default): it exists; only the opt-in label
+    is applied, by server-side apply, and its other labels stay untouched."""
+    labels: NotRequired[dict[str, pulumi.Input[str]]]
+    """Extra labels of a namespace the component creates."""
+    adopt: NotRequired[bool]
+    """Import a namespace made by `kubectl create namespace` + `kubectl label` (needs create: true)."""
+
+
+class WorkloadOptInArgs(TypedDict):
+    namespaces: list[WorkloadNamespaceArgs]
+    """The namespaces to label `managed-mldiagnostics-gke=true`."""
+
+
+class WorkloadOptIn(pulumi.ComponentResource):
+    """Labels namespaces `managed-mldiagnostics-gke=true`, the injection-webhook's opt-in."""
+
+    namespaces: pulumi.Output[list[str]]
+    """The names of the labelled namespaces."""
+
+    def __init__(self, name: str, args: WorkloadOptInArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("mldiag:index:WorkloadOptIn", name, None, opts)
+        namespaces = list(args.get("namespaces") or [])
+        self._resources: list[pulumi.CustomResource] = []
+        for ns in namespaces:
+            child = pulumi.ResourceOptions(parent=self)
+            ns_name = ns["name"]
+            if ns.get("create", False):
+                res: pulumi.CustomResource = core.Namespace(
+                    f"{name}-{ns_name}",
+                    metadata=ObjectMetaArgs(name=ns_name, labels={**(ns.get("labels") or {}), **OPT_IN}),
+                    # Adopted: what `kubectl create namespace` + `kubectl label namespace` made.
+                    opts=pulumi.ResourceOptions.merge(
+                        child, lifecycle.adopt_options(ns_name if ns.get("adopt", False) else None)
+                    ),
+                )
+            else:
+                res = core.NamespacePatch(
+                    f"{name}-{ns_name}",
+                    metadata=ObjectMetaPatchArgs(
+                        name=ns_name,
+                        labels=OPT_IN,
+                        # The component owns this one label: take it over from kubectl label / other managers.
+                        annotations={"pulumi.com/patchForce": "true"},
+                    ),
+                    opts=child,
+                )
+            self._resources.append(res)
+        names = [ns["name"] for ns in namespaces]
+        self.namespaces = pulumi.Output.from_input(names)
+        self.register_outputs({"namespaces": names})

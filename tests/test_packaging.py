@@ -1,0 +1,152 @@
+"""The library as users get it: `pip install .` builds a wheel holding `ml_diagnostics` only (no program, no
+pack, no tools, no bare `components`), its pins match the program's, and a small program using the
+components runs under the SDK's mocks in a clean virtualenv outside the repository."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+import tomllib
+import venv
+import zipfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+PROGRAM = textwrap.dedent(
+    """
+    import json
+    import pulumi
+
+    recorded, outputs = [], {}
+
+    class Mocks(pulumi.runtime.Mocks):
+        def new_resource(self, args):
+            recorded.append({"type": args.typ, "name": args.name, "inputs": args.inputs})
+            return args.name + "-id", args.inputs
+
+        def call(self, args):
+            return {}
+
+    pulumi.runtime.set_mocks(Mocks(), preview=False)
+
+    import ml_diagnostics  # noqa: E402
+    from ml_diagnostics import ClusterMlDiagnostics, Diagon, MlDiagnosticsMode  # noqa: E402
+
+
+    @pulumi.runtime.test
+    def program():
+        diag = ClusterMlDiagnostics(
+            "lab",
+            {
+                "mode": MlDiagnosticsMode.MANUAL,
+                "kubeconfig": "apiVersion: v1\\nkind: Config\\n",
+                "self_managed": True,
+                "workload_namespaces": [{"name": "ai-workloads", "create": True}],
+                "manual_install": {"jax_version": "0.8"},
+            },
+        )
+        Diagon("extra", {"namespace": "kube-system", "create_namespace": False, "image": "example.com/diagon:v2.1.0"})
+        return pulumi.Output.all(diag.mode, diag.cert_manager_source).apply(lambda v: outputs.update(mode=v[0], cm=v[1]))
+
+
+    program()
+    print(json.dumps({**outputs, "file": ml_diagnostics.__file__, "resources": recorded}))
+    """
+)
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("wheel")
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(out), str(ROOT)],
+        check=True,
+        capture_output=True,
+        timeout=600,
+    )
+    (built,) = out.glob("ml_diagnostics-*.whl")
+    return built
+
+
+def test_the_wheel_holds_the_library_only(wheel: Path):
+    names = zipfile.ZipFile(wheel).namelist()
+    tops = {n.split("/")[0] for n in names}
+    assert tops == {"ml_diagnostics", f"ml_diagnostics-{wheel.name.split('-')[1]}.dist-info"}
+    for required in (
+        "ml_diagnostics/__init__.py",
+        "ml_diagnostics/py.typed",
+        "ml_diagnostics/compat.py",
+        "ml_diagnostics/providers/model_development_cluster.py",
+        "ml_diagnostics/specs/model_development.py",
+    ):
+        assert required in names
+    assert not [n for n in names if n.startswith(("program/", "tools/", "policies/", "components/"))]
+
+
+def test_the_library_pins_what_the_program_pins():
+    def pins(lines: list[str]) -> dict[str, str]:
+        out = {}
+        for line in lines:
+            line = line.split("#", 1)[0].strip()
+            if "==" in line:
+                name, version = line.split("==")
+                out[name.strip().lower()] = version.strip()
+        return out
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    declared = pins(project["dependencies"]) | pins(
+        [d for extra in project["optional-dependencies"].values() for d in extra]
+    )
+    program = pins((ROOT / "requirements.txt").read_text().splitlines())
+    assert declared and all(program.get(name) == version for name, version in declared.items()), declared
+
+
+def test_a_program_uses_the_installed_wheel_in_a_clean_venv(wheel: Path, tmp_path: Path):
+    env_dir = tmp_path / "venv"
+    venv.create(env_dir, with_pip=True, clear=True)
+    python = env_dir / "bin" / "python"
+    install = subprocess.run(
+        [str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", str(wheel)],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert install.returncode == 0, install.stderr[-3000:]
+    script = tmp_path / "program.py"
+    script.write_text(PROGRAM)
+    # outside the repository: nothing of it is on sys.path but the installed wheel
+    run = subprocess.run([str(python), str(script)], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert run.returncode == 0, run.stderr[-3000:]
+    out = json.loads(run.stdout.strip().splitlines()[-1])
+    assert (out["mode"], out["cm"]) == ("manual", "release")
+    assert out["file"].startswith(str(env_dir))
+    by_name = {r["name"]: r for r in out["resources"]}
+    assert by_name["lab-provider"]["type"] == "pulumi:providers:kubernetes"
+    assert by_name["lab-cert-manager-release"]["inputs"]["version"] == "v1.13.0"
+    assert by_name["lab-manual-connection-operator"]["inputs"]["values"] == {
+        "mldiagnosticsConnectionOperator": {
+            "controller": {
+                "args": [
+                    "--metrics-bind-address=:8443",
+                    "--health-probe-bind-address=:8081",
+                    "--sidecar-timeout=65m",
+                    "--disable-hostname-override",
+                ]
+            }
+        }
+    }
+    assert by_name["lab-opt-in-ai-workloads"]["inputs"]["metadata"]["labels"] == {"managed-mldiagnostics-gke": "true"}
+    ds = by_name["extra-daemonset"]["inputs"]
+    assert ds["metadata"]["namespace"] == "kube-system"
+    assert ds["spec"]["template"]["spec"]["containers"][0]["image"] == "example.com/diagon:v2.1.0"
+    assert "extra-namespace" not in by_name
+    # core install: the cloud SDKs are extras, and nothing of the repository came along
+    listed = subprocess.run([str(python), "-m", "pip", "list", "--format", "json"], capture_output=True, text=True)
+    installed = {p["name"].lower() for p in json.loads(listed.stdout)}
+    assert "ml-diagnostics" in installed
+    assert not installed & {"pulumi-azure-native", "pulumi-gcp"}
