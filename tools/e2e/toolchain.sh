@@ -6,7 +6,7 @@
 #    unpacked beside the cache (never inside the repository), each binary is checked against the archive's
 #    BINARIES.sha256 and its version against the pins, then moved into place. A corrupt archive falls back to 3.
 # 3. Else everything missing is built from Go modules (about an hour cold on two cores).
-# Usage: tools/e2e/toolchain.sh [--print-bin | --check | --has-archive | --verify]
+# Usage: tools/e2e/toolchain.sh [--print-bin | --check | --has-archive | --verify | --extra NAME | --extra-bin NAME]
 #   --print-bin    print the bin dir; build nothing
 #   --check        exit 0 when every binary is in the cache (nothing to build)
 #   --has-archive  exit 0 when a prebuilt archive for the current key is found; print its directory
@@ -106,13 +106,53 @@ restore() {
   echo "toolchain: restored in $((ms / 1000)).$(printf '%03d' $((ms % 1000)))s: $(du -sh "$BIN" | cut -f1) in $BIN"
 }
 
+# Extras: tools some e2e tests use, each in a cache of its own key (so the main key, and its prebuilt
+# archive, stay as they are). Built with `go install` (their modules carry no local replaces).
+#   --extra NAME        build NAME unless cached; print its bin dir
+#   --extra-bin NAME    print NAME's bin dir; build nothing
+EXTRA_MODULES=(
+  "yaml=github.com/pulumi/pulumi-yaml/cmd/pulumi-language-yaml@v1.25.0"        # the Pulumi YAML language host
+  "actionlint=github.com/rhysd/actionlint/cmd/actionlint@v1.7.12"              # GitHub Actions workflow linter
+)
+extra_module() {
+  local e
+  for e in "${EXTRA_MODULES[@]}"; do [[ "${e%%=*}" == "$1" ]] && { echo "${e#*=}"; return 0; }; done
+  echo "toolchain: unknown extra '$1'; known: ${EXTRA_MODULES[*]%%=*}" >&2
+  return 1
+}
+extra_bin() { # extra_bin NAME: $CACHE_ROOT/extra-<name>-<version>/bin
+  local mod
+  mod=$(extra_module "$1") || return 1
+  echo "$CACHE_ROOT/extra-$1-${mod##*@}/bin"
+}
+build_extra() {
+  local name=$1 mod bin t0 exe
+  mod=$(extra_module "$name") || return 1
+  bin=$(extra_bin "$name")
+  exe=$(basename "${mod%@*}")
+  if [[ -x "$bin/$exe" ]]; then echo "$bin"; return 0; fi
+  mkdir -p "$bin"
+  t0=$(date +%s)
+  echo "toolchain: extra $name: building $mod ..." >&2
+  if ! GOBIN="$bin" CGO_ENABLED=0 GOFLAGS="-trimpath -buildvcs=false" go install -ldflags "-s -w" "$mod" \
+      >"$bin/../build.log" 2>&1; then
+    echo "toolchain: extra $name: FAILED after $(( $(date +%s) - t0 ))s; last lines of $bin/../build.log:" >&2
+    tail -n 15 "$bin/../build.log" | sed 's/^/    /' >&2
+    return 1
+  fi
+  echo "toolchain: extra $name: built in $(( $(date +%s) - t0 ))s" >&2
+  echo "$bin"
+}
+
 case "${1:-}" in
+  --extra) build_extra "${2:?--extra NAME}"; exit $? ;;
+  --extra-bin) extra_bin "${2:?--extra-bin NAME}"; exit $? ;;
   --print-bin) echo "$BIN"; exit 0 ;;
   --check) all_present "$BIN" && exit 0 || exit 1 ;;
   --has-archive) find_archive && exit 0 || exit 1 ;;
   --verify) verify_versions "$BIN" && exit 0 || exit 1 ;;
   "") ;;
-  *) echo "usage: tools/e2e/toolchain.sh [--print-bin | --check | --has-archive | --verify]" >&2; exit 2 ;;
+  *) echo "usage: tools/e2e/toolchain.sh [--print-bin | --check | --has-archive | --verify | --extra NAME | --extra-bin NAME]" >&2; exit 2 ;;
 esac
 
 if all_present "$BIN"; then
