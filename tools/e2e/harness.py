@@ -71,18 +71,25 @@ class PulumiError(AssertionError):
     pass
 
 
+PROGRAM_FILES = ("Pulumi.yaml", "__main__.py", "requirements.txt")
+PROGRAM_DIRS = ("components", "program", "policies")
+
+
+def export_commit(commit: str, dest: Path) -> Path:
+    """The repository's tree at `commit` (e.g. the previous version), as files under `dest`."""
+    dest.mkdir(parents=True, exist_ok=True)
+    archive = subprocess.run(["git", "-C", str(REPO), "archive", commit], check=True, capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
+    return dest
+
+
 class Project:
-    def __init__(self, root: Path, bin_dir: Path) -> None:
+    def __init__(self, root: Path, bin_dir: Path, source: Path = REPO) -> None:
         self.root = root
         self.bin_dir = bin_dir
         self.log: list[Result] = []
         venv = (REPO / ".venv").resolve()
-        for name in ("Pulumi.yaml", "__main__.py", "requirements.txt"):
-            shutil.copy2(REPO / name, root / name)
-        ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
-        shutil.copytree(REPO / "components", root / "components", ignore=ignore)
-        shutil.copytree(REPO / "program", root / "program", ignore=ignore)
-        shutil.copytree(REPO / "policies", root / "policies", ignore=ignore)
+        self.use_program(source)
         (root / "stacks").mkdir()
         (root / ".venv").symlink_to(venv)
         wrappers = root / ".e2e-bin"
@@ -125,6 +132,17 @@ class Project:
             self.env.pop(var, None)
         (root / "state").mkdir()
         self.pulumi("login", f"file://{root / 'state'}")
+
+    def use_program(self, source: Path) -> None:
+        """The program files of `source` (this repository, or an earlier version's tree) replace the copy's."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "venv", "*.egg-info")
+        for name in PROGRAM_FILES:
+            shutil.copy2(source / name, self.root / name)
+        for name in PROGRAM_DIRS:
+            shutil.rmtree(self.root / name, ignore_errors=True)
+            if (source / name).is_dir():
+                shutil.copytree(source / name, self.root / name, ignore=ignore)
 
     # -- running the CLI ------------------------------------------------------------------------------------
     def pulumi(

@@ -30,6 +30,13 @@ ARCHIVE_DIRS=("${ML_DIAG_E2E_ARCHIVE:-}" "$REPO/../shared/e2e-toolchain" "/work/
 REQUIRED=(pulumi pulumi-resource-kubernetes pulumi-resource-pulumi-python pulumi-language-python-exec
           etcd kube-apiserver kube-controller-manager)
 
+mod_dir() { # mod_dir MODULE@VERSION: the module's directory in the module cache, or fail
+  local dir
+  dir=$(go mod download -json "$1" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
+  [[ -n "$dir" && -d "$dir" ]] || { echo "toolchain: cannot download $1" >&2; return 1; }
+  echo "$dir"
+}
+
 all_present() { # all_present DIR
   local b
   for b in "${REQUIRED[@]}"; do [[ -x "$1/$b" ]] || return 1; done
@@ -113,6 +120,7 @@ restore() {
 EXTRA_MODULES=(
   "yaml=github.com/pulumi/pulumi-yaml/cmd/pulumi-language-yaml@v1.25.0"        # the Pulumi YAML language host
   "actionlint=github.com/rhysd/actionlint/cmd/actionlint@v1.7.12"              # GitHub Actions workflow linter
+  "sdkgen=tools/e2e/sdkgen@$PULUMI_VERSION"   # Pulumi's Node.js SDK generator over a schema (main.go here)
 )
 extra_module() {
   local e
@@ -125,6 +133,25 @@ extra_bin() { # extra_bin NAME: $CACHE_ROOT/extra-<name>-<version>/bin
   mod=$(extra_module "$1") || return 1
   echo "$CACHE_ROOT/extra-$1-${mod##*@}/bin"
 }
+go_install_extra() { # MODULE@VERSION BIN
+  GOBIN="$2" CGO_ENABLED=0 GOFLAGS="-trimpath -buildvcs=false" go install -ldflags "-s -w" "$1"
+}
+
+build_local_extra() { # DIR BIN: a main package of this repository, against pkg/v3 at the CLI's version
+  local dir="$CACHE_ROOT/.extra-work-$(basename "$1")" pkgdir
+  rm -rf "$dir" && mkdir -p "$dir" && cp "$REPO/$1"/*.go "$dir/" && cd "$dir"
+  go mod init "scratch/$(basename "$1")"
+  pkgdir=$(mod_dir "github.com/pulumi/pulumi/pkg/v3@$PULUMI_VERSION")
+  # pkg/v3's replaces of other modules, as the CLI's build keeps them (build_pulumi)
+  grep -E '^replace .* => [a-z].* v' "$pkgdir/go.mod" | sed 's/^replace //' | while read -r line; do
+    go mod edit -replace "$(echo "$line" | awk '{print $1"="$3"@"$4}')"
+  done
+  go get "github.com/pulumi/pulumi/pkg/v3@$PULUMI_VERSION" "github.com/pulumi/pulumi/sdk/v3@$PULUMI_VERSION"
+  go mod tidy
+  CGO_ENABLED=0 go build -trimpath -buildvcs=false -ldflags "-s -w" -o "$2/$(basename "$1")" .
+  cd / && rm -rf "$dir"
+}
+
 build_extra() {
   local name=$1 mod bin t0 exe
   mod=$(extra_module "$name") || return 1
@@ -134,8 +161,9 @@ build_extra() {
   mkdir -p "$bin"
   t0=$(date +%s)
   echo "toolchain: extra $name: building $mod ..." >&2
-  if ! GOBIN="$bin" CGO_ENABLED=0 GOFLAGS="-trimpath -buildvcs=false" go install -ldflags "-s -w" "$mod" \
-      >"$bin/../build.log" 2>&1; then
+  local builder=(go_install_extra "$mod" "$bin")
+  [[ "$mod" == tools/* ]] && builder=(build_local_extra "${mod%@*}" "$bin")
+  if ! ( set -e; "${builder[@]}" ) >"$bin/../build.log" 2>&1; then
     echo "toolchain: extra $name: FAILED after $(( $(date +%s) - t0 ))s; last lines of $bin/../build.log:" >&2
     tail -n 15 "$bin/../build.log" | sed 's/^/    /' >&2
     return 1
@@ -197,13 +225,6 @@ step() { # step NAME CHECK_FILE FUNCTION
   fi
 }
 FAILED=()
-
-mod_dir() { # mod_dir MODULE@VERSION: the module's directory in the module cache, or fail
-  local dir
-  dir=$(go mod download -json "$1" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
-  [[ -n "$dir" && -d "$dir" ]] || { echo "toolchain: cannot download $1" >&2; return 1; }
-  echo "$dir"
-}
 
 scratch() { # fresh scratch module dir
   local d="$CACHE/work/$1"
