@@ -8,10 +8,24 @@ This module imports nothing from the project: targets, the stack config and comp
 
 from __future__ import annotations
 
+import difflib
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 QUOTE_LIMIT = 120
+
+
+def closest(value: str, allowed: Iterable[str], cutoff: float = 0.75) -> str | None:
+    """The allowed value nearest to `value` (ignoring case, spaces, '-' and '_'), for "did you mean"."""
+    def norm(v: str) -> str:
+        return re.sub(r"[\s_\-]", "", v.lower())
+
+    options = list(allowed)
+    by_norm = {norm(o): o for o in options}
+    if norm(value) in by_norm:
+        return by_norm[norm(value)]
+    match = difflib.get_close_matches(norm(value), list(by_norm), n=1, cutoff=cutoff)
+    return by_norm[match[0]] if match else None
 
 
 def quote(value: object, limit: int = QUOTE_LIMIT) -> str:
