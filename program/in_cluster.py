@@ -36,6 +36,24 @@ from program.verify_rbac import VerifyRbacSettings
 if TYPE_CHECKING:
     from ml_diagnostics.in_cluster import InClusterArgs
 
+# The policy pack's rules on what runs in a cluster, by environment (the gkeClusters and kubernetesClusters
+# kinds both carry them). Options are the pack's (policies/README.md).
+POLICY_DEFAULTS: dict[str, dict[str, Any]] = {
+    "dev": {
+        "k8s-images-pinned": "advisory",
+        "helm-cert-manager-crds": "mandatory",
+        "helm-mldiagnostics-requires-cert-manager": "mandatory",
+    },
+    "staging": {
+        "k8s-images-pinned": {"enforcementLevel": "mandatory", "requireDigest": False},
+        "helm-cert-manager-installcrds-deprecated": "advisory",
+    },
+    "prod": {
+        "k8s-images-pinned": {"enforcementLevel": "mandatory", "requireDigest": False},
+        "helm-cert-manager-installcrds-deprecated": "advisory",
+    },
+}
+
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 
 

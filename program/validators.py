@@ -17,6 +17,7 @@ QUOTE_LIMIT = 120
 
 def closest(value: str, allowed: Iterable[str], cutoff: float = 0.75) -> str | None:
     """The allowed value nearest to `value` (ignoring case, spaces, '-' and '_'), for "did you mean"."""
+
     def norm(v: str) -> str:
         return re.sub(r"[\s_\-]", "", v.lower())
 

@@ -85,7 +85,7 @@ def test_policy_failure_keeps_secrets(tmp_path, capsys):
         "docker.io/someone/diagon:latest"
     )
     f = write(tmp_path, doc)
-    prod_levels = ROOT / "policies" / "config" / "prod.json"
+    prod_levels = ROOT / "policies" / "config" / "environments" / "prod.json"
     for fmt in ("json", "table", "markdown"):
         code, out, err = run(
             capsys, "--config-file", str(f), "--format", fmt, "--policy-config", str(prod_levels)

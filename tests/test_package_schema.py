@@ -40,7 +40,10 @@ def test_the_schema_offers_the_main_components_with_typed_inputs():
     assert cluster["inputProperties"]["workloadNamespaces"]["items"]["$ref"] == (
         "#/types/mldiag:index:WorkloadNamespaceArgs"
     )
-    assert {e["value"] for e in schema["types"]["mldiag:index:MlDiagnosticsMode"]["enum"]} == {"managed", "manual"}
+    assert {e["value"] for e in schema["types"]["mldiag:index:MlDiagnosticsMode"]["enum"]} == {
+        "managed",
+        "manual",
+    }
     assert sorted(cluster["properties"]) == [
         "certManagerSource",
         "diagonNamespace",
@@ -60,10 +63,16 @@ def test_the_schema_offers_the_main_components_with_typed_inputs():
 
 
 def test_the_mdc_args_are_generated_from_the_spec():
-    run = subprocess.run([sys.executable, "-m", "tools.gen_args", "--check"], cwd=ROOT, capture_output=True, text=True)
+    run = subprocess.run(
+        [sys.executable, "-m", "tools.gen_args", "--check"], cwd=ROOT, capture_output=True, text=True
+    )
     assert run.returncode == 0, run.stdout + run.stderr
     from ml_diagnostics.model_development_args import ModelDevelopmentClusterArgs
 
-    assert set(ModelDevelopmentClusterArgs.__annotations__) == {*ClusterSpec.model_fields, "google_api", "adopt"}
+    assert set(ModelDevelopmentClusterArgs.__annotations__) == {
+        *ClusterSpec.model_fields,
+        "google_api",
+        "adopt",
+    }
     required = {n for n, f in ClusterSpec.model_fields.items() if f.is_required()}
     assert ModelDevelopmentClusterArgs.__required_keys__ == required

@@ -120,7 +120,9 @@ def test_a_program_uses_the_installed_wheel_in_a_clean_venv(wheel: Path, tmp_pat
     script = tmp_path / "program.py"
     script.write_text(PROGRAM)
     # outside the repository: nothing of it is on sys.path but the installed wheel
-    run = subprocess.run([str(python), str(script)], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    run = subprocess.run(
+        [str(python), str(script)], capture_output=True, text=True, timeout=300, cwd=tmp_path
+    )
     assert run.returncode == 0, run.stderr[-3000:]
     out = json.loads(run.stdout.strip().splitlines()[-1])
     assert (out["mode"], out["cm"]) == ("manual", "release")
@@ -140,13 +142,17 @@ def test_a_program_uses_the_installed_wheel_in_a_clean_venv(wheel: Path, tmp_pat
             }
         }
     }
-    assert by_name["lab-opt-in-ai-workloads"]["inputs"]["metadata"]["labels"] == {"managed-mldiagnostics-gke": "true"}
+    assert by_name["lab-opt-in-ai-workloads"]["inputs"]["metadata"]["labels"] == {
+        "managed-mldiagnostics-gke": "true"
+    }
     ds = by_name["extra-daemonset"]["inputs"]
     assert ds["metadata"]["namespace"] == "kube-system"
     assert ds["spec"]["template"]["spec"]["containers"][0]["image"] == "example.com/diagon:v2.1.0"
     assert "extra-namespace" not in by_name
     # core install: the cloud SDKs are extras, and nothing of the repository came along
-    listed = subprocess.run([str(python), "-m", "pip", "list", "--format", "json"], capture_output=True, text=True)
+    listed = subprocess.run(
+        [str(python), "-m", "pip", "list", "--format", "json"], capture_output=True, text=True
+    )
     installed = {p["name"].lower() for p in json.loads(listed.stdout)}
     assert "ml-diagnostics" in installed
     assert not installed & {"pulumi-azure-native", "pulumi-gcp"}

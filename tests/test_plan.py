@@ -151,7 +151,7 @@ def test_read_stack_file_replaces_secure_values_and_marks_secret_keys(tmp_path):
 def test_images_rule_through_the_analyzer_levels_per_environment(program):
     result = run_test_program(program, image="registry.example/diag:latest")
     for env, level in (("dev", "advisory"), ("prod", "mandatory")):
-        pack_config = load_pack_config(ROOT / "policies" / "config" / f"{env}.json")
+        pack_config = load_pack_config(ROOT / "policies" / "config" / "environments" / f"{env}.json")
         violations, levels = run_policies(result.resources, pack_config, "ml-diagnostics", env)
         pinned = [v for v in violations if v.policy == "k8s-images-pinned"]
         assert levels["k8s-images-pinned"] == level

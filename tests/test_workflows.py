@@ -83,11 +83,6 @@ def workflow_problems(stacks: list[str]) -> list[str]:
     chain = deploy_chain(deploy)
     if sorted(chain) != sorted(stacks):
         problems.append(f"deploy.yml rolls out {chain} != stacks {stacks}")
-    for stack in stacks:
-        if not (ROOT / "policies" / "config" / f"{stack}.json").exists():
-            problems.append(
-                f"policies/config/{stack}.json is missing (--policy-pack-config of stack {stack})"
-            )
     return problems
 
 
@@ -103,7 +98,6 @@ def test_a_stack_without_workflow_entries_is_caught() -> None:
         "offline-plan.yml",
         "deploy.yml",
         "deploy.yml",
-        "policies/config/qa.json",
     ]
 
 
@@ -120,7 +114,10 @@ def test_preview_on_pull_requests_with_policy_pack_and_pr_comment() -> None:
     assert pulumi["diff"] is True
     assert pulumi["comment-on-pr"] is True and pulumi["edit-pr-comment"] is True
     assert pulumi["policyPacks"] == "policies"
-    assert pulumi["policyPackConfigs"] == "policies/config/${{ matrix.stack }}.json"
+    assert pulumi["policyPackConfigs"] == "policy-config.json"
+    made = next(s for s in job["steps"] if "mldiag policy-config" in s.get("run", ""))
+    assert made["run"] == '.venv/bin/mldiag policy-config "$STACK" --output policy-config.json'
+    assert made["env"] == {"STACK": "${{ matrix.stack }}"}
     assert pulumi["stack-name"].endswith("/ml-diagnostics/${{ matrix.stack }}")
     assert job["strategy"]["fail-fast"] is False
 
@@ -202,7 +199,7 @@ def test_offline_plan_runs_fork_code_read_only_and_diffs_every_stack() -> None:
     diff = next(s for s in steps(job) if s.get("id") == "diff")
     assert diff["env"]["BASE_SHA"] == "${{ github.event.pull_request.base.sha }}"
     assert (
-        '.venv/bin/python -m tools.diff $STACKS --base "$BASE_SHA" --format markdown '
+        '.venv/bin/mldiag diff $STACKS --base "$BASE_SHA" --format markdown '
         "--output offline-plan/comment.md" in diff["run"]
     )
     upload = step_using(job, "actions/upload-artifact@")["with"]
@@ -254,7 +251,7 @@ def test_deploy_stack_runs_pulumi_up_with_the_policy_pack() -> None:
     pulumi = step_using(job, PULUMI_ACTION)["with"]
     assert pulumi["command"] == "up"
     assert pulumi["policyPacks"] == "policies"
-    assert pulumi["policyPackConfigs"] == "policies/config/${{ inputs.stack }}.json"
+    assert pulumi["policyPackConfigs"] == "policy-config.json"
     assert pulumi["stack-name"].endswith("/ml-diagnostics/${{ inputs.stack }}")
 
 
@@ -329,7 +326,7 @@ def test_verify_runs_after_each_deploy_and_its_exit_code_fails_the_job() -> None
         "STACK": "${{ inputs.stack }}",
         "PULUMI_STACK": "${{ vars.PULUMI_ORG }}/ml-diagnostics/${{ inputs.stack }}",
     }
-    assert '.venv/bin/python -m tools.verify "$STACK" --pulumi-stack "$PULUMI_STACK"' in verify["run"]
+    assert '.venv/bin/mldiag verify "$STACK" --pulumi-stack "$PULUMI_STACK"' in verify["run"]
     assert verify["run"].rstrip().endswith("exit $code")
 
 

@@ -42,7 +42,11 @@ EXTRA = (
         "NotRequired[GoogleApiArgs]",
         "How the REST client calls Google (endpoint, quota project, impersonation, emulator, retries).",
     ),
-    ("adopt", "NotRequired[bool]", "Take over a cluster created with the REST API (its create GETs it, no POST)."),
+    (
+        "adopt",
+        "NotRequired[bool]",
+        "Take over a cluster created with the REST API (its create GETs it, no POST).",
+    ),
 )
 
 

@@ -25,6 +25,8 @@ from tools import plan_render
 from tools.analyzer import PolicyConfigError, Violation, load_pack_config, run_policies
 from tools.plan_common import EXIT_ERROR, EXIT_MANDATORY, EXIT_OK, PROJECT, ROOT
 from tools.plan_runtime import PlanResult, RecordedResource, run_config
+from tools.policy_config import PolicyConfigInputError
+from tools.policy_config import effective as policy_config_of
 
 
 def read_stack_file(path: Path) -> tuple[dict[str, Any], list[str]]:
@@ -148,10 +150,13 @@ def plan_stack(
     progress(f"{len(result.resources)} resources registered")
     violations: list[Violation] = []
     if not skip_policies:
-        pack_config_path = policy_config or ROOT / "policies" / "config" / f"{stack}.json"
-        pack_config = load_pack_config(pack_config_path)
+        if policy_config is not None:
+            pack_config, sources = load_pack_config(policy_config), [policy_config]
+        else:
+            # The stack's environment's levels, then policies/config/<stack>.json when the stack has one.
+            pack_config, sources = policy_config_of(stack, environment=str(config[f"{PROJECT}:environment"]))
         progress(
-            f"starting the policy pack ({pack_config_path.name if pack_config_path.exists() else 'defaults'})"
+            f"starting the policy pack ({' + '.join(p.relative_to(ROOT).as_posix() if p.is_relative_to(ROOT) else str(p) for p in sources)})"
         )
         plain_config = {k: v if isinstance(v, str) else json.dumps(v) for k, v in config.items()}
         for k in secret_keys:
@@ -168,13 +173,17 @@ def has_mandatory(report: dict[str, Any]) -> bool:
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m tools.plan", description=__doc__.split("\n\n")[0])
     p.add_argument(
-        "stack", nargs="?", help="stack name: reads stacks/Pulumi.STACK.yaml and policies/config/STACK.json"
+        "stack",
+        nargs="?",
+        help="stack name: reads stacks/Pulumi.STACK.yaml; policy levels of its environment plus policies/config/STACK.json",
     )
     p.add_argument(
         "--config-file", type=Path, help="stack config file to use instead of stacks/Pulumi.STACK.yaml"
     )
     p.add_argument(
-        "--policy-config", type=Path, help="policy pack config instead of policies/config/STACK.json"
+        "--policy-config",
+        type=Path,
+        help="policy pack config instead of the stack's (mldiag policy-config STACK)",
     )
     p.add_argument("--format", choices=plan_render.FORMATS, default="table")
     p.add_argument(
@@ -279,7 +288,7 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_ERROR
-    except (StackFileError, PolicyConfigError) as e:
+    except (StackFileError, PolicyConfigError, PolicyConfigInputError) as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_ERROR
     except Exception as e:  # a bug in the program or a component: keep the traceback

@@ -27,7 +27,7 @@ def _opts() -> PolicyResourceOptions:
 
 
 def env_options(env: str, policy: str) -> dict[str, Any]:
-    entry = json.loads((PACK_DIR / "config" / f"{env}.json").read_text()).get(policy)
+    entry = json.loads((PACK_DIR / "config" / "environments" / f"{env}.json").read_text()).get(policy)
     return {k: v for k, v in entry.items() if k != "enforcementLevel"} if isinstance(entry, dict) else {}
 
 

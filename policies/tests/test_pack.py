@@ -33,7 +33,7 @@ def test_every_policy_carries_its_metadata():
 
 @pytest.mark.parametrize("env", ["dev", "staging", "prod"])
 def test_environment_configs_validate_against_the_policies_schemas(env):
-    cfg = json.loads((PACK_DIR / "config" / f"{env}.json").read_text())
+    cfg = json.loads((PACK_DIR / "config" / "environments" / f"{env}.json").read_text())
     level = {"enum": ["advisory", "mandatory", "remediate", "disabled"]}
     props = {"all": level}
     for p in POLICIES:

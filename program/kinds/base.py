@@ -76,3 +76,12 @@ class TargetKind:
     """(resource name, relative key path) of resources whose names include a part the user chooses."""
     verify_label: str = ""
     """How verify reports name the kind (default: the key)."""
+
+
+def merge_defaults(*parts: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Policy defaults of several sources, environment by environment (later ones win per rule)."""
+    out: dict[str, dict[str, Any]] = {}
+    for part in parts:
+        for env, rules in part.items():
+            out.setdefault(env, {}).update(rules)
+    return out

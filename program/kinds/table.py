@@ -13,5 +13,7 @@ from program.kinds.base import BuildContext, Lazy, TargetKind
 
 KINDS: tuple[TargetKind, ...] = (kubernetes.KIND, gke.KIND, azure_ml.KIND, model_development.KIND)
 BY_KEY = {k.key: k for k in KINDS}
+# The policy pack's level of every rule no entry names, by environment (`all` of the pack config).
+POLICY_BASE_LEVELS = {"dev": "advisory", "staging": "mandatory", "prod": "mandatory"}
 
-__all__ = ["BY_KEY", "KINDS", "BuildContext", "Lazy", "TargetKind"]
+__all__ = ["BY_KEY", "KINDS", "POLICY_BASE_LEVELS", "BuildContext", "Lazy", "TargetKind"]

@@ -23,6 +23,7 @@ import yaml
 from ml_diagnostics import compat
 from ml_diagnostics.providers.google_rest import GoogleRestClient
 from tests.fixtures.e2e import E2E_ENABLED, SKIP_REASON, TIMINGS
+from tools import policy_config
 from tools.e2e import plan_fidelity
 from tools.e2e.harness import REPO, Project
 
@@ -67,7 +68,7 @@ def stack_config(repo_url: str, vertex_url: str) -> dict[str, Any]:
 @pytest.fixture(scope="module")
 def e2e(e2e_project, control_plane, chart_repo, vertex_fake) -> E2E:
     project = e2e_project
-    policy = json.loads((project.root / "policies/config/staging.json").read_text())
+    policy = policy_config.environment_defaults("staging")  # the e2e stacks are staging stacks
     policy["helm-allowed-repositories"] = {
         "enforcementLevel": "mandatory",
         "allowedRepositories": [chart_repo.url],

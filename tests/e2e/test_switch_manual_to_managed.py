@@ -21,6 +21,7 @@ import pytest
 from ml_diagnostics import compat
 from tests.fakes.gke_api import FakeGkeApi
 from tests.fixtures.e2e import E2E_ENABLED, SKIP_REASON, TIMINGS
+from tools import policy_config
 from tools.e2e.control_plane import ControlPlane
 from tools.e2e.harness import Project
 
@@ -96,7 +97,7 @@ def test_manual_to_managed_takes_two_updates_on_the_real_engine(
     project.env |= {"MLDIAG_E2E_GKE_API": gke.url, "MLDIAG_E2E_KUBE_TOKEN": control_plane.token}
     project.init_stack(STACK, config("manual", chart_repo.url, gke.url))
     flag = (PROJECT_ID, LOCATION, CLUSTER)
-    policy = json.loads((project.root / "policies/config/staging.json").read_text())
+    policy = policy_config.environment_defaults("staging")  # the e2e stacks are staging stacks
     policy["helm-allowed-repositories"] = {
         "enforcementLevel": "mandatory",
         "allowedRepositories": [chart_repo.url],

@@ -78,7 +78,9 @@ PROGRAM_DIRS = ("components", "program", "policies")
 def export_commit(commit: str, dest: Path) -> Path:
     """The repository's tree at `commit` (e.g. the previous version), as files under `dest`."""
     dest.mkdir(parents=True, exist_ok=True)
-    archive = subprocess.run(["git", "-C", str(REPO), "archive", commit], check=True, capture_output=True).stdout
+    archive = subprocess.run(
+        ["git", "-C", str(REPO), "archive", commit], check=True, capture_output=True
+    ).stdout
     subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
     return dest
 

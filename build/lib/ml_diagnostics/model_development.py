@@ -7,13 +7,13 @@ whose inputs follow the Terraform beta resource `google_vertex_ai_model_developm
 
 # No `from __future__ import annotations`: the component plugin infers its schema from these annotations.
 from collections.abc import Mapping
-from typing import Any, NotRequired
+from typing import Any
 
 import pulumi
 
 from ml_diagnostics import lifecycle
-from ml_diagnostics.google_api import GoogleApiArgs, rest_inputs
-from ml_diagnostics.model_development_args import ClusterSpecArgs
+from ml_diagnostics.google_api import rest_inputs
+from ml_diagnostics.model_development_args import ModelDevelopmentClusterArgs
 from ml_diagnostics.providers.model_development_cluster import ModelDevelopmentCluster as ClusterResource
 from ml_diagnostics.specs.model_development import DEFAULT_OPERATION_TIMEOUT_MINUTES
 
@@ -22,15 +22,6 @@ SPEC_DEFAULTS = {
     "deletion_policy": "DELETE",
     "operation_timeout_minutes": DEFAULT_OPERATION_TIMEOUT_MINUTES,
 }
-
-
-class ModelDevelopmentClusterArgs(ClusterSpecArgs):
-    """A Model Development Cluster: its spec, how to call the API, and whether to take an existing one over."""
-
-    google_api: NotRequired[GoogleApiArgs]
-    """How the REST client calls Google (endpoint, quota project, impersonation, emulator, retries)."""
-    adopt: NotRequired[bool]
-    """Take over a cluster created with the REST API (its create GETs it instead of POSTing)."""
 
 
 def _strip_empty(v: Any) -> Any:

@@ -7,6 +7,8 @@ from typing import Any, NotRequired, TypedDict
 
 import pulumi
 
+from ml_diagnostics.google_api import GoogleApiArgs
+
 
 class NetworkArgs(TypedDict):
     """Network of the cluster spec."""
@@ -156,7 +158,7 @@ class RuntimeSpecArgs(TypedDict):
     """`serviceAccount` in the REST API."""
 
 
-class ClusterSpecArgs(TypedDict):
+class ModelDevelopmentClusterArgs(TypedDict):
     """A cluster: identity, API fields and the provider's local settings."""
 
     project: str
@@ -183,3 +185,7 @@ class ClusterSpecArgs(TypedDict):
     """DELETE; ABANDON (leave the cluster); PREVENT (refuse to delete or replace): one of DELETE, ABANDON, PREVENT (default DELETE)."""
     operation_timeout_minutes: NotRequired[pulumi.Input[int]]
     """Deadline for each long-running operation (default 120)."""
+    google_api: NotRequired[GoogleApiArgs]
+    """How the REST client calls Google (endpoint, quota project, impersonation, emulator, retries)."""
+    adopt: NotRequired[bool]
+    """Take over a cluster created with the REST API (its create GETs it, no POST)."""

@@ -40,10 +40,50 @@ def components() -> list[type[pulumi.ComponentResource]]:
 
 
 def schema() -> dict[str, Any]:
+    """The schema as the engine hands it out (`pulumi package get-schema`): the analyzer's, in the shape of the
+    CLI's package spec (a type reference under `items`/`additionalProperties` has no description; empty
+    lists and dependencies are left out; `config` is always there)."""
     from pulumi.provider.experimental.component import ComponentProvider
 
     provider = ComponentProvider(components(), NAME, version=VERSION)
-    return json.loads(provider.schema or "{}")
+    return _as_package_spec(json.loads(provider.schema or "{}"))
+
+
+def _type_spec(t: dict[str, Any]) -> dict[str, Any]:
+    out = {k: v for k, v in t.items() if k != "description"}
+    for key in ("items", "additionalProperties"):
+        if key in out:
+            out[key] = _type_spec(out[key])
+    return out
+
+
+def _properties(props: dict[str, Any]) -> dict[str, Any]:
+    out = {}
+    for name, prop in props.items():
+        prop = dict(prop)
+        for key in ("items", "additionalProperties"):
+            if key in prop:
+                prop[key] = _type_spec(prop[key])
+        out[name] = prop
+    return out
+
+
+def _as_package_spec(spec: dict[str, Any]) -> dict[str, Any]:
+    spec = dict(spec)
+    spec.setdefault("config", {})
+    if not spec.get("dependencies"):
+        spec.pop("dependencies", None)
+    for group in ("resources", "types"):
+        for token, item in list(spec.get(group, {}).items()):
+            item = dict(item)
+            for key in ("properties", "inputProperties"):
+                if key in item:
+                    item[key] = _properties(item[key])
+            for key in ("required", "requiredInputs"):
+                if key in item and not item[key]:
+                    del item[key]
+            spec[group][token] = item
+    return spec
 
 
 def render() -> str:

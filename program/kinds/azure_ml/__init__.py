@@ -23,7 +23,25 @@ def claims(t: AzureMlTarget) -> list[Claim]:
     ]
 
 
-POLICY_DEFAULTS: dict[str, dict[str, Any]] = {}
+# This kind's rules by environment. `azureml-allowed-subscriptions` needs each stack's subscriptions: a
+# stack's own policies/config/<stack>.json sets them.
+POLICY_DEFAULTS: dict[str, dict[str, Any]] = {
+    "dev": {
+        "azureml-workloads-enabled": "mandatory",
+        "azureml-secrets-protected": "mandatory",
+        "azureml-inference-router-ha": "mandatory",
+        "azureml-inference-https": {"enforcementLevel": "advisory", "allowInsecureConnections": True},
+    },
+    "staging": {
+        "azureml-inference-https": {"enforcementLevel": "mandatory", "allowInsecureConnections": True},
+        "aks-node-size-minimum": "advisory",
+        "aks-authorized-ip-ranges": "advisory",
+    },
+    "prod": {
+        "azureml-inference-https": {"enforcementLevel": "mandatory", "allowInsecureConnections": False},
+        "aks-authorized-ip-ranges": "advisory",
+    },
+}
 
 KIND = TargetKind(
     key="azureMl",

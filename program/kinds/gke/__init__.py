@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from program.kinds.base import Claim, Lazy, TargetKind
+from program.in_cluster import POLICY_DEFAULTS as IN_CLUSTER_POLICY_DEFAULTS
+from program.kinds.base import Claim, Lazy, TargetKind, merge_defaults
 from program.kinds.gke.model import GkeClusterTarget
 
 
@@ -25,7 +26,17 @@ def generated_names(t: GkeClusterTarget) -> list[tuple[str, str]]:
     return out
 
 
-POLICY_DEFAULTS: dict[str, dict[str, Any]] = {}
+# This kind's rules by environment (the in-cluster rules come with program.in_cluster).
+POLICY_DEFAULTS: dict[str, dict[str, Any]] = merge_defaults(
+    IN_CLUSTER_POLICY_DEFAULTS,
+    {
+        env: {
+            "gke-managed-diagnostics-min-version": "mandatory",
+            "gke-no-manual-releases-when-managed": "mandatory",
+        }
+        for env in ("dev", "staging", "prod")
+    },
+)
 
 KIND = TargetKind(
     key="gkeClusters",

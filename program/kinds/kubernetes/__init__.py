@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from program.in_cluster import POLICY_DEFAULTS as IN_CLUSTER_POLICY_DEFAULTS
 from program.kinds.base import Claim, Lazy, TargetKind
 from program.kinds.kubernetes.model import KubernetesClusterTarget
 
@@ -22,7 +23,8 @@ def generated_names(t: KubernetesClusterTarget) -> list[tuple[str, str]]:
     ]
 
 
-POLICY_DEFAULTS: dict[str, dict[str, Any]] = {}
+# This kind's rules by environment: the in-cluster rules (program.in_cluster).
+POLICY_DEFAULTS: dict[str, dict[str, Any]] = IN_CLUSTER_POLICY_DEFAULTS
 
 KIND = TargetKind(
     key="kubernetesClusters",

@@ -13,7 +13,31 @@ def claims(t: ModelDevelopmentClusterTarget) -> list[Claim]:
     return [(ident, f"Model Development Cluster {t.project}/{t.region}/{t.model_development_cluster_id}", "")]
 
 
-POLICY_DEFAULTS: dict[str, dict[str, Any]] = {}
+# This kind's rules by environment.
+POLICY_DEFAULTS: dict[str, dict[str, Any]] = {
+    "dev": {
+        "mdc-node-pool-references": "mandatory",
+        "mdc-slurm-config-exclusive": "mandatory",
+        "mdc-deletion-policy": {
+            "enforcementLevel": "advisory",
+            "allowedDeletionPolicies": ["DELETE", "ABANDON", "PREVENT"],
+        },
+    },
+    "staging": {
+        "mdc-node-images-pinned": "advisory",
+        "mdc-deletion-policy": {
+            "enforcementLevel": "advisory",
+            "allowedDeletionPolicies": ["PREVENT", "ABANDON"],
+        },
+    },
+    "prod": {
+        "mdc-node-images-pinned": "mandatory",
+        "mdc-deletion-policy": {
+            "enforcementLevel": "mandatory",
+            "allowedDeletionPolicies": ["PREVENT", "ABANDON"],
+        },
+    },
+}
 
 KIND = TargetKind(
     key="modelDevelopmentClusters",
