@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Mapping
 QUOTE_LIMIT = 120
 
 
-def closest(value: str, allowed: Iterable[str], cutoff: float = 0.75) -> str | None:
+def closest(value: str, allowed: Iterable[str], cutoff: float = 0.6) -> str | None:
     """The allowed value nearest to `value` (ignoring case, spaces, '-' and '_'), for "did you mean"."""
 
     def norm(v: str) -> str:
@@ -25,6 +25,13 @@ def closest(value: str, allowed: Iterable[str], cutoff: float = 0.75) -> str | N
     by_norm = {norm(o): o for o in options}
     if norm(value) in by_norm:
         return by_norm[norm(value)]
+    prefixed = [
+        o
+        for n, o in by_norm.items()
+        if min(len(n), len(norm(value))) >= 3 and (n.startswith(norm(value)) or norm(value).startswith(n))
+    ]
+    if len(prefixed) == 1:
+        return prefixed[0]
     match = difflib.get_close_matches(norm(value), list(by_norm), n=1, cutoff=cutoff)
     return by_norm[match[0]] if match else None
 

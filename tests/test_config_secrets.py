@@ -23,7 +23,8 @@ FORBIDDEN = (MARK, PLACEHOLDER_SECRET)
 
 
 def _secret(n: int) -> dict[str, str]:
-    return {"secure": f"v1:{MARK}-{n}"}
+    # a well-formed v1:<12-byte nonce>:<ciphertext> whose base64 text carries the mark
+    return {"secure": f"v1:bm9uY2Vub25jZTEy:{MARK}{n:03d}AAAAAAAAAAAAAAAAAAAAAAAAAA=="}
 
 
 def stack_with_secrets(extra: dict | None = None) -> dict:
@@ -124,7 +125,7 @@ def test_engine_mode_marks_free_form_secrets_from_the_stack_file(tmp_path, monke
 
     def decrypt(value):
         if isinstance(value, dict) and set(value) == {"secure"}:
-            return value["secure"].replace("v1:", "PLAINTEXT:")
+            return value["secure"].replace("v1:bm9uY2Vub25jZTEy:", "PLAINTEXT:")
         if isinstance(value, dict):
             return {k: decrypt(v) for k, v in value.items()}
         if isinstance(value, list):

@@ -11,6 +11,7 @@ import yaml
 
 from program import config
 from program.kinds.model_development.model import ModelDevelopmentClusterTarget
+from tests.fixtures.stacks import STACK_NAMES
 from tools.plan_runtime import run_config
 
 NS = "ml-diagnostics"
@@ -210,7 +211,7 @@ def test_component_registers_the_dynamic_resource_with_snake_case_inputs():
     }
 
 
-@pytest.mark.parametrize("stack", ["dev", "staging", "prod"])
+@pytest.mark.parametrize("stack", STACK_NAMES)
 def test_stack_files_parse(stack):
     raw = yaml.safe_load((STACKS / f"Pulumi.{stack}.yaml").read_text())["config"]
     targets = raw[KEY]

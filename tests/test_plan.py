@@ -12,12 +12,13 @@ import yaml
 
 from program.config import PLACEHOLDER_SECRET
 from tests.fixtures.plan_cli import run_plan
+from tests.fixtures.stacks import STACK_NAMES
 from tools import plan_render
 from tools.analyzer import load_pack_config, run_policies
 from tools.plan import build_report, critical_path, read_stack_file
 from tools.plan_runtime import ROOT, RecordedResource, deterministic_order, run_config
 
-STACKS = sorted(p.name.split(".")[1] for p in (ROOT / "stacks").glob("Pulumi.*.yaml"))
+STACKS = STACK_NAMES
 SECRET_VALUE = "s3cr3t-value-that-must-never-print"
 
 PROGRAM = textwrap.dedent(
@@ -129,13 +130,13 @@ def test_read_stack_file_replaces_secure_values_and_marks_secret_keys(tmp_path):
     f.write_text(
         textwrap.dedent(
             """
-            encryptionsalt: v1:abc
+            encryptionsalt: v1:c2FsdHNhbHQ=:v1:bm9uY2Vub25jZTEy:Y2lwaGVydGV4dGNpcGhlcnRleHQ=
             config:
               environment: dev
               ml-diagnostics:kubernetesClusters:
                 - name: a
                   kubeconfig:
-                    secure: v1:AAAA
+                    secure: v1:bm9uY2Vub25jZTEy:Y2lwaGVydGV4dGNpcGhlcnRleHQ=
               gcp:project: p
             """
         )

@@ -11,6 +11,7 @@ import pytest
 
 from tests.fixtures.mermaid import mermaid_blocks
 from tests.fixtures.plan_cli import run_plan
+from tests.fixtures.stacks import STACK_NAMES
 from tools import plan_pictures, plan_render
 from tools.plan import plan_stack
 from tools.plan_common import GITHUB_COMMENT_LIMIT, ROOT
@@ -18,7 +19,7 @@ from tools.plan_diff import diff_plans, render, render_markdown
 from tools.plan_graph import LEVELS, Graph, Node, build, nodes
 from tools.plan_graph_text import MAX_EDGES, MERMAID_BUDGET, dot, fitted, mermaid
 
-STACKS = sorted(p.name.split(".")[1] for p in (ROOT / "stacks").glob("Pulumi.*.yaml"))
+STACKS = STACK_NAMES
 LEGEND_NODES = 9  # one per operation, the critical path, a policy finding
 
 

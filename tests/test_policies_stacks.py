@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.fixtures.policies import EXPECTED, res
+from tests.fixtures.stacks import STACK_NAMES
 from tests.test_policies_kubernetes import webhook
 from tools import plan
 from tools.plan_runtime import ROOT, run_config
@@ -61,7 +62,7 @@ def test_corpus_covers_every_rule():
     assert corpus | set(NOT_EXPRESSIBLE) == set(EXPECTED)
 
 
-@pytest.mark.parametrize("stack", ["dev", "staging", "prod"])
+@pytest.mark.parametrize("stack", STACK_NAMES)
 def test_every_stack_passes_its_own_environment(capsys, stack):
     code, report = run_plan(capsys, stack)
     mandatory = [v for v in report["policyViolations"] if v["enforcementLevel"] == "mandatory"]
@@ -85,7 +86,7 @@ def recorded(stack: str):
     return run_config(config, secret_keys, stack=stack).resources
 
 
-@pytest.mark.parametrize("stack", ["dev", "staging", "prod"])
+@pytest.mark.parametrize("stack", STACK_NAMES)
 def test_manual_release_on_a_real_managed_gke_cluster_is_caught(pack, stack):
     """The provider-to-cluster link works on what the GKE component really registers (created and adopted)."""
     resources = recorded(stack)

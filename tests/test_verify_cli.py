@@ -71,7 +71,7 @@ def test_a_missing_stack_file_exits_2(tmp_path: Path, capsys: pytest.CaptureFixt
 
 def test_a_secret_kubeconfig_needs_the_pulumi_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     config = tmp_path / "Pulumi.test.yaml"
-    target = lab_target(kubeconfig={"secure": "v1:abc:def"})
+    target = lab_target(kubeconfig={"secure": "AAECAwQFBgcICQoLDA0ODw=="})  # no salt: a Pulumi Cloud stack
     del target["context"]
     config.write_text(
         yaml.safe_dump(

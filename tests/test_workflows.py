@@ -7,8 +7,9 @@ problem per workflow that misses it.
 
 from __future__ import annotations
 
+import os
 import re
-import shlex
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -48,10 +49,6 @@ def step_using(job: dict[str, Any], action: str) -> dict[str, Any]:
     return found[0]
 
 
-def stacks_env(job: dict[str, Any]) -> list[str]:
-    return shlex.split(job["env"]["STACKS"])
-
-
 def deploy_chain(wf: dict[str, Any]) -> list[str]:
     """The stacks deploy.yml rolls out, following `needs` from the first deploy job."""
     jobs = {k: j for k, j in wf["jobs"].items() if j.get("uses") == DEPLOY_STACK}
@@ -70,35 +67,53 @@ def deploy_chain(wf: dict[str, Any]) -> list[str]:
 
 
 def workflow_problems(stacks: list[str]) -> list[str]:
+    """What keeps the workflows from covering `stacks`: preview and the offline plan take every stack file
+    on their own; deploy.yml rolls out a chosen chain, and each stack in it must exist."""
     problems = []
-    preview = load("preview.yml")["jobs"]["preview"]
-    if sorted(preview["strategy"]["matrix"]["stack"]) != sorted(stacks):
-        problems.append(f"preview.yml matrix {preview['strategy']['matrix']['stack']} != stacks {stacks}")
-    offline = load("offline-plan.yml")["jobs"]["offline-plan"]
-    if sorted(stacks_env(offline)) != sorted(stacks):
-        problems.append(f"offline-plan.yml STACKS {stacks_env(offline)} != stacks {stacks}")
+    wf = load("preview.yml")
+    if wf["jobs"]["preview"]["strategy"]["matrix"]["stack"] != "${{ fromJSON(needs.stacks.outputs.stacks) }}":
+        problems.append("preview.yml: the matrix is not the stacks job's list")
+    offline = next(
+        s for s in steps(load("offline-plan.yml")["jobs"]["offline-plan"]) if s.get("id") == "diff"
+    )
+    if "mldiag diff --base" not in offline["run"]:
+        problems.append("offline-plan.yml: the diff names stacks instead of taking every stack")
     deploy = load("deploy.yml")
-    if sorted(stacks_env(deploy["jobs"]["test"])) != sorted(stacks):
-        problems.append(f"deploy.yml test STACKS {stacks_env(deploy['jobs']['test'])} != stacks {stacks}")
-    chain = deploy_chain(deploy)
-    if sorted(chain) != sorted(stacks):
-        problems.append(f"deploy.yml rolls out {chain} != stacks {stacks}")
+    plan = next(s for s in steps(deploy["jobs"]["test"]) if "mldiag plan" in s.get("run", ""))
+    if "stacks/Pulumi.*.yaml" not in plan["run"]:
+        problems.append("deploy.yml: the test job plans named stacks instead of every stack")
+    missing = [s for s in deploy_chain(deploy) if s not in stacks]
+    if missing:
+        problems.append(f"deploy.yml rolls out {missing}, which have no stack file")
     return problems
 
 
-def test_every_stack_is_previewed_planned_and_deployed() -> None:
+def test_every_stack_is_previewed_and_planned_and_the_deploy_chain_exists() -> None:
     assert repo_stacks(), "no stacks under stacks/"
     assert workflow_problems(repo_stacks()) == []
+    assert deploy_chain(load("deploy.yml")) == ["dev", "staging", "prod"]
 
 
-def test_a_stack_without_workflow_entries_is_caught() -> None:
-    problems = workflow_problems([*repo_stacks(), "qa"])
-    assert [p.split(" ", 1)[0] for p in problems] == [
-        "preview.yml",
-        "offline-plan.yml",
-        "deploy.yml",
-        "deploy.yml",
+def test_a_new_stack_needs_no_workflow_change_and_a_removed_one_is_caught() -> None:
+    assert workflow_problems([*repo_stacks(), "team-a"]) == []
+    assert workflow_problems([s for s in repo_stacks() if s != "prod"]) == [
+        "deploy.yml rolls out ['prod'], which have no stack file"
     ]
+
+
+@pytest.mark.skipif(shutil.which("jq") is None, reason="jq not installed")
+def test_the_stacks_job_lists_every_stack_file(tmp_path: Path) -> None:
+    (tmp_path / "stacks").mkdir()
+    for name in ("dev", "team-a", "prod"):
+        (tmp_path / "stacks" / f"Pulumi.{name}.yaml").write_text("config: {}\n")
+    (tmp_path / "stacks" / "README.md").write_text("not a stack\n")
+    job = load("preview.yml")["jobs"]["stacks"]
+    run = next(s for s in steps(job) if s.get("id") == "list")["run"]
+    out = tmp_path / "out"
+    subprocess.run(
+        ["bash", "-c", run], cwd=tmp_path, env={**os.environ, "GITHUB_OUTPUT": str(out)}, check=True
+    )
+    assert out.read_text() == 'stacks=["dev","prod","team-a"]\n'
 
 
 def test_preview_on_pull_requests_with_policy_pack_and_pr_comment() -> None:
@@ -199,8 +214,8 @@ def test_offline_plan_runs_fork_code_read_only_and_diffs_every_stack() -> None:
     diff = next(s for s in steps(job) if s.get("id") == "diff")
     assert diff["env"]["BASE_SHA"] == "${{ github.event.pull_request.base.sha }}"
     assert (
-        '.venv/bin/mldiag diff $STACKS --base "$BASE_SHA" --format markdown '
-        "--output offline-plan/comment.md" in diff["run"]
+        '.venv/bin/mldiag diff --base "$BASE_SHA" --format markdown --output offline-plan/comment.md'
+        in diff["run"]
     )
     upload = step_using(job, "actions/upload-artifact@")["with"]
     assert upload["name"] == "offline-plan" and upload["path"] == "offline-plan/"

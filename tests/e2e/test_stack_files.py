@@ -1,6 +1,8 @@
-"""The shipped example stacks with the real CLI: their `secure:` values decrypt with the documented example
-passphrase (README "Accounts and credentials"), to exactly what tools/stack_secrets.py decrypts, and a
-wrong passphrase is refused. No plugin is needed: decryption happens before the program runs."""
+"""Stack files with the real CLI: the shipped example stacks' `secure:` values decrypt with the documented
+example passphrase to exactly what tools/stack_secrets.py decrypts, and a wrong passphrase is refused; a
+stack made offline by `mldiag new-stack`, with a value set by `mldiag secrets set`, is taken as it is by
+`pulumi stack init` and the CLI decrypts the value. No plugin is needed: decryption happens before the
+program runs."""
 
 from __future__ import annotations
 
@@ -12,11 +14,13 @@ from typing import Any
 import pytest
 
 from tests.fixtures.e2e import E2E_ENABLED, SKIP_REASON
-from tools import stack_secrets
+from tools import new_stack, secrets, stack_secrets
 from tools.e2e.harness import REPO, Project
 
 pytestmark = pytest.mark.skipif(not E2E_ENABLED, reason=SKIP_REASON)
-STACKS = ("dev", "staging", "prod")
+STACKS = sorted(
+    p.name.removeprefix("Pulumi.").removesuffix(".yaml") for p in (REPO / "stacks").glob("Pulumi.*.yaml")
+)
 
 
 def at(value: Any, path: str) -> Any:
@@ -47,3 +51,29 @@ def test_shipped_stacks_decrypt_with_the_documented_passphrase(e2e_bin: Path, tm
             assert entry["secret"] is True, path
             value = at(entry["objectValue"], rest) if rest else entry["value"]
             assert value == plaintext, path
+
+
+def test_a_new_stack_and_its_offline_secret_are_the_clis(
+    e2e_bin: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project = Project(tmp_path, e2e_bin)
+    passphrase = "a-team-passphrase-for-e2e"
+    project.env["PULUMI_CONFIG_PASSPHRASE"] = passphrase
+    monkeypatch.setenv("PULUMI_CONFIG_PASSPHRASE", passphrase)
+    kubeconfig = "apiVersion: v1\nkind: Config\nusers: [{name: a, user: {token: s3cr3t}}]"
+    path = new_stack.create("team-a", "dev", stacks_dir=project.root / "stacks")
+    secrets.set_secret(path, "kubernetesClusters[0].kubeconfig", kubeconfig)
+    secrets.set_secret(path, 'azureMl[0].inference["sslKeyPem"]', "-----BEGIN PRIVATE KEY-----\nx\n")
+    text = path.read_text()
+    project.pulumi("stack", "init", "team-a", "--secrets-provider", "passphrase")
+    assert path.read_text() == text
+    got = project.pulumi(
+        "config", "get", "--path", "ml-diagnostics:kubernetesClusters[0].kubeconfig", stack="team-a"
+    )
+    assert got.stdout.rstrip("\n") == kubeconfig
+    shown = project.pulumi("config", "--show-secrets", "--json", stack="team-a").json()
+    assert shown["ml-diagnostics:azureMl"]["secret"] is True
+    assert shown["ml-diagnostics:azureMl"]["objectValue"] == [
+        {"inference": {"sslKeyPem": "-----BEGIN PRIVATE KEY-----\nx\n"}}
+    ]
+    assert shown["ml-diagnostics:environment"]["value"] == "dev"
