@@ -7,14 +7,15 @@ Components never read config themselves. The base model and errors live in `conf
 
 from __future__ import annotations
 
+import re
 import typing
 from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
 import pulumi
-from pydantic import BaseModel, Field, ValidationError, create_model
+from pydantic import BaseModel, Field, ValidationError, create_model, field_validator
 
-from program import checks, config_input
+from program import checks, config_input, regions
 from program.config_base import (
     NAMESPACE,
     PLACEHOLDER_SECRET,
@@ -24,13 +25,14 @@ from program.config_base import (
     Model,
     Secret,
     is_placeholder,
+    raise_issues,
     secret_inputs,
     secret_output,
 )
 from program.google_api import GoogleApiSettings
 from program.kinds.table import KINDS
 from program.stack_file import Path_, StackFileError
-from program.validators import quote
+from program.validators import closest, quote
 
 __all__ = [
     "NAMESPACE",
@@ -47,9 +49,47 @@ __all__ = [
 ]
 
 
+class ExtraRegions(Model):
+    """Regions (and GCP zones) newer than the built-in lists (program/regions.py, with their date)."""
+
+    gcp: list[str] = []
+    """Google Cloud regions or zones, e.g. europe-west15 or europe-west15-a."""
+    azure: list[str] = []
+    """Azure region names, e.g. newzealandsouth."""
+
+    @field_validator("gcp")
+    @classmethod
+    def _gcp(cls, v: list[str]) -> list[str]:
+        raise_issues(
+            [
+                (f"[{i}]", f"{quote(r)} must look like a region (europe-west15) or a zone (europe-west15-a)")
+                for i, r in enumerate(v)
+                if not _REGION_SHAPE.fullmatch(r)
+            ]
+        )
+        return v
+
+    @field_validator("azure")
+    @classmethod
+    def _azure(cls, v: list[str]) -> list[str]:
+        raise_issues(
+            [
+                (f"[{i}]", f"{quote(r)} must be an Azure region name: lowercase letters and digits")
+                for i, r in enumerate(v)
+                if not re.fullmatch(r"[a-z][a-z0-9]{1,40}", r)
+            ]
+        )
+        return v
+
+
+_REGION_SHAPE = re.compile(r"[a-z]{2,20}-[a-z]{2,20}[0-9]{1,2}(-[a-z])?")
+
+
 class StackBase(Model):
     environment: Literal["dev", "staging", "prod"]
     """Which environment this stack is; the policy pack's strictness and the deletion defaults follow it."""
+    extra_regions: ExtraRegions = ExtraRegions()
+    """Regions newer than the built-in lists of program/regions.py (their date is there): {gcp: [...], azure: [...]}."""
 
 
 # One list field per target kind, from the table (program/kinds): `cfg.<kind.field>` holds its targets.
@@ -165,8 +205,8 @@ def _describe(err: Mapping[str, Any]) -> list[tuple[str, str]]:
         ]
     if typ == "extra_forbidden":
         owner = _model_at(loc)
-        allowed = f"; allowed keys: {', '.join(_allowed_keys(owner))}" if owner else ""
-        return [(path, f"unknown key{allowed}")]
+        key = loc[-1] if loc and isinstance(loc[-1], str) else ""
+        return [(path, f"unknown key{_did_you_mean(key, _allowed_keys(owner)) if owner else ''}")]
     if typ == "missing":
         return [(path, "required key is missing")]
     msg = _TYPE_MESSAGES.get(typ) or err["msg"]
@@ -183,6 +223,16 @@ def _describe(err: Mapping[str, Any]) -> list[tuple[str, str]]:
             else f"must be {bounds[typ]} {limit}"
         )
     return [(path, msg)]
+
+
+def _did_you_mean(key: str, allowed: list[str]) -> str:
+    """`; did you mean X? allowed keys: ...`: the nearest allowed key first, then all of them."""
+    hint = closest(key, allowed)
+    return (
+        f" (did you mean {hint!r}?); allowed keys: {', '.join(allowed)}"
+        if hint
+        else f"; allowed keys: {', '.join(allowed)}"
+    )
 
 
 def _unique_names(kind: str, targets: list[Any]) -> list[str]:
@@ -214,11 +264,10 @@ def parse(
     data, problems = config_input.decode(raw)
     allowed = _allowed_keys(StackConfig)
     for short in sorted(set(data) - set(allowed)):
-        problems.append(
-            f"{NAMESPACE}:{quote(short, 60)[1:-1]}: unknown key; allowed keys: {', '.join(allowed)}"
-        )
+        problems.append(f"{NAMESPACE}:{quote(short, 60)[1:-1]}: unknown key{_did_you_mean(short, allowed)}")
         data.pop(short)
     data, wrapped_all = config_input.wrap_secrets(data, secret_keys, secret_paths)
+    token = regions.EXTRA.set(_extra_regions(data.get("extraRegions")))
     try:
         cfg = StackConfig.model_validate(data, context={PLAIN_SECRETS_OK: wrapped_all})
     except ValidationError as e:
@@ -226,11 +275,25 @@ def parse(
             for path, msg in _describe(err):
                 problems.append(f"{NAMESPACE}:{path}: {msg}")
         _raise(problems)
+    finally:
+        regions.EXTRA.reset(token)
     for kind in KINDS:
         problems += _unique_names(kind.key, getattr(cfg, kind.field))
     problems += [f"{NAMESPACE}:{p}" for p in checks.cross_target_problems(cfg, KINDS)]
     _raise(problems)
     return cfg
+
+
+def _extra_regions(raw: Any) -> dict[str, frozenset[str]]:
+    """The well-shaped names of a raw `extraRegions` (the model reports the others)."""
+    if not isinstance(raw, Mapping):
+        return {}
+    out = {}
+    for cloud, shape in (("gcp", _REGION_SHAPE), ("azure", re.compile(r"[a-z][a-z0-9]{1,40}"))):
+        names = raw.get(cloud)
+        if isinstance(names, list):
+            out[cloud] = frozenset(n for n in names if isinstance(n, str) and shape.fullmatch(n))
+    return out
 
 
 def _raise(problems: list[str]) -> None:

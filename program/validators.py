@@ -171,22 +171,51 @@ def gcp_project_problem(v: str) -> str | None:
     )
 
 
+def _listed(v: str, cloud: str, names: Iterable[str], what: str) -> str | None:
+    """None when `v` is a known name; else the problem, with the nearest known name when there is one."""
+    from program import regions
+
+    if v in regions.known(cloud):
+        return None
+    hint = closest(v, sorted(names))
+    near = f" (did you mean {hint!r}?)" if hint else ""
+    return (
+        f"{quote(v)} is not {what}{near}; the list is of {regions.LIST_DATE}: a newer one goes in the stack's "
+        f"extraRegions.{cloud}"
+    )
+
+
 def gcp_region_problem(v: str) -> str | None:
-    return _shaped(v, 45, _GCP_REGION, "must be a Google Cloud region such as us-central1")
+    from program import regions
+
+    if shape := _shaped(v, 45, _GCP_REGION, "must be a Google Cloud region such as us-central1"):
+        hint = closest(v, sorted(regions.GCP_REGIONS))
+        return shape + (f" (did you mean {hint!r}?)" if hint else "")
+    return _listed(v, "gcp", regions.GCP_REGIONS, "a Google Cloud region")
 
 
 def gcp_zone_problem(v: str) -> str | None:
-    return _shaped(v, 47, _GCP_ZONE, "must be a Google Cloud zone such as us-central1-a")
+    from program import regions
+
+    if shape := _shaped(v, 47, _GCP_ZONE, "must be a Google Cloud zone such as us-central1-a"):
+        hint = closest(v, sorted(regions.GCP_ZONE_NAMES))
+        return shape + (f" (did you mean {hint!r}?)" if hint else "")
+    return _listed(v, "gcp", regions.GCP_ZONE_NAMES, "a Google Cloud zone")
 
 
 def gcp_location_problem(v: str) -> str | None:
     """A region (regional resources) or a zone (zonal ones)."""
-    if gcp_region_problem(v) is None or gcp_zone_problem(v) is None:
-        return None
+    if _GCP_ZONE.fullmatch(v):
+        return gcp_zone_problem(v)
+    if _GCP_REGION.fullmatch(v):
+        return gcp_region_problem(v)
+    from program import regions
+
+    hint = closest(v, sorted(regions.GCP_REGIONS | regions.GCP_ZONE_NAMES))
     return (
         url_segment_problem(v)
         or f"{quote(v)} is not allowed: must be a region (us-central1) or a zone (us-central1-a)"
-    )
+    ) + (f" (did you mean {hint!r}?)" if hint else "")
 
 
 def gcp_machine_type_problem(v: str) -> str | None:
@@ -275,9 +304,17 @@ def azure_cluster_name_problem(v: str) -> str | None:
 
 
 def azure_location_problem(v: str) -> str | None:
+    """An Azure region's name as ARM spells it (lowercase, no spaces: westeurope, not West Europe)."""
+    from program import regions
+
+    if v in regions.known("azure"):
+        return None
+    hint = closest(v, sorted(regions.AZURE_REGIONS))
+    if hint:
+        return f"{quote(v)} is not an Azure region name (did you mean {hint!r}?)"
     return _shaped(
         v, 41, _AZURE_LOCATION, "must be an Azure region name such as eastus or westeurope (no spaces)"
-    )
+    ) or _listed(v, "azure", regions.AZURE_REGIONS, "an Azure region")
 
 
 def extension_version_problem(v: str) -> str | None:

@@ -341,7 +341,7 @@ def test_scenario_3_aks_production_https():
 SCENARIO_4 = {
     "name": "onprem",
     "extensionName": "azureml",
-    "cluster": cluster("arc", "gpu", "rg-op", 4, location="EastUS"),
+    "cluster": cluster("arc", "gpu", "rg-op", 4, location="eastus"),
     "training": True,
     "inference": {
         "enabled": True,
@@ -418,7 +418,7 @@ def test_domain_when_set_is_sent_as_given():
 
 def test_domain_defaults_to_the_location_cloudapp_domain():
     assert settings_of(SCENARIO_1)["domain"] == "koreacentral.cloudapp.azure.com"
-    arc = settings_of({**SCENARIO_2, "cluster": cluster("arc", "edge", "rg-edge", 3, location="EastUS")})
+    arc = settings_of({**SCENARIO_2, "cluster": cluster("arc", "edge", "rg-edge", 3, location="eastus")})
     assert arc["domain"] == "eastus.cloudapp.azure.com"
 
 

@@ -38,7 +38,8 @@ def test_missing_environment():
 def test_unknown_top_level_key_lists_allowed_keys():
     out = problems({f"{NS}:environment": "dev", f"{NS}:gkeCluster": []})
     assert out == [
-        f"{NS}:gkeCluster: unknown key; allowed keys: azureMl, environment, gkeClusters, googleApi, "
+        f"{NS}:gkeCluster: unknown key (did you mean 'gkeClusters'?); allowed keys: azureMl, environment, "
+        "extraRegions, gkeClusters, googleApi, "
         "kubernetesClusters, modelDevelopmentClusters"
     ]
 
@@ -60,7 +61,7 @@ def test_every_problem_reported_at_once_with_key_paths():
         in out
     )
     assert (
-        f"{NS}:googleApi.quotaProjct: unknown key; allowed keys: emulator, endpoints, impersonateServiceAccount, quotaProject, retry"
+        f"{NS}:googleApi.quotaProjct: unknown key (did you mean 'quotaProject'?); allowed keys: emulator, endpoints, impersonateServiceAccount, quotaProject, retry"
         in out
     )
     assert len(out) == 3

@@ -190,7 +190,8 @@ def test_location_and_cluster_name_shapes() -> None:
     assert problems(with_(ADOPTED, location="US-Central", clusterName="Shared_A")) == [
         f"{P}.clusterName: 'Shared_A' is not allowed: must be 1-40 lowercase letters, digits and '-', starting with a letter and not "
         "ending with '-'",
-        f"{P}.location: 'US-Central' is not allowed: must be a region (us-central1) or a zone (us-central1-a)",
+        f"{P}.location: 'US-Central' is not allowed: must be a region (us-central1) or a zone (us-central1-a) "
+        "(did you mean 'us-central1'?)",
     ]
 
 

@@ -214,7 +214,7 @@ def test_in_cluster_settings_are_inherited_flat():
         (
             {"diagon": {"imagee": "x"}},
             [
-                f"{P}.diagon.imagee: unknown key; allowed keys: acceleratorNodeLabels, adopt, createNamespace, enabled, "
+                f"{P}.diagon.imagee: unknown key (did you mean 'image'?); allowed keys: acceleratorNodeLabels, adopt, createNamespace, enabled, "
                 "gcpServiceAccount, image, maxUnavailable, namespace, nodeSelector, serviceAccount"
             ],
         ),

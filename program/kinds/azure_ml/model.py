@@ -156,7 +156,7 @@ class AzureClusterRef(Model):
     @field_validator("location")
     @classmethod
     def _location(cls, v: str) -> str:
-        return validators.check(validators.azure_location_problem, v.lower())
+        return validators.check(validators.azure_location_problem, v)
 
     @property
     def cluster_rp(self) -> str:
