@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import copy
 import json
-import re
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -734,7 +734,9 @@ def test_run_diff_on_this_project_end_to_end(tmp_path: Path) -> None:
     text = stack_file.read_text()
     assert "secure: v1:" in text, "the dev stack should carry a secret"
     # another ciphertext of the same shape (the 12-byte nonce re-drawn): the secret was rotated
-    stack_file.write_text(re.sub(r"secure: v1:[A-Za-z0-9+/]{16}:", "secure: v1:cm90YXRlZHJvdGF0:", text, count=1))
+    stack_file.write_text(
+        re.sub(r"secure: v1:[A-Za-z0-9+/]{16}:", "secure: v1:cm90YXRlZHJvdGF0:", text, count=1)
+    )
     out, code = run_diff("dev", "main", "json", project_dir=repo)
     assert code in (0, 1), out
     d = json.loads(out)

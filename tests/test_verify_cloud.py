@@ -441,3 +441,24 @@ def test_a_gke_cluster_in_error_fails_with_its_status_message(
         f"projects/{PROJECT}/locations/{LOCATION}/clusters/{CLUSTER} is ERROR: Node pool tpu failed to repair"
     )
     assert check["fix"].startswith(f"`gcloud container clusters describe {CLUSTER} --location {LOCATION}`")
+
+
+@pytest.mark.parametrize(
+    ("status", "code", "fix"),
+    [
+        (401, "InvalidAuthenticationToken", "set up a credential DefaultAzureCredential finds: `az login`"),
+        (403, "AuthorizationFailed", "the identity needs Reader on the cluster's resource group"),
+    ],
+)
+def test_an_unreachable_azure_target_says_which_credential_to_set_up(
+    arm: FakeArm, tmp_path: Path, capsys: pytest.CaptureFixture[str], status: int, code: str, fix: str
+) -> None:
+    arm.errors[ext_id("aks").lower()] = (status, code, "refused")
+    config = stack_file(tmp_path, {"environment": "dev", "azureMl": [aml_target("aks")]})
+    code_, report, _ = run_verify(capsys, config, "--arm-endpoint", arm.url)
+    assert code_ == 3
+    (target,) = [t for t in report["targets"] if t["kind"] == "azureMl"]
+    reason = target["unreachable"]
+    assert f"HTTP {status} {code}: refused. To fix: {fix}" in reason
+    if status == 401:
+        assert "AZURE_FEDERATED_TOKEN_FILE (workload identity" in reason and "managed identity" in reason

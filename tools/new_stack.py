@@ -95,7 +95,9 @@ def create(name: str, environment: str, *, stacks_dir: Path = STACKS, force: boo
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="mldiag new-stack", description=__doc__.split("\n\n")[0])
     p.add_argument("name", help="the stack's name: stacks/Pulumi.NAME.yaml")
-    p.add_argument("--environment", required=True, help="dev, staging or prod: strictness and deletion defaults")
+    p.add_argument(
+        "--environment", required=True, help="dev, staging or prod: strictness and deletion defaults"
+    )
     p.add_argument("--force", action="store_true", help="replace an existing stack file")
     args = p.parse_args(argv)
     try:

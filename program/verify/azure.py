@@ -20,6 +20,13 @@ from program.verify.result import TargetResult, Unreachable
 ARM_ENDPOINT = "https://management.azure.com"
 ARM_SCOPE = "https://management.azure.com/.default"
 EXTENSION_API = "2023-05-01"
+# What to set up when ARM cannot be asked: the chain DefaultAzureCredential walks, and the role it needs.
+CREDENTIAL_HINT = (
+    "set up a credential DefaultAzureCredential finds: `az login`; or AZURE_TENANT_ID and AZURE_CLIENT_ID with "
+    "AZURE_CLIENT_SECRET (a service principal) or AZURE_FEDERATED_TOKEN_FILE (workload identity, e.g. GitHub "
+    "OIDC or AKS); or a managed identity where verify runs"
+)
+ROLE_HINT = "the identity needs Reader on the cluster's resource group (and its relay namespace on Arc)"
 RELAY_API = "2021-11-01"
 
 
@@ -45,7 +52,7 @@ class Arm:
             token = self._credential.get_token(ARM_SCOPE).token
         except Exception as e:  # azure-identity raises its own types per credential kind
             raise Unreachable(
-                f"no Azure credential: {type(e).__name__}: {str(e).splitlines()[0][:300]}"
+                f"no Azure credential: {type(e).__name__}: {str(e).splitlines()[0][:300]}. To fix: {CREDENTIAL_HINT}"
             ) from None
         return {"Authorization": f"Bearer {token}"}
 
@@ -64,8 +71,9 @@ class Arm:
                 err = resp.json().get("error") or {}
             except ValueError:
                 err = {}
+            fix = {401: f" To fix: {CREDENTIAL_HINT}", 403: f" To fix: {ROLE_HINT}"}.get(resp.status_code, "")
             raise Unreachable(
-                f"ARM GET {path}: HTTP {resp.status_code} {err.get('code', '')}: {err.get('message', resp.reason)}"
+                f"ARM GET {path}: HTTP {resp.status_code} {err.get('code', '')}: {err.get('message', resp.reason)}.{fix}"
             )
         return resp.json()
 

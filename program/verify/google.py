@@ -21,6 +21,12 @@ from program.kinds.model_development.model import ModelDevelopmentClusterTarget
 from program.verify.result import TargetResult, Unreachable
 
 CONTAINER_ENDPOINT = "https://container.googleapis.com"
+CREDENTIAL_HINT = (
+    "set up Application Default Credentials: `gcloud auth application-default login`; or "
+    "GOOGLE_APPLICATION_CREDENTIALS (a key file or a workload identity federation config, e.g. GitHub OIDC); or "
+    "the metadata server of a GCE/GKE workload; with googleApi.impersonateServiceAccount your identity needs "
+    "roles/iam.serviceAccountTokenCreator on it"
+)
 AIPLATFORM_ENDPOINT = "https://{region}-aiplatform.googleapis.com"
 MDC_API_VERSION = "v1beta1"
 # Model Development Cluster states while an operation (create, update, repair, delete) is in flight.
@@ -54,7 +60,9 @@ def _get(client: GoogleRestClient, path: str, what: str) -> dict[str, Any] | Non
             return None
         raise Unreachable(str(e)) from None
     except GoogleAuthError as e:
-        raise Unreachable(f"no Google credentials: {str(e).splitlines()[0][:300]}") from None
+        raise Unreachable(
+            f"no Google credentials: {str(e).splitlines()[0][:300]}. To fix: {CREDENTIAL_HINT}"
+        ) from None
 
 
 def _get_once(client: GoogleRestClient, path: str, what: str) -> dict[str, Any] | None:

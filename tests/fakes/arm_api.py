@@ -21,6 +21,8 @@ class FakeArm(LoopbackServer):
 
     resources: dict[str, dict[str, Any]] = field(default_factory=dict)
     requests: list[tuple[str, str, str]] = field(default_factory=list)  # (method, path, api-version)
+    # path (lowercase) -> (HTTP status, ARM error code, message) answered instead of the resource
+    errors: dict[str, tuple[int, str, str]] = field(default_factory=dict)
 
     def put(self, resource_id: str, body: dict[str, Any]) -> dict[str, Any]:
         stored = {"id": resource_id, "name": resource_id.rsplit("/", 1)[-1], **body}
@@ -38,6 +40,8 @@ class FakeArm(LoopbackServer):
                 400,
                 {"error": {"code": "MissingApiVersionParameter", "message": "api-version missing"}},
             )
+        elif (err := self.errors.get(parts.path.lower())) is not None:
+            status, body = err[0], {"error": {"code": err[1], "message": err[2]}}
         elif (res := self.resources.get(parts.path.lower())) is not None:
             status, body = 200, res
         else:
