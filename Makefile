@@ -1,19 +1,25 @@
-# Every target creates .venv on first use and installs the pinned dependencies.
+# Every target creates .venv on first use and installs the pinned dependencies (quietly: what a target
+# prints on stdout is its command's own output, so `make plan FORMAT=json > plan.json` is JSON).
+# GNU make exits 2 whenever a command fails, whatever its code: a failing `mldiag` target prints the
+# command's own exit code (README "Exit codes") on stderr; pipelines that branch on it call .venv/bin/mldiag.
 PY := .venv/bin/python
+MLDIAG := .venv/bin/mldiag
 STACK ?= dev
 FORMAT ?= table
+# run a mldiag command; on failure say its exit code, which make itself cannot pass on
+mldiag = @$(MLDIAG) $(1) || { code=$$?; echo "mldiag $(firstword $(1)) exited $$code (README: Exit codes)" >&2; exit $$code; }
 
 .PHONY: plan test lint bench venv clean diff verify e2e mermaid-deps pictures
 
 venv: .venv/.installed
 
-.venv/.installed: requirements.txt requirements-dev.txt pyproject.toml
-	test -x $(PY) || python3 -m venv .venv
-	$(PY) -m pip install -q -r requirements-dev.txt
-	touch $@
+.venv/.installed: requirements.txt requirements-dev.txt pyproject.toml cli/pyproject.toml
+	@test -x $(PY) || python3 -m venv .venv >&2
+	@$(PY) -m pip install -q -r requirements-dev.txt >&2
+	@touch $@
 
 plan: venv
-	$(PY) -m tools.plan $(STACK) --format $(FORMAT)
+	$(call mldiag,plan $(STACK) --format $(FORMAT) $(if $(CONFIG_FILE),--config-file $(CONFIG_FILE)))
 
 lint: venv
 	$(PY) -m ruff check .
@@ -48,13 +54,12 @@ pictures: venv mermaid-deps
 
 BASE ?= origin/main
 diff: venv
-	$(PY) -m tools.plan $(STACK) --diff-base $(BASE) --format $(FORMAT)
+	$(call mldiag,plan $(STACK) --diff-base $(BASE) --format $(FORMAT))
 
 # Read-only post-deploy checks of every target (README "After `pulumi up`"); exit 0/1/2/3.
 WAIT ?= 0
 verify: venv
-	$(PY) -m tools.verify $(STACK) --format $(FORMAT) --wait $(WAIT) \
-		$(if $(PULUMI_STACK),--pulumi-stack $(PULUMI_STACK)) $(if $(CONFIG_FILE),--config-file $(CONFIG_FILE))
+	$(call mldiag,verify $(STACK) --format $(FORMAT) --wait $(WAIT) $(if $(PULUMI_STACK),--pulumi-stack $(PULUMI_STACK)) $(if $(CONFIG_FILE),--config-file $(CONFIG_FILE)))
 
 # End-to-end tier: restores (or reuses, or builds from Go modules) the toolchain, then runs tests/e2e with the real CLI
 # against a loopback control plane. See README "End-to-end tests".

@@ -1,0 +1,81 @@
+"""The one command line (`mldiag`, installed with the project) and the make targets over it: no echoed
+commands on stdout, and the command's exit code stated when make (which always exits 2) reports a failure."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tools import cli
+from tools.plan_common import ROOT
+
+MLDIAG = ROOT / ".venv" / "bin" / "mldiag"
+BAD = ROOT / "tests" / "bad_stacks" / "k8s-images-pinned.yaml"  # prod: a mandatory violation
+
+
+def run(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(list(args), cwd=cwd, capture_output=True, text=True, timeout=600)
+
+
+def test_the_console_script_is_installed_with_the_project() -> None:
+    assert MLDIAG.exists(), "requirements.txt installs ./cli (make venv)"
+    out = run(str(MLDIAG), "--help", cwd=Path("/"))  # from anywhere: it runs the checkout it came from
+    assert out.returncode == 0
+    assert out.stdout == cli.__doc__.strip() + "\n"
+    for command in ("plan", "diff", "verify", "import", "new-stack", "secrets", "policy-config", "fleet"):
+        assert f"mldiag {command}" in out.stdout
+
+
+def test_an_unknown_command_says_what_was_meant() -> None:
+    out = run(str(MLDIAG), "verfy")
+    assert out.returncode == 2
+    assert out.stderr.startswith("mldiag: unknown command 'verfy' (did you mean 'verify'?); commands: plan, ")
+
+
+def test_exit_codes_come_from_the_tools() -> None:
+    assert run(str(MLDIAG), "plan", "prod", "--config-file", str(BAD), "-q").returncode == 1
+    assert run(str(MLDIAG), "plan", "nosuch", "-q").returncode == 2
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="make not installed")
+def test_make_plan_prints_json_only_and_states_the_commands_exit_code(tmp_path: Path) -> None:
+    out = run("make", "--no-print-directory", "plan", "STACK=dev", "FORMAT=json")
+    assert out.returncode == 0
+    assert json.loads(out.stdout)["stack"] == "dev"  # nothing but the report on stdout
+    blocked = run("make", "--no-print-directory", "plan", "STACK=prod", f"CONFIG_FILE={BAD}", "FORMAT=json")
+    assert blocked.returncode == 2  # GNU make's own code for any failure
+    assert "mldiag plan exited 1 (README: Exit codes)" in blocked.stderr
+    assert json.loads(blocked.stdout)["policyViolations"]
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="make not installed")
+def test_make_verify_states_unreachable_as_3(tmp_path: Path) -> None:
+    stack = tmp_path / "Pulumi.lab.yaml"
+    stack.write_text(
+        "config:\n  ml-diagnostics:environment: dev\n  ml-diagnostics:kubernetesClusters:\n"
+        "    - name: lab\n      context: nowhere\n      manualInstall: {jaxVersion: '0.8'}\n"
+    )
+    env = {**os.environ, "KUBECONFIG": str(tmp_path / "none")}
+    out = subprocess.run(
+        ["make", "--no-print-directory", "verify", "STACK=lab", f"CONFIG_FILE={stack}", "FORMAT=json"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert out.returncode == 2
+    assert "mldiag verify exited 3 (README: Exit codes)" in out.stderr
+    assert json.loads(out.stdout)["exitCode"] == 3
+
+
+def test_the_dispatcher_hands_arguments_through(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as e:
+        cli.main(["policy-config", "--help"])
+    assert e.value.code == 0
+    assert capsys.readouterr().out.startswith("usage: mldiag policy-config")
