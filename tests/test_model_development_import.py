@@ -69,7 +69,7 @@ def test_a_differing_cluster_shows_exactly_the_differing_fields(provider, api, s
         "orchestrator_spec.slurm_spec.config",
     ]
     plan_diff = provider.diff(NAME, res.outs, inputs)
-    assert (plan_diff.changes, plan_diff.replaces) == (True, ["display_name"])
+    assert (plan_diff.changes, plan_diff.replaces) == (True, [])  # the display name is updated in place
 
 
 def test_updatable_differences_import_as_an_update(provider, api, spec):

@@ -136,7 +136,6 @@ def test_no_patch_names_a_field_outside_the_list(mutations):
 @pytest.mark.parametrize(
     ("field", "change", "reason"),
     [
-        ("display_name", lambda s: s.update(display_name="renamed"), "display_name"),
         (
             "network",
             lambda s: s["network"].update(subnetwork="projects/p/regions/r/subnetworks/t"),
@@ -172,23 +171,23 @@ def test_fields_outside_the_list_replace_and_are_refused_under_prevent(field, ch
 
 
 def test_mask_body_refuses_a_path_outside_the_list():
-    with pytest.raises(ValueError, match="update mask names fields the API cannot update: display_name"):
-        mask_body(normalize(BASE), ["labels", "display_name"])
+    with pytest.raises(ValueError, match="update mask names fields the API cannot update: network"):
+        mask_body(normalize(BASE), ["labels", "network"])
 
 
 def test_the_fake_refuses_what_the_api_refuses(api):
-    """The loopback fake enforces the same list: a display_name mask is INVALID_ARGUMENT."""
+    """The loopback fake enforces the same list: a network mask is INVALID_ARGUMENT."""
     import requests
 
     name = "projects/p/locations/us-central1/modelDevelopmentClusters/mdc1"
     api.put_cluster(name, {"displayName": "x"})
     r = requests.patch(
         f"{api.endpoint}/v1beta1/{name}",
-        params={"updateMask": "display_name"},
-        json={"displayName": "y"},
+        params={"updateMask": "network"},
+        json={"network": {"network": "projects/p/global/networks/other"}},
         timeout=10,
     )
     assert (r.status_code, r.json()["error"]["message"]) == (
         400,
-        "update_mask path 'display_name' is not updatable",
+        "update_mask path 'network' is not updatable",
     )

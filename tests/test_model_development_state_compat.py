@@ -58,7 +58,7 @@ print(json.dumps({
         "check": [],
         "same": [False, []],
         "update": [True, []],
-        "replace": [True, ["display_name"], True],
+        "replace": [True, [], False],  # a display name is updated in place now
     }
 
 

@@ -158,6 +158,28 @@ class RuntimeSpecArgs(TypedDict):
     """`serviceAccount` in the REST API."""
 
 
+class TimeOfDayArgs(TypedDict):
+    """TimeOfDay of the cluster spec."""
+
+    hours: NotRequired[int]
+    """Hour of the day, 0-23 (default 0)."""
+    minutes: NotRequired[int]
+    """Minute of the hour, 0-59 (default 0)."""
+
+
+class LustreExportConfigArgs(TypedDict):
+    """Backups of the Managed Lustre instances attached to the cluster to a Cloud Storage bucket."""
+
+    destination_bucket: str
+    """The Cloud Storage bucket the backups go to, without gs://."""
+    days_of_week: NotRequired[list[str]]
+    """Days a backup runs, each at most once; empty: every day."""
+    lustres: NotRequired[list[str]]
+    """Instances to back up (projects/P/locations/ZONE/instances/NAME, attached to a node pool); empty: all."""
+    start_time: NotRequired[TimeOfDayArgs]
+    """Time of day the backup starts."""
+
+
 class ModelDevelopmentClusterArgs(TypedDict):
     """A cluster: identity, API fields and the provider's local settings."""
 
@@ -168,7 +190,7 @@ class ModelDevelopmentClusterArgs(TypedDict):
     model_development_cluster_id: str
     """`modelDevelopmentClusterId` in the REST API."""
     display_name: NotRequired[pulumi.Input[str]]
-    """Display name (cannot change after creation: a change replaces the cluster)."""
+    """Display name; a change is an in-place update (updateMask displayName), never a replacement."""
     labels: NotRequired[dict[str, str]]
     """`labels` in the REST API."""
     network: NetworkArgs
@@ -179,6 +201,8 @@ class ModelDevelopmentClusterArgs(TypedDict):
     """`orchestratorSpec` in the REST API."""
     runtime_spec: NotRequired[RuntimeSpecArgs]
     """`runtimeSpec` in the REST API."""
+    lustre_export_config: NotRequired[LustreExportConfigArgs]
+    """Backups of the attached Managed Lustre instances (settable and updatable)."""
     update_mode: NotRequired[str]
     """USER_ONLY keeps unpinned node images and service-managed fields as they are: one of USER_AND_SERVICE, USER_ONLY (default USER_AND_SERVICE)."""
     deletion_policy: NotRequired[str]

@@ -71,9 +71,18 @@ SCHEMA = {
     "nodePools": [_POOL],
     "orchestratorSpec": {"slurmSpec": _SLURM},
     "runtimeSpec": {"serviceAccount": _STR},
+    "lustreExportConfig": {
+        "destinationBucket": _STR,
+        "daysOfWeek": _STR,
+        "lustres": _STR,
+        "startTime": {"hours": _STR, "minutes": _STR},
+    },
 }
-# The fields seed 004 lists for updateMask (and nothing else).
+# The fields updateMask may name: seed 004's list, and displayName and lustreExportConfig, mutable in
+# Google's API definition (magic-modules). A test can make the fake refuse any of them (`refuse_mask`).
 UPDATABLE = {
+    "display_name": ("displayName",),
+    "lustre_export_config": ("lustreExportConfig",),
     "labels": ("labels",),
     "node_pools": ("nodePools",),
     **{
@@ -295,6 +304,10 @@ class FakeVertexApi:
         self.operations: dict[str, Operation] = {}
         self.faults: list[Fault] = []
         self.next_operation_error: dict[str, Any] | None = None
+        # mask paths (API spelling, e.g. "displayName") answered 400 like a field the service will not update
+        self.refuse_mask: set[str] = set()
+        # answer the `updateMode` query parameter 400, as an API that does not know it would
+        self.reject_update_mode = False
         # GETs of a new operation answered 404 before it becomes visible (eventual consistency).
         self.operation_not_found_polls = 0
         # Credentials the API demands (None: any or none), and the token/IAM endpoints that issue them.
@@ -622,6 +635,12 @@ class FakeVertexApi:
         if not isinstance(body, dict):
             raise ApiError(400, "INVALID_ARGUMENT", "body must be a ModelDevelopmentCluster")
         _check_shape(body, SCHEMA, "")
+        if self.reject_update_mode and "updateMode" in query:
+            raise ApiError(
+                400,
+                "INVALID_ARGUMENT",
+                'Invalid JSON payload received. Unknown name "updateMode": Cannot bind query parameter.',
+            )
         mode = query.get("updateMode", "UPDATE_MODE_UNSPECIFIED")
         if mode not in ("UPDATE_MODE_UNSPECIFIED", "USER_ONLY", "USER_AND_SERVICE"):
             raise ApiError(400, "INVALID_ARGUMENT", f"invalid updateMode {mode!r}")
@@ -632,6 +651,8 @@ class FakeVertexApi:
             paths = []
             for p in mask:
                 sp = _snake(p)
+                if p in self.refuse_mask:
+                    raise ApiError(400, "INVALID_ARGUMENT", f"update_mask path {p!r} cannot be updated")
                 if sp not in UPDATABLE:
                     raise ApiError(400, "INVALID_ARGUMENT", f"update_mask path {p!r} is not updatable")
                 paths.append(sp)

@@ -6,6 +6,7 @@ Shared by the stack config model (camelCase key paths) and the provider's `check
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -186,4 +187,49 @@ def validate_spec(
                     "remove or rename it",
                 )
             )
+    problems += _lustre_export_problems(spec, pools, p)
+    return problems
+
+
+_BUCKET = re.compile(r"[a-z0-9][a-z0-9._-]{1,220}[a-z0-9]", re.ASCII)
+
+
+def _lustre_export_problems(spec: Mapping[str, Any], pools: list[Any], p: Any) -> list[tuple[str, str]]:
+    """The lustreExportConfig rules of Google's API definition: a bucket name (no gs://), each day at most
+    once, each instance attached to a node pool and named once."""
+    cfg = spec.get("lustre_export_config")
+    if not isinstance(cfg, Mapping):
+        return []
+    problems: list[tuple[str, str]] = []
+    bucket = cfg.get("destination_bucket")
+    if isinstance(bucket, str) and bucket != UNKNOWN:
+        if bucket.startswith("gs://"):
+            problems.append(
+                (p("lustre_export_config", "destination_bucket"), "the bucket's name, without gs://")
+            )
+        elif not _BUCKET.fullmatch(bucket) or ".." in bucket:
+            problems.append(
+                (
+                    p("lustre_export_config", "destination_bucket"),
+                    f"{bucket[:80]!r} is not a Cloud Storage bucket name",
+                )
+            )
+    days = [d for d in cfg.get("days_of_week") or [] if d != UNKNOWN]
+    for d in sorted({d for d in days if days.count(d) > 1}):
+        problems.append((p("lustre_export_config", "days_of_week"), f"{d} is given more than once"))
+    attached = {x for pool in pools for x in (pool.get("lustres") or [])}
+    seen: set[str] = set()
+    for i, name in enumerate(cfg.get("lustres") or []):
+        if name == UNKNOWN:
+            continue
+        if name in seen:
+            problems.append((p("lustre_export_config", "lustres", i), f"{name!r} is named twice"))
+        elif UNKNOWN not in attached and name not in attached:
+            problems.append(
+                (
+                    p("lustre_export_config", "lustres", i),
+                    f"{name!r} is attached to no node pool (nodePools[].lustres)",
+                )
+            )
+        seen.add(name)
     return problems

@@ -6,8 +6,10 @@ inherits `ClusterSpec`; the dynamic provider walks a plain tree derived from the
 (`API_SCHEMA`) to convert engine inputs to REST bodies and back. This module imports no config model and
 no provider.
 
-`UPDATE_MASK_PATHS` is the only list of fields an update may name (seed 004); every other API field is
-immutable: changing it replaces the cluster.
+`UPDATE_MASK_PATHS` is the only list of fields an update may name: seed 004's, plus `display_name` and
+`lustre_export_config`, which Google's API definition (magic-modules ModelDevelopmentCluster) leaves
+mutable and the Terraform beta resource sends in `updateMask`. Every other API field is immutable: changing
+it replaces the cluster.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ __all__ = ["UNKNOWN", "to_camel", "to_snake"]
 # The fields `updateMask` may name, in the order a mask lists them (seed 004). Nothing else is ever sent.
 SLURM_PREFIX = "orchestrator_spec.slurm_spec."
 UPDATE_MASK_PATHS: tuple[str, ...] = (
+    "display_name",
     "labels",
     "node_pools",
     *(
@@ -48,6 +51,7 @@ UPDATE_MASK_PATHS: tuple[str, ...] = (
             "node_sets",
         )
     ),
+    "lustre_export_config",
 )
 # Maps are cleared by naming them in the mask and sending them empty (lists: by leaving them out).
 CLEAR_AS_EMPTY_MAP = ("labels", SLURM_PREFIX + "config")
@@ -98,6 +102,12 @@ FilestoreName = Annotated[
 ]
 PoolId = Annotated[
     str, _shaped(r"[a-z][a-z0-9-]{0,62}", "1-63 lowercase letters, digits or '-', starting with a letter")
+]
+LustreName = Annotated[
+    str,
+    _shaped(
+        r"projects/[^/]+/locations/[^/]+/instances/[^/]+", "projects/PROJECT/locations/ZONE/instances/NAME"
+    ),
 ]
 PartitionId = Annotated[
     str, _shaped(r"[a-z][a-z0-9]{0,29}", "1-30 lowercase letters or digits, starting with a letter")
@@ -192,6 +202,28 @@ class RuntimeSpec(SpecModel):
     service_account: str
 
 
+class TimeOfDay(SpecModel):
+    hours: int = Field(default=0, ge=0, le=23)
+    """Hour of the day, 0-23."""
+    minutes: int = Field(default=0, ge=0, le=59)
+    """Minute of the hour, 0-59."""
+
+
+class LustreExportConfig(SpecModel):
+    """Backups of the Managed Lustre instances attached to the cluster to a Cloud Storage bucket."""
+
+    destination_bucket: str
+    """The Cloud Storage bucket the backups go to, without gs://."""
+    days_of_week: list[
+        Literal["MONDAY", "TUESDAY", "WEDNESDAY", "THURSDAY", "FRIDAY", "SATURDAY", "SUNDAY"]
+    ] = []
+    """Days a backup runs, each at most once; empty: every day."""
+    lustres: list[LustreName] = []
+    """Instances to back up (projects/P/locations/ZONE/instances/NAME, attached to a node pool); empty: all."""
+    start_time: TimeOfDay | None = None
+    """Time of day the backup starts."""
+
+
 class ClusterSpec(SpecModel):
     """A cluster: identity, API fields and the provider's local settings."""
 
@@ -199,12 +231,14 @@ class ClusterSpec(SpecModel):
     region: str
     model_development_cluster_id: str
     display_name: str | None = None
-    """Display name (cannot change after creation: a change replaces the cluster)."""
+    """Display name; a change is an in-place update (updateMask displayName), never a replacement."""
     labels: dict[str, str] = {}
     network: Network
     node_pools: list[NodePool]
     orchestrator_spec: OrchestratorSpec
     runtime_spec: RuntimeSpec | None = None
+    lustre_export_config: LustreExportConfig | None = None
+    """Backups of the attached Managed Lustre instances (settable and updatable)."""
     update_mode: Literal["USER_AND_SERVICE", "USER_ONLY"] = "USER_AND_SERVICE"
     """USER_ONLY keeps unpinned node images and service-managed fields as they are."""
     deletion_policy: Literal["DELETE", "ABANDON", "PREVENT"] = "DELETE"
