@@ -188,9 +188,25 @@ def test_cert_manager_values_problem():
     assert compat.cert_manager_values_problem("v1.13.0", {"crds": {"enabled": True}}) == (
         "cert-manager v1.13.0 (before v1.15.0) takes installCRDs, not crds.*"
     )
-    assert compat.cert_manager_values_problem("v1.15.0", {"installCRDs": True}) == (
-        "cert-manager v1.15.0 (v1.15.0 and later) takes crds.enabled/crds.keep, not installCRDs"
+    # From v1.15.0 exactly what the chart's crd-check refuses: installCRDs with crds.enabled, or with keep false.
+    assert compat.cert_manager_values_problem("v1.15.0", {"installCRDs": True}) is None
+    assert compat.cert_manager_installcrds_deprecated("v1.15.0", {"installCRDs": True}) is True
+    assert compat.cert_manager_installcrds_deprecated("v1.13.0", {"installCRDs": True}) is False
+    assert compat.cert_manager_values_problem("v1.15.0", {"installCRDs": True, "crds": {"enabled": True}}) == (
+        "cert-manager v1.15.0 refuses installCRDs together with its replacement crds.enabled; keep only "
+        "crds.enabled (and crds.keep)"
     )
+    assert compat.cert_manager_values_problem("v1.16.2", {"installCRDs": True, "crds": {"keep": False}}) == (
+        "cert-manager v1.16.2 refuses installCRDs with crds.keep false; use crds.enabled and crds.keep"
+    )
+    assert compat.cert_manager_values_problem("v1.15.0", {"installCRDs": False, "crds": {"enabled": True}}) is None
+    assert compat.cert_manager_values_problem("v1.15.0", {"crds": {"keep": False}}) is None
+
+
+def test_an_installcrds_of_one_five_is_honoured_without_the_program_adding_crds_enabled():
+    # the program's defaults must not turn a values file the chart accepts into one it refuses
+    assert compat.cert_manager_crd_values("v1.15.0", {"installCRDs": True}) == {}
+    assert compat.cert_manager_crd_values("v1.15.0", {}) == {"crds": {"enabled": True, "keep": True}}
 
 
 def test_parse_semver_rejects_garbage():

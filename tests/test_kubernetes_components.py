@@ -557,3 +557,22 @@ def test_unresolved_mode_is_refused(tmp_path: Path):
     program.write_text(MANAGED_PROGRAM.replace('"mode": "managed"', '"mode": "auto"'))
     with pytest.raises(ValueError, match="mode must be managed or manual, got 'auto'"):
         run_config({}, program=program)
+
+
+def test_cert_manager_from_v1_15_honours_a_deprecated_install_crds_and_warns(monkeypatch):
+    """installCRDs alone is honoured by the v1.15+ chart: the program sends it as given and adds no
+    crds.enabled (the chart would refuse both), with a deprecation warning."""
+    from ml_diagnostics import cert_manager
+
+    warned: list[str] = []
+    monkeypatch.setattr(cert_manager.pulumi.log, "warn", lambda msg, *a, **k: warned.append(msg))
+    target = cluster(certManager={"version": "v1.15.3", "values": {"installCRDs": True}})
+    release = by_name(run(target), "k8s-lab-mldiag-cert-manager-release")
+    assert release.inputs["values"] == {
+        "installCRDs": True,
+        "global": {"leaderElection": {"namespace": "cert-manager"}},
+    }
+    assert warned == [
+        "cert-manager v1.15.3: installCRDs is deprecated (still honoured); set crds.enabled: true and "
+        "crds.keep: true instead"
+    ]

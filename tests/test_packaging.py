@@ -5,6 +5,7 @@ components runs under the SDK's mocks in a clean virtualenv outside the reposito
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -63,8 +64,16 @@ PROGRAM = textwrap.dedent(
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("wheel")
+    # built from a copy: setuptools writes its build/ and egg-info beside the sources
+    src = tmp_path_factory.mktemp("src")
+    shutil.copy(ROOT / "pyproject.toml", src)
+    shutil.copytree(
+        ROOT / "components",
+        src / "components",
+        ignore=shutil.ignore_patterns("__pycache__", "venv", "*.egg-info"),
+    )
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(out), str(ROOT)],
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(out), str(src)],
         check=True,
         capture_output=True,
         timeout=600,

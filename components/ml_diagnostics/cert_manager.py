@@ -34,7 +34,7 @@ class CertManagerArgs(TypedDict):
 
 def cert_manager_values(version: str, values: Mapping[str, Any] | None) -> dict[str, Any]:
     base = compat.deep_merge(
-        compat.cert_manager_crd_values(version),
+        compat.cert_manager_crd_values(version, values or {}),
         {"global": {"leaderElection": {"namespace": compat.CERT_MANAGER_NAMESPACE}}},
     )
     return compat.deep_merge(base, values or {})
@@ -59,6 +59,12 @@ class CertManager(pulumi.ComponentResource):
         """`release_after`: resources the release must wait for besides the cluster (e.g. node pools)."""
         super().__init__("mldiag:index:CertManager", name, None, opts)
         version = args.get("version", compat.CERT_MANAGER_DEFAULT_VERSION)
+        if compat.cert_manager_installcrds_deprecated(version, args.get("values") or {}):
+            pulumi.log.warn(
+                f"cert-manager {version}: installCRDs is deprecated (still honoured); set crds.enabled: true "
+                "and crds.keep: true instead",
+                resource=self,
+            )
         self.release = Release(
             f"{name}-release",
             ReleaseArgs(

@@ -221,10 +221,19 @@ def connection_operator_chart_problem(jax_version: str, chart_version: str) -> s
 CERT_MANAGER_CRDS_VALUES_FROM = semver.Version(1, 15, 0)
 
 
-def cert_manager_crd_values(version: str) -> dict[str, Any]:
-    """CRD values for a cert-manager chart version: one style only (the chart refuses both)."""
+def _truthy(v: Any) -> bool:
+    # Helm templates test values the Go template way: false, 0, "", nil and empty collections are false.
+    return bool(v)
+
+
+def cert_manager_crd_values(version: str, values: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The CRD values the program adds for a chart version: one style only. From v1.15.0 the deprecated
+    `installCRDs` a user still sets is honoured by the chart, so then nothing is added (adding
+    `crds.enabled` would make the chart refuse the release)."""
     if parse_semver(version) < CERT_MANAGER_CRDS_VALUES_FROM:
         return {"installCRDs": True}
+    if values is not None and _truthy(values.get("installCRDs")):
+        return {}
     return {"crds": {"enabled": True, "keep": True}}
 
 
@@ -242,13 +251,29 @@ def cert_manager_effective_crd_values(version: str, values: Mapping[str, Any]) -
 
 
 def cert_manager_values_problem(version: str, values: Mapping[str, Any]) -> str | None:
-    """A message when user values use the CRD style the chart version does not take, else None."""
+    """A message for CRD values the chart version refuses, else None. From v1.15.0 the chart's own check
+    (templates/_helpers.tpl `cert-manager.crd-check`) fails a release whose installCRDs is true together
+    with crds.enabled true, or with crds.keep false; installCRDs alone is deprecated but honoured."""
     if parse_semver(version) < CERT_MANAGER_CRDS_VALUES_FROM:
         if "crds" in values:
             return f"cert-manager {version} (before v1.15.0) takes installCRDs, not crds.*"
-    elif "installCRDs" in values:
-        return f"cert-manager {version} (v1.15.0 and later) takes crds.enabled/crds.keep, not installCRDs"
+        return None
+    effective = cert_manager_effective_crd_values(version, values)
+    if _truthy(effective["installCRDs"]):
+        crds = effective["crds"] if isinstance(effective["crds"], Mapping) else {}
+        if _truthy(crds.get("enabled")):
+            return (
+                f"cert-manager {version} refuses installCRDs together with its replacement crds.enabled; "
+                "keep only crds.enabled (and crds.keep)"
+            )
+        if not _truthy(crds.get("keep")):
+            return f"cert-manager {version} refuses installCRDs with crds.keep false; use crds.enabled and crds.keep"
     return None
+
+
+def cert_manager_installcrds_deprecated(version: str, values: Mapping[str, Any]) -> bool:
+    """True when a chart from v1.15.0 gets the deprecated installCRDs (honoured; crds.enabled replaces it)."""
+    return parse_semver(version) >= CERT_MANAGER_CRDS_VALUES_FROM and _truthy(values.get("installCRDs"))
 
 
 # --- Images ----------------------------------------------------------------------------------------
