@@ -400,3 +400,31 @@ def test_stack_level_settings_apply_and_a_target_overrides_them() -> None:
     )
     assert (train["impersonateServiceAccount"], train["billingProject"]) == (SA, "stack-billing")
     assert (shared["impersonateServiceAccount"], shared["billingProject"]) == (SA, "shared-billing")
+
+
+def test_diagon_on_an_adopted_autopilot_cluster_is_a_clear_error():
+    """The cluster lookup says Autopilot: privileged pods are refused there, so Diagon is an error naming why
+    and what to do (the mock answers report `autopilot-train` as Autopilot)."""
+    from ml_diagnostics.gke_cluster import AutopilotError
+
+    target = {
+        "name": "ap",
+        "project": "acme-ml-dev",
+        "location": "us-central1",
+        "clusterName": "autopilot-train",
+        "currentVersion": "1.35.1-gke.1396000",
+        "mode": "managed",
+        "diagon": {"enabled": True, "image": "us-docker.pkg.dev/hypercomputediagon-release/daemon/diagon-daemon:v2.1.0"},
+    }
+    with pytest.raises(AutopilotError) as e:
+        run_config({"ml-diagnostics:environment": "dev", "ml-diagnostics:gkeClusters": [target]})
+    assert str(e.value) == (
+        "GKE cluster acme-ml-dev/us-central1/autopilot-train is an Autopilot cluster, and Autopilot admits no "
+        "privileged pods: the Diagon daemon (privileged, hostNetwork) cannot run there. Set diagon.enabled: false "
+        "for this target (managed ML Diagnostics and the workload opt-in work on Autopilot), or run Diagon on a "
+        "GKE Standard cluster"
+    )
+    # without Diagon the same cluster plans
+    del target["diagon"]
+    result = run_config({"ml-diagnostics:environment": "dev", "ml-diagnostics:gkeClusters": [target]})
+    assert result.one("pulumi-python:dynamic/gke:ManagedMlDiagnostics")

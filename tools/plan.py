@@ -18,6 +18,8 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+import pulumi
+
 from program import stack_file
 from program.config import ConfigError
 from program.stack_file import StackFileError
@@ -285,7 +287,10 @@ def main(argv: list[str] | None = None) -> int:
         report = plan_stack(
             args.stack, args.config_file, args.policy_config, args.skip_policies, progress, previous
         )
-    except ConfigError as e:
+    except (
+        ConfigError,
+        pulumi.RunError,
+    ) as e:  # a user's mistake the program names: no traceback, as the engine
         print(f"error: {e}", file=sys.stderr)
         return EXIT_ERROR
     except (StackFileError, PolicyConfigError, PolicyConfigInputError) as e:

@@ -80,6 +80,17 @@ def gke_kubeconfig(
     )
 
 
+AUTOPILOT_DIAGON = (
+    "GKE cluster {path} is an Autopilot cluster, and Autopilot admits no privileged pods: the Diagon daemon "
+    "(privileged, hostNetwork) cannot run there. Set diagon.enabled: false for this target (managed ML "
+    "Diagnostics and the workload opt-in work on Autopilot), or run Diagon on a GKE Standard cluster"
+)
+
+
+class AutopilotError(pulumi.RunError):
+    """Diagon asked for on an Autopilot cluster (found by the cluster lookup)."""
+
+
 SWITCH_PENDING = (
     "{name}: manual -> managed, step 1 of 2: this update deletes the manual releases and leaves the managed "
     "flag off; run `pulumi up` again to turn the flag on (the two webhooks never run side by side)"
@@ -364,6 +375,17 @@ class GkeCluster(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self, depends_on=provider_waits),
         )
         in_cluster = {k: v for k, v in t.items() if k in InClusterArgs.__annotations__}
+        if not create and in_cluster.get("diagon") is not None:
+            # The lookup says whether the adopted cluster is Autopilot; the daemon's image waits for the answer.
+            path = f"{project}/{location}/{gke_name}"
+            image = in_cluster["diagon"].get("image", compat.DIAGON_DEFAULT_IMAGE)
+
+            def autopilot_guard(autopilot: bool | None) -> Any:
+                if autopilot:
+                    raise AutopilotError(AUTOPILOT_DIAGON.format(path=path))
+                return image
+
+            in_cluster["diagon"] = {**in_cluster["diagon"], "image": found.enable_autopilot.apply(autopilot_guard)}
         diag_args: dict[str, Any] = {**in_cluster, "mode": mode}
         if version is not None:
             diag_args["gke_version"] = version

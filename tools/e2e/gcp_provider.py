@@ -72,6 +72,7 @@ def get_cluster(api: str, args: dict[str, Any]) -> dict[str, Any]:
         "managedMachineLearningDiagnosticsConfigs": [
             {"enabled": bool((cluster.get("managedMachineLearningDiagnosticsConfig") or {}).get("enabled"))}
         ],
+        "enableAutopilot": bool((cluster.get("autopilot") or {}).get("enabled")),
         "selfLink": cluster.get("selfLink", ""),
     }
 

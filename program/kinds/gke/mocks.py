@@ -24,6 +24,8 @@ _FAKE_GKE_CA = base64.b64encode(
 MOCK_GKE_VERSION = "1.35.1-gke.1396000"
 # Adopted clusters of the example stacks that run another version.
 MOCK_GKE_VERSIONS = {"legacy-train": "1.34.2-gke.1700000"}
+# Adopted clusters the lookup reports as Autopilot (none of the example stacks; tests name one).
+MOCK_AUTOPILOT = {"autopilot-train"}
 
 
 def _gke_endpoint(project: str, location: str, name: str) -> str:
@@ -55,6 +57,7 @@ def _gke_get_cluster(args: dict[str, Any]) -> dict[str, Any]:
         "nodeVersion": MOCK_GKE_VERSIONS.get(name, MOCK_GKE_VERSION),
         "releaseChannels": [{"channel": "REGULAR"}],
         "managedMachineLearningDiagnosticsConfigs": [{"enabled": False}],
+        "enableAutopilot": name in MOCK_AUTOPILOT,
         "workloadIdentityConfigs": [{"workloadPool": f"{project}.svc.id.goog"}],
         "selfLink": f"https://container.googleapis.com/v1/projects/{project}/locations/{location}/clusters/{name}",
     }
