@@ -123,7 +123,11 @@ def test_adopted_diagon_equals_the_vendor_manifest(k8s):
     # The API server's own DaemonSet default, declared so the program states it.
     expected["spec"]["updateStrategy"] = {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1}}
     assert by_name(result, "k8s-lab-mldiag-diagon-daemonset").inputs == expected
-    assert by_name(result, "k8s-lab-mldiag-diagon-namespace").inputs["metadata"] == {"name": "diagon"}
+    # the manifest's namespace, plus the Pod Security labels that admit the daemon (the update after the import)
+    assert by_name(result, "k8s-lab-mldiag-diagon-namespace").inputs["metadata"] == {
+        "name": "diagon",
+        "labels": {f"pod-security.kubernetes.io/{m}": "privileged" for m in ("enforce", "audit", "warn")},
+    }
     assert by_name(result, "k8s-lab-mldiag-diagon-service-account").inputs["metadata"] == {
         "name": "diagon-daemon",
         "namespace": "diagon",

@@ -192,14 +192,19 @@ def test_cert_manager_values_problem():
     assert compat.cert_manager_values_problem("v1.15.0", {"installCRDs": True}) is None
     assert compat.cert_manager_installcrds_deprecated("v1.15.0", {"installCRDs": True}) is True
     assert compat.cert_manager_installcrds_deprecated("v1.13.0", {"installCRDs": True}) is False
-    assert compat.cert_manager_values_problem("v1.15.0", {"installCRDs": True, "crds": {"enabled": True}}) == (
+    assert compat.cert_manager_values_problem(
+        "v1.15.0", {"installCRDs": True, "crds": {"enabled": True}}
+    ) == (
         "cert-manager v1.15.0 refuses installCRDs together with its replacement crds.enabled; keep only "
         "crds.enabled (and crds.keep)"
     )
     assert compat.cert_manager_values_problem("v1.16.2", {"installCRDs": True, "crds": {"keep": False}}) == (
         "cert-manager v1.16.2 refuses installCRDs with crds.keep false; use crds.enabled and crds.keep"
     )
-    assert compat.cert_manager_values_problem("v1.15.0", {"installCRDs": False, "crds": {"enabled": True}}) is None
+    assert (
+        compat.cert_manager_values_problem("v1.15.0", {"installCRDs": False, "crds": {"enabled": True}})
+        is None
+    )
     assert compat.cert_manager_values_problem("v1.15.0", {"crds": {"keep": False}}) is None
 
 

@@ -414,7 +414,10 @@ def test_diagon_on_an_adopted_autopilot_cluster_is_a_clear_error():
         "clusterName": "autopilot-train",
         "currentVersion": "1.35.1-gke.1396000",
         "mode": "managed",
-        "diagon": {"enabled": True, "image": "us-docker.pkg.dev/hypercomputediagon-release/daemon/diagon-daemon:v2.1.0"},
+        "diagon": {
+            "enabled": True,
+            "image": "us-docker.pkg.dev/hypercomputediagon-release/daemon/diagon-daemon:v2.1.0",
+        },
     }
     with pytest.raises(AutopilotError) as e:
         run_config({"ml-diagnostics:environment": "dev", "ml-diagnostics:gkeClusters": [target]})

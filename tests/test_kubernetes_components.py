@@ -276,7 +276,16 @@ def test_diagon_namespace_and_service_account(manual):
     ns = by_name(manual, "k8s-lab-mldiag-diagon-namespace")
     sa = by_name(manual, "k8s-lab-mldiag-diagon-service-account")
     ds = by_name(manual, "k8s-lab-mldiag-diagon-daemonset")
-    assert ns.inputs["metadata"] == {"name": "diagon", "labels": {"app.kubernetes.io/part-of": "diagon"}}
+    assert ns.inputs["metadata"] == {
+        "name": "diagon",
+        "labels": {
+            "app.kubernetes.io/part-of": "diagon",
+            # Pod Security admission admits a privileged hostNetwork daemon here, whatever the cluster default
+            "pod-security.kubernetes.io/enforce": "privileged",
+            "pod-security.kubernetes.io/audit": "privileged",
+            "pod-security.kubernetes.io/warn": "privileged",
+        },
+    }
     assert sa.inputs["metadata"] == {
         "name": "diagon-daemon",
         "namespace": "diagon",

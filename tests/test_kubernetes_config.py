@@ -169,7 +169,12 @@ def test_in_cluster_settings_are_inherited_flat():
             [f"{P}.manualInstall.repository: must be an oci://, https:// or http:// URL"],
         ),
         (
-            {"certManager": {"version": "v1.15.3", "values": {"installCRDs": True, "crds": {"enabled": True}}}},
+            {
+                "certManager": {
+                    "version": "v1.15.3",
+                    "values": {"installCRDs": True, "crds": {"enabled": True}},
+                }
+            },
             [
                 f"{P}.certManager.values: cert-manager v1.15.3 refuses installCRDs together with its replacement "
                 "crds.enabled; keep only crds.enabled (and crds.keep)"

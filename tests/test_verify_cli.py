@@ -132,7 +132,7 @@ def test_pulumi_stack_reads_the_decrypted_kubeconfig_through_the_cli(
     out, err = capsys.readouterr()
     assert code == 0, out
     assert (tmp_path / "args").read_text() == "config --json --show-secrets --stack acme/ml-diagnostics/test"
-    assert "12/12 checks passed" in out
+    assert "13/13 checks passed" in out
     assert kube.token not in out + err
     assert {r.authorization for r in kube.requests} == {f"Bearer {kube.token}"}
 

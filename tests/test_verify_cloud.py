@@ -149,6 +149,7 @@ def test_managed_gke_passes_through_the_gke_api_and_the_exec_credential(
         "namespace.default",
         "namespace.ai-workloads",
         "diagon.scheduled",
+        "diagon.admission",
         "diagon.ready",
         "diagon.image",
         "diagon.logs",

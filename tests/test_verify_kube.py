@@ -23,6 +23,7 @@ HEALTHY_CHECKS = [
     "webhook.ca-injected",
     "namespace.ai-workloads",
     "diagon.scheduled",
+    "diagon.admission",
     "diagon.ready",
     "diagon.image",
     "diagon.logs",
@@ -43,7 +44,7 @@ def test_a_healthy_cluster_passes_every_check_with_reads_only(
         "gke-mldiagnostics/mldiagnostics-connection-operator revision 2 (mldiagnostics-connection-operator 0.24.0) deployed"
     )
     assert got["diagon.logs"]["detail"] == "2 pod(s) show all 3 log signatures"
-    assert report["summary"] == "12/12 checks passed on 1 target(s)"
+    assert report["summary"] == "13/13 checks passed on 1 target(s)"
     assert healthy_lab.writes() == []
     assert err == ""
 
@@ -339,3 +340,46 @@ def test_a_missing_context_is_unreachable_not_a_crash(
     code, report = verify_lab(tmp_path, capsys, context="nope")
     assert code == 3
     assert report["targets"][0]["unreachable"].startswith("kubeconfig unusable: ConfigException")
+
+
+@pytest.mark.parametrize("level", ["baseline", "restricted"])
+def test_a_namespace_whose_pod_security_refuses_the_daemon_names_the_label(
+    healthy_lab: FakeKubeApi, tmp_path: Path, capsys: pytest.CaptureFixture[str], level: str
+) -> None:
+    healthy_lab.put("namespaces", k8s_api.namespace("diagon", {"pod-security.kubernetes.io/enforce": level}))
+    code, report, _ = run_verify(
+        capsys, stack_file(tmp_path, {"environment": "dev", "kubernetesClusters": [lab_target()]})
+    )
+    assert code == 1
+    got = checks(report)["diagon.admission"]
+    assert got["ok"] is False
+    assert got["detail"] == (
+        f"namespace diagon enforces Pod Security {level!r}, which refuses the privileged hostNetwork daemon"
+    )
+    assert got["fix"].startswith(
+        "`kubectl label namespace diagon pod-security.kubernetes.io/enforce=privileged --overwrite`"
+    )
+
+
+def test_pods_refused_by_the_cluster_default_level_are_reported_from_the_events(
+    healthy_lab: FakeKubeApi, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    healthy_lab.put("namespaces", k8s_api.namespace("diagon"))  # no label: the cluster's default applies
+    for i in range(2):
+        healthy_lab.delete("pods", "diagon", f"diagon-daemon-{i}")
+    refused = (
+        'Error creating: pods "diagon-daemon-x7k2p" is forbidden: violates PodSecurity "baseline:latest": '
+        'host namespaces (hostNetwork=true), privileged (container "diagon-daemon" must not set '
+        "securityContext.privileged=true)"
+    )
+    healthy_lab.put(
+        "events", k8s_api.event("diagon", "diagon-daemon.1", "diagon-daemon", "FailedCreate", refused)
+    )
+    code, report, _ = run_verify(
+        capsys, stack_file(tmp_path, {"environment": "dev", "kubernetesClusters": [lab_target()]})
+    )
+    assert code == 1
+    got = checks(report)["diagon.admission"]
+    assert (got["ok"], got["detail"]) == (False, f"pods refused by admission: {refused}")
+    assert "the cluster's default Pod Security level applies" in got["fix"]
+    assert healthy_lab.writes() == []

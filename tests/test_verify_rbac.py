@@ -50,7 +50,12 @@ def test_the_component_registers_one_cluster_role_and_a_role_per_namespace() -> 
     cluster_role = rbac["k8s-lab-mldiag-verify-rbac-cluster-role"].inputs
     assert cluster_role["metadata"]["name"] == "ml-diagnostics-verify"
     assert cluster_role["rules"] == [
-        {"apiGroups": [""], "resources": ["namespaces"], "verbs": ["get"], "resourceNames": ["ai-workloads"]},
+        {
+            "apiGroups": [""],
+            "resources": ["namespaces"],
+            "verbs": ["get"],
+            "resourceNames": ["ai-workloads", "diagon"],  # opt-in labels; Diagon's Pod Security level
+        },
         {
             "apiGroups": ["admissionregistration.k8s.io"],
             "resources": ["mutatingwebhookconfigurations"],
@@ -141,6 +146,12 @@ def test_the_rules_allow_exactly_what_verify_reads(
         capsys, stack_file(tmp_path, {"environment": "dev", "kubernetesClusters": [target]})
     )
     assert code == 0
+    # and a Diagon pod missing: verify then reads the DaemonSet's events (pods refused by admission)
+    healthy_lab.delete("pods", "diagon", "diagon-daemon-1")
+    code, _, _ = run_verify(
+        capsys, stack_file(tmp_path, {"environment": "dev", "kubernetesClusters": [target]})
+    )
+    assert code == 1
     requests = {a for r in healthy_lab.requests if (a := attributes(r))}
     settings = KubernetesClusterTarget.model_validate(target)
     rules = verify_rules(in_cluster_args(settings), "manual")

@@ -27,6 +27,11 @@ DAEMON_COMMAND = [
 ]
 WORKLOAD_IDENTITY_ANNOTATION = "iam.gke.io/gcp-service-account"
 DEFAULT_SERVICE_ACCOUNT = "diagon-daemon"
+# Pod Security admission: a cluster whose default (or a namespace whose) level is baseline or restricted
+# refuses a privileged hostNetwork pod. The namespace made here admits the daemon at every mode.
+POD_SECURITY_LABELS = {
+    f"pod-security.kubernetes.io/{mode}": "privileged" for mode in ("enforce", "audit", "warn")
+}
 
 
 class DiagonArgs(TypedDict):
@@ -131,7 +136,7 @@ class Diagon(pulumi.ComponentResource):
         if args.get("create_namespace", True):
             self._namespace = core.Namespace(
                 f"{name}-namespace",
-                metadata=ObjectMetaArgs(name=ns_name, labels=part_of),
+                metadata=ObjectMetaArgs(name=ns_name, labels={**(part_of or {}), **POD_SECURITY_LABELS}),
                 opts=pulumi.ResourceOptions.merge(child, lifecycle.adopt_options(ns_name if adopt else None)),
             )
             namespace = self._namespace.metadata.name

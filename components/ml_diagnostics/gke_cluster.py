@@ -385,7 +385,10 @@ class GkeCluster(pulumi.ComponentResource):
                     raise AutopilotError(AUTOPILOT_DIAGON.format(path=path))
                 return image
 
-            in_cluster["diagon"] = {**in_cluster["diagon"], "image": found.enable_autopilot.apply(autopilot_guard)}
+            in_cluster["diagon"] = {
+                **in_cluster["diagon"],
+                "image": found.enable_autopilot.apply(autopilot_guard),
+            }
         diag_args: dict[str, Any] = {**in_cluster, "mode": mode}
         if version is not None:
             diag_args["gke_version"] = version

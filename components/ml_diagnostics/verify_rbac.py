@@ -4,7 +4,8 @@
 make: `get` on the workload namespaces (by name); in manual mode `list` of MutatingWebhookConfigurations
 and, in the release namespaces, `list` of Deployments and of Secrets (Helm keeps its release records
 there: this grant reads chart values too, like `helm status` does); for Diagon `get` of its DaemonSet,
-`list` of pods and `get` of their logs. Cluster-wide rules go to one ClusterRole, the rest to one Role per
+`list` of pods, `get` of their logs, `list` of events (pods refused by admission) and `get` of the Diagon
+namespace (its Pod Security level). Cluster-wide rules go to one ClusterRole, the rest to one Role per
 namespace, each with its binding to the configured subjects.
 """
 
@@ -35,7 +36,12 @@ def verify_rules(
     """(ClusterRole rules, namespace -> Role rules) for the checks verify runs on this cluster."""
     cluster: list[Rule] = []
     namespaced: dict[str, list[Rule]] = {}
-    names = sorted(ns["name"] for ns in args.get("workload_namespaces") or [])
+    diagon = args.get("diagon")
+    diagon_ns = diagon.get("namespace", compat.DIAGON_DEFAULT_NAMESPACE) if diagon is not None else None
+    # the workload namespaces' opt-in labels, and the Diagon namespace's Pod Security level
+    names = sorted(
+        {ns["name"] for ns in args.get("workload_namespaces") or []} | ({diagon_ns} if diagon_ns else set())
+    )
     if names:
         cluster.append(
             {"apiGroups": [""], "resources": ["namespaces"], "verbs": ["get"], "resourceNames": names}
@@ -57,9 +63,8 @@ def verify_rules(
         )
         namespaced[compat.CERT_MANAGER_NAMESPACE] = cert_manager
         namespaced[compat.MLDIAGNOSTICS_NAMESPACE] = [deployments, releases]
-    diagon = args.get("diagon")
-    if diagon is not None:
-        namespaced.setdefault(diagon.get("namespace", compat.DIAGON_DEFAULT_NAMESPACE), []).extend(
+    if diagon_ns is not None:
+        namespaced.setdefault(diagon_ns, []).extend(
             [
                 {
                     "apiGroups": ["apps"],
@@ -69,6 +74,7 @@ def verify_rules(
                 },
                 {"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]},
                 {"apiGroups": [""], "resources": ["pods/log"], "verbs": ["get"]},
+                {"apiGroups": [""], "resources": ["events"], "verbs": ["list"]},  # pods refused by admission
             ]
         )
     return cluster, namespaced

@@ -1,4 +1,5 @@
-"""The Diagon checks: the DaemonSet's pods scheduled (zero names the node selection to check), all ready,
+"""The Diagon checks: the DaemonSet's pods scheduled (zero names the node selection to check), admitted by
+Pod Security admission (refused pods name the label to add), all ready,
 running the configured image, and every pod's recent log holding the daemon's three signatures (the ones
 the vendor docs tell you to look for after `kubectl apply`)."""
 
@@ -51,6 +52,51 @@ def _pod_not_ready(pod: client.V1Pod) -> str | None:
     return f"{pod.metadata.name}{f' on {node}' if node else ''}: {why}"
 
 
+POD_SECURITY_ENFORCE = "pod-security.kubernetes.io/enforce"
+REFUSING_LEVELS = ("baseline", "restricted")
+
+
+def _admission(
+    core: client.CoreV1Api, result: TargetResult, ns: str, pods_missing: bool, timeout: tuple[float, float]
+) -> None:
+    """diagon.admission: the daemon is a privileged hostNetwork pod, which Pod Security admission refuses at
+    the baseline and restricted levels (the namespace's label, or the cluster's default)."""
+    fix = (
+        f"`kubectl label namespace {ns} {POD_SECURITY_ENFORCE}=privileged --overwrite` (a namespace the program "
+        "creates, diagon.createNamespace: true, carries it)"
+    )
+    labels = core.read_namespace(ns, _request_timeout=timeout).metadata.labels or {}
+    level = labels.get(POD_SECURITY_ENFORCE)
+    if level in REFUSING_LEVELS:
+        result.add(
+            "diagon.admission",
+            False,
+            f"namespace {ns} enforces Pod Security {level!r}, which refuses the privileged hostNetwork daemon",
+            fix,
+        )
+        return
+    if pods_missing:
+        events = core.list_namespaced_event(
+            ns,
+            field_selector=f"involvedObject.name={DAEMON_NAME},reason=FailedCreate",
+            _request_timeout=timeout,
+        ).items
+        refused = [e.message for e in events if e.message and "violates PodSecurity" in e.message]
+        if refused:
+            result.add(
+                "diagon.admission",
+                False,
+                f"pods refused by admission: {refused[-1][:300]}",
+                fix + "; the cluster's default Pod Security level applies to a namespace without the label",
+            )
+            return
+    result.add(
+        "diagon.admission",
+        True,
+        f"admitted (namespace {ns} Pod Security level: {level or 'the cluster default'})",
+    )
+
+
 def check(
     core: client.CoreV1Api,
     apps: client.AppsV1Api,
@@ -90,6 +136,7 @@ def check(
     result.add("diagon.scheduled", True, f"{desired} pod(s) desired ({selection})")
 
     pods = core.list_namespaced_pod(ns, label_selector=f"name={DAEMON_NAME}", _request_timeout=timeout).items
+    _admission(core, result, ns, len(pods) < desired, timeout)
     not_ready = [p for pod in pods if (p := _pod_not_ready(pod))]
     ready_count = status.number_ready or 0
     if not_ready or ready_count < desired or len(pods) < desired:

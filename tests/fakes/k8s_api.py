@@ -28,6 +28,8 @@ KINDS = {
     ("/api/v1", "namespaces"): False,
     ("/api/v1", "secrets"): True,
     ("/api/v1", "pods"): True,
+    ("/api/v1", "events"): True,
+    ("/api/v1", "configmaps"): True,
     ("/apis/apps/v1", "deployments"): True,
     ("/apis/apps/v1", "daemonsets"): True,
     ("/apis/admissionregistration.k8s.io/v1", "mutatingwebhookconfigurations"): False,
@@ -203,7 +205,10 @@ def matches(selector: str, labels: dict[str, str]) -> bool:
 def _fields_match(selector: str, obj: dict[str, Any]) -> bool:
     for term in filter(None, selector.split(",")):
         k, v = term.split("=", 1)
-        if k == "type" and obj.get("type") != v:
+        got: Any = obj
+        for part in k.split("."):
+            got = got.get(part) if isinstance(got, dict) else None
+        if got != v:
             return False
     return True
 
@@ -374,4 +379,18 @@ def pod(
                 }
             ],
         },
+    }
+
+
+def event(
+    namespace: str, name: str, involved: str, reason: str, message: str, kind: str = "DaemonSet"
+) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {"name": name, "namespace": namespace},
+        "involvedObject": {"kind": kind, "name": involved, "namespace": namespace},
+        "reason": reason,
+        "message": message,
+        "type": "Warning",
     }
