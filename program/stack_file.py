@@ -65,6 +65,14 @@ class _Resolver(yaml.resolver.BaseResolver):
     """YAML 1.2 core schema: only true/false are booleans, no timestamps, no sexagesimal numbers."""
 
 
+_CORE_PATTERNS: dict[str, re.Pattern[str]] = {}
+_CORE_EXAMPLES = {
+    "bool": "true or false",
+    "int": "e.g. 3, 0o17, 0x1f",
+    "float": "e.g. 1.5, 2e3",
+    "null": "null or ~",
+}
+
 for tag, pattern, first in (
     ("tag:yaml.org,2002:bool", r"true|True|TRUE|false|False|FALSE", "tTfF"),
     ("tag:yaml.org,2002:int", r"[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+", "-+0123456789"),
@@ -76,6 +84,9 @@ for tag, pattern, first in (
     ("tag:yaml.org,2002:null", r"~|null|Null|NULL|", ["~", "n", "N", ""]),
 ):
     _Resolver.add_implicit_resolver(tag, re.compile(f"^(?:{pattern})$"), list(first))
+    _CORE_PATTERNS[tag] = re.compile(
+        pattern if tag != "tag:yaml.org,2002:float" else f"{pattern}|[-+]?[0-9]+", re.ASCII
+    )
 
 
 class _Loader(
@@ -90,10 +101,12 @@ class _Loader(
         self.depth = 0
 
     def compose_node(self, parent: Node | None, index: Any) -> Node | None:
-        # Composing recurses per nesting level: bound it before Python's own recursion limit does.
+        # Composing recurses per nesting level: bound it before Python's own recursion limit does. The
+        # limit of the document is the builder's (MAX_DEPTH, whichever loader composed): this guard trips
+        # only past _C_SAFE_DEPTH, which the C loader is never given, so both loaders agree on every file.
         self.depth += 1
         try:
-            if self.depth > MAX_DEPTH:
+            if self.depth > _C_SAFE_DEPTH + 1:
                 mark = self.peek_event().start_mark
                 raise StackFileError(f"line {mark.line + 1}: nested deeper than {MAX_DEPTH} levels")
             return super().compose_node(parent, index)
@@ -188,8 +201,15 @@ class _Builder:
         seen: dict[str, int] = {}
         out: dict[str, Any] = {}
         for key_node, value_node in node.value:
-            if key_node.tag == "tag:yaml.org,2002:merge":
-                raise StackFileError(f"line {_line(key_node)}: merge keys (<<) are not supported")
+            if key_node.tag == "tag:yaml.org,2002:merge" or (
+                key_node.value == "<<" and not key_node.style and key_node.tag == "tag:yaml.org,2002:str"
+            ):
+                # The Pulumi CLI's YAML reader merges `<<: *anchor`; reading it as a key would show values
+                # the real preview never sees, so it is refused rather than read another way.
+                raise StackFileError(
+                    f"line {_line(key_node)}: {_fmt(path) or 'the document'}: merge keys (<<) are not "
+                    "supported; write the merged keys out"
+                )
             if not (isinstance(key_node, ScalarNode) and key_node.tag == "tag:yaml.org,2002:str"):
                 raise StackFileError(
                     f"line {_line(key_node)}: {_fmt(path) or 'the document'}: keys must be strings "
@@ -224,10 +244,21 @@ class _Builder:
         where = f"line {_line(node)}: {_fmt(path)}"
         if tag == "tag:yaml.org,2002:str":
             return text
+        # An implicit tag matched its pattern already; an explicit one (`!!bool yes`) must match it too, as
+        # the Pulumi CLI's YAML 1.2 reader requires: never a silent other reading.
+        pattern = _CORE_PATTERNS.get(tag)
+        if pattern is not None and not pattern.fullmatch(text):
+            name = tag.rsplit(":", 1)[-1]
+            raise StackFileError(
+                f"{where}: {text[:40]!r} is not a YAML 1.2 {name} ({_CORE_EXAMPLES[name]}); drop the !!{name} "
+                "tag or fix the value"
+            )
         if tag == "tag:yaml.org,2002:null":
             return None
         if tag == "tag:yaml.org,2002:bool":
             return text.lower() == "true"
+        if tag == "tag:yaml.org,2002:float" and _CORE_PATTERNS["tag:yaml.org,2002:int"].fullmatch(text):
+            tag = "tag:yaml.org,2002:float"  # `!!float 1` is the float 1.0
         if tag == "tag:yaml.org,2002:int":
             if len(text) > 24:
                 raise StackFileError(f"{where}: number out of range")
