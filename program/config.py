@@ -299,13 +299,21 @@ def _extra_regions(raw: Any) -> dict[str, frozenset[str]]:
 def _raise(problems: list[str]) -> None:
     if not problems:
         return
-    problems = sorted(dict.fromkeys(problems), key=_sort_key)
-    if len(problems) > MAX_PROBLEMS:
-        problems = [
-            *problems[:MAX_PROBLEMS],
-            f"{NAMESPACE}: ... and {len(problems) - MAX_PROBLEMS} more problem(s)",
-        ]
-    raise ConfigError(problems)
+    problems = [_bounded(p) for p in sorted(dict.fromkeys(problems), key=_sort_key)]
+    total = len(problems)
+    if total > MAX_PROBLEMS:
+        problems = [*problems[:MAX_PROBLEMS], f"{NAMESPACE}: ... and {total - MAX_PROBLEMS} more problem(s)"]
+    raise ConfigError(problems, total)
+
+
+MAX_PROBLEM_CHARS = 600
+
+
+def _bounded(problem: str) -> str:
+    # Values are quoted to QUOTE_LIMIT where they are reported; this bounds a problem line whatever it quotes.
+    if len(problem) <= MAX_PROBLEM_CHARS:
+        return problem
+    return f"{problem[: MAX_PROBLEM_CHARS - 40]}... ({len(problem)} characters, cut)"
 
 
 def _sort_key(problem: str) -> tuple[str, str]:

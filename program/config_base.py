@@ -45,10 +45,12 @@ def is_placeholder(value: object) -> bool:
 class ConfigError(pulumi.RunError):
     """A stack configuration problem. RunError: the engine prints the message without a traceback."""
 
-    def __init__(self, problems: list[str]):
+    def __init__(self, problems: list[str], total: int | None = None):
+        # `total`: how many problems were found when `problems` lists only the first of them
         self.problems = problems
+        self.total = len(problems) if total is None else total
         lines = "\n".join(f"  - {p}" for p in problems)
-        super().__init__(f"invalid stack configuration ({len(problems)} problem(s)):\n{lines}")
+        super().__init__(f"invalid stack configuration ({self.total} problem(s)):\n{lines}")
 
 
 class Issues(ValueError):

@@ -242,7 +242,9 @@ class DiagonSettings(Model):
     @field_validator("max_unavailable")
     @classmethod
     def _max_unavailable(cls, v: int | str) -> int | str:
-        if (isinstance(v, int) and v < 1) or (isinstance(v, str) and not re.fullmatch(r"([1-9]\d?|100)%", v)):
+        if (isinstance(v, int) and v < 1) or (
+            isinstance(v, str) and not re.fullmatch(r"([1-9]\d?|100)%", v, re.ASCII)
+        ):
             raise ValueError("must be a positive integer or a percentage like 10%")
         return v
 

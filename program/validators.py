@@ -3,7 +3,7 @@
 Each `*_problem(value)` returns why the value is not allowed (None when fine); `check(problem, value)` raises it
 as the ValueError pydantic reports with the key path. Every check bounds the length before any regex, and the
 regexes have no nested unbounded repetition, so their cost is linear in the (bounded) input.
-This module imports nothing from the project: targets, the stack config and components may all use it.
+This module imports nothing from the project but the library's `quote`: targets, the stack config and components may all use it.
 """
 
 from __future__ import annotations
@@ -12,7 +12,8 @@ import difflib
 import re
 from collections.abc import Callable, Iterable, Mapping
 
-QUOTE_LIMIT = 120
+from ml_diagnostics.compat import QUOTE_LIMIT as QUOTE_LIMIT
+from ml_diagnostics.compat import quote as quote
 
 
 def closest(value: str, allowed: Iterable[str], cutoff: float = 0.6) -> str | None:
@@ -34,14 +35,6 @@ def closest(value: str, allowed: Iterable[str], cutoff: float = 0.6) -> str | No
         return prefixed[0]
     match = difflib.get_close_matches(norm(value), list(by_norm), n=1, cutoff=cutoff)
     return by_norm[match[0]] if match else None
-
-
-def quote(value: object, limit: int = QUOTE_LIMIT) -> str:
-    """repr() of a user value, cut to about `limit` characters so a huge value never floods an error."""
-    text = repr(value) if not isinstance(value, str) or len(value) <= limit else repr(value[:limit])
-    if isinstance(value, str) and len(value) > limit:
-        return f"{text[:-1]}...{text[-1]} ({len(value)} characters)"
-    return text if len(text) <= limit + 2 else text[:limit] + "..."
 
 
 def check(problem: Callable[[str], str | None], value: str) -> str:
@@ -270,10 +263,11 @@ def gcp_labels_problems(labels: dict[str, str], path: str) -> list[tuple[str, st
 # --- Azure (documented naming rules) -----------------------------------------------------------------------
 
 _GUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+# Azure allows any letter or digit (Char.IsLetterOrDigit) in resource group names: \w, not ASCII only.
 _RESOURCE_GROUP = re.compile(r"[-\w.()]{0,89}[-\w()]")
 _AZURE_CLUSTER = re.compile(r"[A-Za-z0-9]([A-Za-z0-9_-]{0,61}[A-Za-z0-9])?")
 _AZURE_LOCATION = re.compile(r"[a-z][a-z0-9]{1,40}")
-_EXTENSION_VERSION = re.compile(r"\d{1,4}\.\d{1,4}\.\d{1,6}")
+_EXTENSION_VERSION = re.compile(r"\d{1,4}\.\d{1,4}\.\d{1,6}", re.ASCII)
 
 
 def azure_guid_problem(v: str, what: str = "subscription") -> str | None:

@@ -374,7 +374,7 @@ class GkeCluster(pulumi.ComponentResource):
             kubeconfig=self.kubeconfig,
             opts=pulumi.ResourceOptions(parent=self, depends_on=provider_waits),
         )
-        in_cluster = {k: v for k, v in t.items() if k in InClusterArgs.__annotations__}
+        in_cluster: dict[str, Any] = {k: v for k, v in t.items() if k in InClusterArgs.__annotations__}
         if not create and in_cluster.get("diagon") is not None:
             # The lookup says whether the adopted cluster is Autopilot; the daemon's image waits for the answer.
             path = f"{project}/{location}/{gke_name}"

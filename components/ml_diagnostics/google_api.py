@@ -13,7 +13,7 @@ provider, the kubeconfig's exec credential and the REST clients of the dynamic r
 import re
 from typing import Any, NotRequired, TypedDict
 
-_ZONE = re.compile(r"[a-z]+-[a-z]+\d+-[a-z]")
+_ZONE = re.compile(r"[a-z]+-[a-z]+\d+-[a-z]", re.ASCII)
 
 
 class RetryArgs(TypedDict):

@@ -5,6 +5,7 @@ from enum import StrEnum
 from typing import NotRequired, TypedDict
 
 from ml_diagnostics.cert_manager import CertManagerArgs
+from ml_diagnostics.compat import quote
 from ml_diagnostics.diagon import DiagonArgs
 from ml_diagnostics.mldiagnostics_manual import MlDiagnosticsManualArgs
 from ml_diagnostics.workload_opt_in import WorkloadNamespaceArgs
@@ -59,4 +60,4 @@ def resolved(mode: "MlDiagnosticsMode | str") -> MlDiagnosticsMode:
     try:
         return MlDiagnosticsMode(mode)
     except ValueError:
-        raise ValueError(f"mode must be managed or manual, got {mode!r}") from None
+        raise ValueError(f"mode must be managed or manual, got {quote(mode)}") from None

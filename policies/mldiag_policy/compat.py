@@ -30,9 +30,24 @@ import semver
 Mode = Literal["managed", "manual", "auto"]
 ResolvedMode = Literal["managed", "manual"]
 
+QUOTE_LIMIT = 120
+
+
+def quote(value: object, limit: int = QUOTE_LIMIT) -> str:
+    """repr() of a user value, at most about `limit` characters (plus its length when cut): a huge value
+    never floods an error, however many characters its repr escapes."""
+    cut = isinstance(value, str) and len(value) > limit
+    text = repr(value[:limit] if cut else value)  # type: ignore[index]
+    if len(text) > limit + 2:
+        text, cut = text[:limit] + "...", True
+    elif cut:
+        text = f"{text[:-1]}...{text[-1]}"
+    return f"{text} ({len(value)} characters)" if isinstance(value, str) and cut else text
+
+
 # --- GKE versions ----------------------------------------------------------------------------------
 
-_GKE_VERSION = re.compile(r"v?(\d+)\.(\d+)\.(\d+)-gke\.(\d+)")
+_GKE_VERSION = re.compile(r"v?(\d+)\.(\d+)\.(\d+)-gke\.(\d+)", re.ASCII)
 
 
 @dataclass(frozen=True, order=True)
@@ -47,7 +62,7 @@ class GkeVersion:
         m = _GKE_VERSION.fullmatch(text.strip()) if isinstance(text, str) else None
         if not m:
             raise ValueError(
-                f"{text!r} is not a GKE version; expected MAJOR.MINOR.PATCH-gke.BUILD, e.g. 1.35.0-gke.3065000"
+                f"{quote(text)} is not a GKE version; expected MAJOR.MINOR.PATCH-gke.BUILD, e.g. 1.35.0-gke.3065000"
             )
         return cls(*(int(g) for g in m.groups()))
 
@@ -63,7 +78,7 @@ def _gke(v: GkeVersion | str) -> GkeVersion:
     return v if isinstance(v, GkeVersion) else GkeVersion.parse(v)
 
 
-_GKE_PREFIX = re.compile(r"v?(\d+)\.(\d+)(?:\.(\d+))?")
+_GKE_PREFIX = re.compile(r"v?(\d+)\.(\d+)(?:\.(\d+))?", re.ASCII)
 
 
 def gke_version_floor(text: str) -> GkeVersion | None:
@@ -103,10 +118,12 @@ def resolve_mode(mode: Mode, version: GkeVersion | str | None, self_managed: boo
                 "managed ML diagnostics exists only on GKE; self-managed clusters allow: manual, auto (= manual)"
             )
         if mode not in ("manual", "auto"):
-            raise ValueError(f"unknown mode {mode!r}; self-managed clusters allow: manual, auto (= manual)")
+            raise ValueError(
+                f"unknown mode {quote(mode)}; self-managed clusters allow: manual, auto (= manual)"
+            )
         return "manual"
     if mode not in ("managed", "manual", "auto"):
-        raise ValueError(f"unknown mode {mode!r}; allowed: managed, manual, auto")
+        raise ValueError(f"unknown mode {quote(mode)}; allowed: managed, manual, auto")
     if mode == "manual":
         return "manual"
     if version is None:
@@ -168,7 +185,7 @@ CONNECTION_OPERATOR_BY_JAX: tuple[ConnectionOperatorRule, ...] = (
 )
 SUPPORTED_JAX = ", ".join(r.jax for r in CONNECTION_OPERATOR_BY_JAX)
 
-_JAX = re.compile(r"(\d+)\.(\d+)(?:\.(?:\d+|x))?(?:[.\-+]?[A-Za-z0-9.]*)?")
+_JAX = re.compile(r"(\d+)\.(\d+)(?:\.(?:\d+|x))?(?:[.\-+]?[A-Za-z0-9.]*)?", re.ASCII)
 
 
 def _jax_rule(jax_version: str) -> ConnectionOperatorRule:
@@ -178,7 +195,9 @@ def _jax_rule(jax_version: str) -> ConnectionOperatorRule:
         for rule in CONNECTION_OPERATOR_BY_JAX:
             if mm >= rule.jax_min and (rule.jax_max is None or mm <= rule.jax_max):
                 return rule
-    raise ValueError(f"unsupported JAX version {jax_version!r}; supported: {SUPPORTED_JAX} (e.g. 0.8.1, 0.9)")
+    raise ValueError(
+        f"unsupported JAX version {quote(jax_version)}; supported: {SUPPORTED_JAX} (e.g. 0.8.1, 0.9)"
+    )
 
 
 def connection_operator_defaults(jax_version: str) -> tuple[str, list[str] | None]:
@@ -191,10 +210,12 @@ def parse_semver(text: str) -> semver.Version:
     """A chart version (a leading `v` allowed, as Helm does); ValueError naming the expected form."""
     raw = str(text).strip()
     try:
+        if not raw.isascii():  # semver's own pattern takes any script's digits
+            raise ValueError(raw)
         return semver.Version.parse(raw[1:] if raw[:1] in ("v", "V") else raw)
     except (ValueError, TypeError):
         raise ValueError(
-            f"{text!r} is not a chart version; expected MAJOR.MINOR.PATCH with an optional -PRERELEASE, "
+            f"{quote(text)} is not a chart version; expected MAJOR.MINOR.PATCH with an optional -PRERELEASE, "
             "e.g. 0.24.0 or 0.25.0-rc.1"
         ) from None
 
@@ -282,7 +303,8 @@ _IMAGE = re.compile(
     r"(?P<name>(?:[a-zA-Z0-9](?:[a-zA-Z0-9.-]*[a-zA-Z0-9])?(?::[0-9]+)?/)?"
     r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*)"
     r"(?::(?P<tag>[\w][\w.-]{0,127}))?"
-    r"(?:@(?P<digest>sha256:[a-f0-9]{64}))?"
+    r"(?:@(?P<digest>sha256:[a-f0-9]{64}))?",
+    re.ASCII,  # OCI references: ASCII letters and digits only (\w and \d would take any script's)
 )
 
 
@@ -291,7 +313,7 @@ def parse_image(ref: str) -> tuple[str, str | None, str | None]:
     m = _IMAGE.fullmatch(ref or "")
     if not m:
         raise ValueError(
-            f"{ref!r} is not a container image reference; expected REGISTRY/PATH:TAG or REGISTRY/PATH@sha256:<64 hex>"
+            f"{quote(ref)} is not a container image reference; expected REGISTRY/PATH:TAG or REGISTRY/PATH@sha256:<64 hex>"
         )
     return m.group("name"), m.group("tag"), m.group("digest")
 

@@ -33,6 +33,7 @@ from pulumi.dynamic import (
 )
 
 from ml_diagnostics import compat
+from ml_diagnostics.compat import quote
 from ml_diagnostics.providers import google_rest
 from ml_diagnostics.providers.google_rest import GKE, Clock, GoogleApiError, GoogleRestClient
 
@@ -208,7 +209,7 @@ class ManagedMlDiagnosticsProvider(ResourceProvider):
             m = re.fullmatch(r"projects/([^/]+)/locations/([^/]+)/clusters/([^/]+)", id_)
             if not m:
                 raise ValueError(
-                    f"cannot import {id_!r}: expected projects/PROJECT/locations/LOCATION/clusters/NAME"
+                    f"cannot import {quote(id_)}: expected projects/PROJECT/locations/LOCATION/clusters/NAME"
                 )
             props.update(project=m[1], location=m[2], cluster=m[3])
         client = self._client(props)

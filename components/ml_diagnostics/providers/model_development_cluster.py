@@ -30,6 +30,7 @@ from pulumi.dynamic import (
     UpdateResult,
 )
 
+from ml_diagnostics import compat
 from ml_diagnostics.providers import google_rest
 from ml_diagnostics.providers.google_rest import (
     VERTEX,
@@ -196,14 +197,16 @@ class ModelDevelopmentClusterProvider(ResourceProvider):
         deadline: float,
     ) -> dict[str, Any]:
         """Waits for a cluster whose create we started but whose operation we do not know."""
-        end = client.clock.monotonic() + deadline
+        start = client.clock.monotonic()
+        end = start + deadline
         attempt = 0
         while (cluster.get("clusterStatus") or {}).get("state") == "PROVISIONING":
             if client.clock.monotonic() >= end:
                 raise ModelDevelopmentClusterError(
                     f"cluster {path} is still provisioning after {deadline:.0f} s; run `pulumi refresh` later"
                 )
-            client.clock.sleep(client.poll_backoff.delay(attempt, client.clock.random()))
+            elapsed = client.clock.monotonic() - start
+            client.clock.sleep(client.poll_schedule.delay(attempt, elapsed, client.clock.random()))
             attempt += 1
             cluster = client.request("GET", path, resource=path)
         status = cluster.get("clusterStatus") or {}
@@ -265,7 +268,7 @@ class ModelDevelopmentClusterProvider(ResourceProvider):
             m = re.fullmatch(r"projects/([^/]+)/locations/([^/]+)/modelDevelopmentClusters/([^/]+)", id_)
             if not m:
                 raise ModelDevelopmentClusterError(
-                    f"cannot import {id_!r}: expected projects/PROJECT/locations/REGION/modelDevelopmentClusters/ID"
+                    f"cannot import {compat.quote(id_)}: expected projects/PROJECT/locations/REGION/modelDevelopmentClusters/ID"
                 )
             spec.update(project=m[1], region=m[2], model_development_cluster_id=m[3])
         client = self._client(spec)

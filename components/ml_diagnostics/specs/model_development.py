@@ -72,6 +72,8 @@ class SpecModel(BaseModel):
         str_strip_whitespace=True,
         hide_input_in_errors=True,
         use_attribute_docstrings=True,
+        # no coercion: "3", 3.0 and true are not the integer 3; the provider normalizes engine numbers itself
+        strict=True,
     )
 
 
@@ -302,7 +304,7 @@ def norm_scalar(v: Any, kind: str) -> Any:
     if kind == INT:
         if isinstance(v, float) and v.is_integer():
             return int(v)
-        if isinstance(v, str) and re.fullmatch(r"-?\d+", v):  # proto JSON may send int64 as string
+        if isinstance(v, str) and re.fullmatch(r"-?\d+", v, re.ASCII):  # proto JSON may send int64 as string
             return int(v)
     return v
 

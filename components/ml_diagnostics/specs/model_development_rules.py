@@ -10,6 +10,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from ml_diagnostics.compat import quote
 from ml_diagnostics.specs.model_development import (
     CLUSTER_ID_SLURM,
     DELETION_POLICIES,
@@ -41,14 +42,14 @@ def validate_spec(
         problems.append(
             (
                 p("model_development_cluster_id"),
-                f"{cid!r} is not allowed: 1-10 characters of lowercase letters and digits, starting with a "
+                f"{quote(cid)} is not allowed: 1-10 characters of lowercase letters and digits, starting with a "
                 "letter (no '-': the cluster uses Slurm)",
             )
         )
     for key, allowed in (("update_mode", UPDATE_MODES), ("deletion_policy", DELETION_POLICIES)):
         v = spec.get(key)
         if v is not None and v not in allowed:
-            problems.append((p(key), f"{v!r} is not allowed; allowed values: {', '.join(allowed)}"))
+            problems.append((p(key), f"{quote(v)} is not allowed; allowed values: {', '.join(allowed)}"))
     timeout = spec.get("operation_timeout_minutes")
     if timeout is not None and not (isinstance(timeout, (int, float)) and 1 <= timeout <= 1440):
         problems.append((p("operation_timeout_minutes"), "must be a number of minutes from 1 to 1440"))
@@ -67,7 +68,7 @@ def validate_spec(
             problems.append(
                 (
                     p("node_pools", i, "id"),
-                    f"duplicate node pool id {pid!r} (also {p('node_pools', pool_ids[pid])})",
+                    f"duplicate node pool id {quote(pid)} (also {p('node_pools', pool_ids[pid])})",
                 )
             )
         else:
@@ -101,7 +102,10 @@ def validate_spec(
     def ref(path: str, value: Any, what: str) -> None:
         if value is not None and value != UNKNOWN and value not in pool_ids:
             problems.append(
-                (path, f"{what} {value!r} is not a node pool id; node pools: {', '.join(known) or 'none'}")
+                (
+                    path,
+                    f"{what} {quote(value)} is not a node pool id; node pools: {', '.join(known) or 'none'}",
+                )
             )
 
     slurm = slurm_of(spec)
@@ -130,7 +134,7 @@ def validate_spec(
             problems.append(
                 (
                     p(*sp, "partitions", i, "id"),
-                    f"duplicate partition id {pid!r} (also {p(*sp, 'partitions', part_ids[pid])})",
+                    f"duplicate partition id {quote(pid)} (also {p(*sp, 'partitions', part_ids[pid])})",
                 )
             )
         else:
@@ -153,7 +157,7 @@ def validate_spec(
         problems.append(
             (
                 p(*sp, "default_partition_id"),
-                f"partition {default!r} does not exist; partitions: {', '.join(sorted(part_ids)) or 'none'}",
+                f"partition {quote(default)} does not exist; partitions: {', '.join(sorted(part_ids)) or 'none'}",
             )
         )
     seen_sets: set[str] = set()
@@ -162,7 +166,7 @@ def validate_spec(
         ref(p(*sp, "node_sets", i, "node_pool_id"), npid, "node pool")
         if npid in seen_sets:
             problems.append(
-                (p(*sp, "node_sets", i, "node_pool_id"), f"duplicate node set for node pool {npid!r}")
+                (p(*sp, "node_sets", i, "node_pool_id"), f"duplicate node set for node pool {quote(npid)}")
             )
         seen_sets.add(npid)
     legacy = [k for k in ("scheduling", "accounting") if slurm.get(k)]
@@ -182,7 +186,7 @@ def validate_spec(
             problems.append(
                 (
                     p(*sp, "partitions"),
-                    f"this change deletes or renames {old_default!r}, the current default partition, which the "
+                    f"this change deletes or renames {quote(old_default)}, the current default partition, which the "
                     "service rejects; first change only defaultPartitionId to another partition, apply, then "
                     "remove or rename it",
                 )
@@ -223,12 +227,12 @@ def _lustre_export_problems(spec: Mapping[str, Any], pools: list[Any], p: Any) -
         if name == UNKNOWN:
             continue
         if name in seen:
-            problems.append((p("lustre_export_config", "lustres", i), f"{name!r} is named twice"))
+            problems.append((p("lustre_export_config", "lustres", i), f"{quote(name)} is named twice"))
         elif UNKNOWN not in attached and name not in attached:
             problems.append(
                 (
                     p("lustre_export_config", "lustres", i),
-                    f"{name!r} is attached to no node pool (nodePools[].lustres)",
+                    f"{quote(name)} is attached to no node pool (nodePools[].lustres)",
                 )
             )
         seen.add(name)

@@ -307,7 +307,7 @@ class AzureMlTarget(TargetBase):
     def _scope(cls, v: str) -> str:
         if v != "cluster":
             raise ValueError(
-                f"{v!r} is not allowed: the Azure ML extension installs only at cluster scope; allowed: cluster"
+                f"{validators.quote(v)} is not allowed: the Azure ML extension installs only at cluster scope; allowed: cluster"
             )
         return v
 

@@ -39,10 +39,10 @@ from program.google_api import TargetGoogleApi
 from program.in_cluster import InClusterSettings, manual_install_issues
 
 # Cloud TPU machine types on GKE: ct4p-, ct5lp-, ct5p-, ct6e-, tpu7x-...
-_TPU_MACHINE = re.compile(r"(ct\d+[a-z]*|tpu\d+[a-z]*)-[a-z0-9-]+")
+_TPU_MACHINE = re.compile(r"(ct\d+[a-z]*|tpu\d+[a-z]*)-[a-z0-9-]+", re.ASCII)
 # Machine types with built-in GPUs (A2, A3, A4, G2, G4).
 _GPU_MACHINE = re.compile(r"(a2|a3|a4|a4x|g2|g4)-[a-z0-9-]+")
-_TOPOLOGY = re.compile(r"\d+x\d+(x\d+)?")
+_TOPOLOGY = re.compile(r"\d+x\d+(x\d+)?", re.ASCII)
 # GKE: at most 1,000 nodes per node pool per zone.
 MAX_POOL_NODES = 1000
 NODE_POOL_LABEL = "cloud.google.com/gke-nodepool"
