@@ -1,4 +1,5 @@
-"""Checks across targets: one physical resource claimed twice, or two targets generating one resource name.
+"""Checks across targets: one physical resource claimed twice, two targets generating one resource name, or
+a target's setting the stack's settings rule out.
 
 Each problem names both key paths (relative to the `ml-diagnostics:` namespace). Resource names follow the
 components' scheme (`<kind prefix>-<target>-<part>`); only parts a user chooses (node pools, workload
@@ -38,4 +39,17 @@ def cross_target_problems(cfg: Any, kinds: Iterable[TargetKind]) -> list[str]:
                         f"{path}: generates the resource name {name.split(':', 1)[1]!r} that {first} generates too; "
                         "rename one of the targets"
                     )
-    return problems
+    return problems + _emulator_problems(cfg, kinds)
+
+
+def _emulator_problems(cfg: Any, kinds: Iterable[TargetKind]) -> list[str]:
+    """The stack's `googleApi.emulator` uses no credentials: no target may impersonate under it."""
+    if not cfg.google_api.emulator:
+        return []
+    return [
+        f"{kind.key}[{i}].googleApi.impersonateServiceAccount: googleApi.emulator is true, which uses no "
+        "credentials; remove impersonateServiceAccount here or the emulator"
+        for kind in kinds
+        for i, t in enumerate(getattr(cfg, kind.field))
+        if getattr(getattr(t, "google_api", None), "impersonate_service_account", None)
+    ]

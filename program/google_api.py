@@ -22,6 +22,7 @@ from urllib.parse import urlsplit
 
 from pydantic import Field, field_validator, model_validator
 
+from ml_diagnostics.compat import quote
 from ml_diagnostics.specs.google_endpoints import LOOPBACK_HOSTS, is_loopback_url
 from program.config_base import Model
 
@@ -72,8 +73,10 @@ class TargetGoogleApi(Model):
     @field_validator("impersonate_service_account")
     @classmethod
     def _service_account(cls, v: str | None) -> str | None:
-        if v is not None and not re.fullmatch(r"[^@\s/]+@[a-z0-9.-]+\.gserviceaccount\.com", v):
-            raise ValueError(f"{v!r} must be a service account email (NAME@PROJECT.iam.gserviceaccount.com)")
+        if v is not None and not re.fullmatch(r"[^@\s/]+@[a-z0-9.-]+\.gserviceaccount\.com", v, re.ASCII):
+            raise ValueError(
+                f"{quote(v)} must be a service account email (NAME@PROJECT.iam.gserviceaccount.com)"
+            )
         return v
 
 
@@ -95,7 +98,13 @@ class GoogleApiSettings(TargetGoogleApi):
         for kind, url in v.items():
             parts = urlsplit(url)
             if parts.scheme not in ("http", "https") or not parts.netloc:
-                raise ValueError(f"{kind}: {url!r} must be an http(s):// URL")
+                raise ValueError(f"{kind}: {quote(url)} must be an http(s):// URL")
+            if parts.scheme == "http" and not is_loopback_url(url):
+                # the REST clients send tokens with every call: plain http only where nothing leaves the host
+                raise ValueError(
+                    f"{kind}: {quote(url)} sends credentials over plain http; use https://, or http:// only on "
+                    f"the loopback ({', '.join(LOOPBACK_HOSTS)})"
+                )
         return v
 
     @model_validator(mode="after")

@@ -55,6 +55,7 @@ def https(**over: Any) -> dict[str, Any]:
 
 def raw(target: dict[str, Any]) -> dict[str, Any]:
     first = aks(name="ok")
+    first["cluster"] = {**first["cluster"], "name": "aks-ok"}  # one Azure ML extension per cluster
     return {f"{NS}:environment": "dev", KEY: [first, target]}
 
 

@@ -64,20 +64,27 @@ def test_emulator_mode_accepts_loopback_endpoints_only(url):
     assert rest_inputs(g.to_args(), "aiplatform") == {"api_endpoint": url, "emulator": True}
 
 
-@pytest.mark.parametrize(
-    "url",
-    [
-        "http://10.0.0.1:8080",
-        "https://aiplatform.googleapis.com",
-        "http://127.0.0.1.nip.io",
-        "http://u:p@localhost",
-    ],
-)
-def test_emulator_mode_refuses_other_hosts(url):
+def test_emulator_mode_refuses_other_hosts():
+    url = "https://aiplatform.googleapis.com"
     assert problems({"emulator": True, "endpoints": {"container": url}}) == [
         f"{NS}:googleApi: emulator: true allows only loopback endpoints (hosts 127.0.0.1, localhost, ::1); "
         f"not loopback: container ({url})"
     ]
+
+
+@pytest.mark.parametrize("emulator", [True, False])
+@pytest.mark.parametrize("url", ["http://10.0.0.1:8080", "http://127.0.0.1.nip.io", "http://u:p@localhost"])
+def test_plain_http_off_the_loopback_is_refused_with_or_without_the_emulator(url, emulator):
+    # The REST clients send a token with every call: plain http never leaves the host.
+    assert problems({"emulator": emulator, "endpoints": {"container": url}}) == [
+        f"{NS}:googleApi.endpoints: container: {url!r} sends credentials over plain http; use https://, or "
+        "http:// only on the loopback (127.0.0.1, localhost, ::1)"
+    ]
+
+
+def test_plain_http_on_the_loopback_and_https_anywhere_are_accepted():
+    for url in ("http://127.0.0.1:8080", "http://localhost:1", "http://[::1]:9", "https://10.0.0.1:8443"):
+        assert parse({"endpoints": {"container": url}}).endpoints == {"container": url}
 
 
 def test_emulator_mode_needs_an_endpoint_and_no_credentials():

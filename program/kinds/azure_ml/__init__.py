@@ -9,17 +9,17 @@ from program.kinds.base import Claim, Lazy, TargetKind
 
 
 def claims(t: AzureMlTarget) -> list[Claim]:
+    # Microsoft.AzureML.Kubernetes installs at cluster scope, and a cluster takes one instance of a
+    # cluster-scoped extension type: two targets on one cluster clash whatever their extension names.
     c = t.cluster
-    ident = (
-        "azureml",
-        c.subscription_id.lower(),
-        c.resource_group.lower(),
-        c.kind,
-        c.name.lower(),
-        t.extension,
-    )
+    ident = ("azureml", c.subscription_id.lower(), c.resource_group.lower(), c.kind, c.name.lower())
     return [
-        (ident, f"Azure ML extension {t.extension!r} on {c.kind} cluster {c.resource_group}/{c.name}", "")
+        (
+            ident,
+            f"the Azure ML extension of {c.kind} cluster {c.resource_group}/{c.name} (one per cluster, "
+            f"a cluster-scoped extension type; this target names it {t.extension!r})",
+            "",
+        )
     ]
 
 

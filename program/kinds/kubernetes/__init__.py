@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 from program.in_cluster import POLICY_DEFAULTS as IN_CLUSTER_POLICY_DEFAULTS
@@ -10,10 +11,21 @@ from program.kinds.kubernetes.model import KubernetesClusterTarget
 
 
 def claims(t: KubernetesClusterTarget) -> list[Claim]:
-    # Two targets on one context of the ambient kubeconfig are one cluster.
-    if t.context and t.kubeconfig is None:
+    # Two targets on one context of one kubeconfig (the ambient one, or the same secret text) are one cluster.
+    if t.kubeconfig is None:
+        if not t.context:
+            return []
         return [(("k8s-context", t.context), f"Kubernetes cluster of context {t.context!r}", ".context")]
-    return []
+    # The secret's digest only identifies it: neither it nor the text is ever printed.
+    digest = hashlib.sha256(t.kubeconfig.get_secret_value().encode()).hexdigest()
+    context = repr(t.context) if t.context else "its current context"
+    return [
+        (
+            ("k8s-kubeconfig", digest, t.context),
+            f"Kubernetes cluster of the same kubeconfig and {context}",
+            ".kubeconfig",
+        )
+    ]
 
 
 def generated_names(t: KubernetesClusterTarget) -> list[tuple[str, str]]:
