@@ -14,6 +14,7 @@ from ml_diagnostics.providers.google_rest import (
     GoogleRestClient,
     OperationFailed,
     OperationTimeout,
+    PollSchedule,
     RetryPolicy,
 )
 from tests.fakes.vertex_api import FakeAuth, FakeVertexApi, SimulatedClock
@@ -199,24 +200,47 @@ def test_error_names_resource_status_reason_and_message(api, clock):
     )
 
 
-def test_wait_operation_polls_with_backoff_until_done(api, clock):
+def test_wait_operation_polls_on_the_schedule_until_done(api, clock):
     c = client(api, clock)
     op = c.request("DELETE", CLUSTER)
     done = c.wait_operation(op, 600, style=VERTEX)
     assert done["done"] is True
     polls = [r for r in api.requests if "/operations/" in r.path]
     assert all(r.method == "GET" and r.path == f"/v1beta1/{op['name']}" for r in polls)
-    # 1 s growing x1.5, 5 % jitter at random()=0.5; done at 30 s, noticed at the first poll after it.
-    assert clock.sleeps == pytest.approx([0.95, 1.425, 2.1375, 3.20625, 4.809375, 7.2140625, 10.82109375])
-    assert len(polls) == 7
+    # 15 s twice, then 18 % of the time elapsed, 5 % jitter at random()=0.5; done at 30 s, noticed at the first
+    # poll after it (33.4 s: 11 % late; a fixed 2 s + 10 s poller would make 4 polls and notice it at 32 s).
+    assert clock.sleeps == pytest.approx([14.25, 14.25, 0.18 * 28.5 * 0.95])
+    assert len(polls) == 3
     assert clock.now == pytest.approx(sum(clock.sleeps))
 
 
-def test_wait_operation_caps_the_interval_at_20s(api, clock):
-    api.operation_seconds = 200
+def test_wait_operation_interval_grows_with_the_elapsed_time_up_to_30s(api, clock):
+    api.operation_seconds = 600
     c = client(api, clock)
-    c.wait_operation(c.request("DELETE", CLUSTER), 600)
-    assert max(clock.sleeps) == pytest.approx(19.0)  # 20 s less 5 % jitter
+    op = c.request("DELETE", CLUSTER)
+    c.wait_operation(op, 900)
+    assert clock.sleeps[:2] == pytest.approx([14.25, 14.25])
+    elapsed = sum(clock.sleeps[:2])
+    for sleep in clock.sleeps[2:]:
+        assert sleep == pytest.approx(min(30.0, 0.18 * elapsed) * 0.95)
+        elapsed += sleep
+    assert max(clock.sleeps) == pytest.approx(28.5)  # 30 s less 5 % jitter
+    assert api.operations[op["name"]].polls == len(clock.sleeps) < 30  # a fixed 10 s poller: 61
+
+
+def test_poll_schedule_against_a_fixed_poller():
+    """At every whole second from 30 s to an hour: no more polls than 2 s + every 10 s, and the worst lateness
+    is the share of the elapsed time (mean lateness is what bench_lro prints)."""
+    s = PollSchedule(jitter=0.0)
+    times, t = [], 0.0
+    while t < 3700:
+        t += s.delay(len(times), t, 0.0)
+        times.append(t)
+    for d in range(30, 3601):
+        ours = next(i for i, x in enumerate(times) if x >= d) + 1
+        fixed = next(k for k in range(1000) if 2 + 10 * k >= d) + 1
+        assert ours <= fixed, d
+        assert times[ours - 1] - d <= max(s.share * d, 15.0), d
 
 
 def test_wait_operation_deadline(api, clock):
@@ -308,8 +332,8 @@ def test_operation_404_right_after_the_call_counts_as_pending(api, clock):
     op = c.request("DELETE", CLUSTER)
     assert c.wait_operation(op, 600)["done"] is True
     polls = [r for r in api.requests if "/operations/" in r.path]
-    # the first two polls were answered 404; the operation still ends at 30 s, seen at the seventh poll
-    assert (len(polls), api.operations[op["name"]].polls) == (7, 5)
+    # the first two polls (15 s, 30 s) were answered 404; the operation still ends at 30 s, seen at the third
+    assert (len(polls), api.operations[op["name"]].polls) == (3, 1)
 
 
 def test_operation_404_that_lasts_past_the_retry_deadline_is_an_error(api, clock):

@@ -8,7 +8,8 @@
 - Retries follow Google's guidance: truncated exponential backoff with jitter under a total deadline
   (minutes), `Retry-After` honoured; 408/429/500/502/503/504 and lost connections; idempotent calls only
   (GET, DELETE, PUT by default; pass `idempotent=` to override).
-- Long-running operation polling with backoff (1 s growing to 20 s) and an overall deadline; Vertex
+- Long-running operation polling (`PollSchedule`: 15 s, 30 s, then every 18 % of the time elapsed, at most
+  30 s) under an overall deadline; Vertex
   (`done: true`) and GKE (`status: DONE`) operation shapes. An operation GET answered 404 shortly after
   the call that started it counts as pending (the operation is not visible everywhere at once).
 - Errors are `GoogleApiError`s naming the resource, HTTP status, Google status/reason and message.
@@ -35,11 +36,12 @@ from ml_diagnostics.providers.google_errors import (
 )
 from ml_diagnostics.providers.google_retry import (
     GKE,
-    POLL_BACKOFF,
+    POLL_SCHEDULE,
     VERTEX,
     Backoff,
     Clock,
     OperationStyle,
+    PollSchedule,
     RetryPolicy,
     retry_after_seconds,
 )
@@ -57,6 +59,7 @@ __all__ = [
     "OperationFailed",
     "OperationStyle",
     "OperationTimeout",
+    "PollSchedule",
     "RetryPolicy",
     "retry_after_seconds",
     "rpc_status_name",
@@ -85,7 +88,7 @@ class GoogleRestClient:
         session: requests.Session | None = None,
         clock: Clock | None = None,
         retry: RetryPolicy | None = None,
-        poll_backoff: Backoff = POLL_BACKOFF,
+        poll_schedule: PollSchedule = POLL_SCHEDULE,
         timeout: tuple[float, float] = (10.0, 60.0),
         user_agent: str = "ml-diagnostics/1.0",
     ):
@@ -103,7 +106,7 @@ class GoogleRestClient:
         self.emulator = emulator
         self.clock = clock or Clock()
         self.retry = retry or RetryPolicy()
-        self.poll_backoff = poll_backoff
+        self.poll_schedule = poll_schedule
         self.timeout = timeout
         self.user_agent = user_agent
         self._session = session
@@ -276,7 +279,7 @@ class GoogleRestClient:
             now = self.clock.monotonic()
             if now >= end:
                 raise OperationTimeout(resource, ref, deadline)
-            delay = min(self.poll_backoff.delay(attempt, self.clock.random()), end - now)
+            delay = min(self.poll_schedule.delay(attempt, now - start, self.clock.random()), end - now)
             self.clock.sleep(delay)
             attempt += 1
             try:

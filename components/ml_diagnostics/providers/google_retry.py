@@ -90,7 +90,27 @@ class RetryPolicy:
         )
 
 
-POLL_BACKOFF = Backoff(initial=1.0, multiplier=1.5, maximum=20.0, jitter=0.1)
+@dataclass(frozen=True)
+class PollSchedule:
+    """When to poll a long-running operation: twice `first` apart, then every `share` of the time it has run
+    (at most `maximum`), each delay drawn from [(1 - jitter) * d, d].
+
+    The interval grows with the elapsed time, so completion is noticed late by about share / 2 of the
+    operation's duration (at most `share`), and a long one still costs few requests. Against a fixed
+    2 s + 10 s poller: no more polls at any duration from 30 s to an hour (`tools/bench_lro.py`).
+    """
+
+    first: float = 15.0
+    share: float = 0.18
+    maximum: float = 30.0
+    jitter: float = 0.1
+
+    def delay(self, attempt: int, elapsed: float, rnd: float) -> float:
+        d = self.first if attempt < 2 else min(self.maximum, max(self.share * elapsed, 1.0))
+        return d * (1.0 - self.jitter * rnd)
+
+
+POLL_SCHEDULE = PollSchedule()
 
 
 def retry_after_seconds(value: str, now: float | None = None) -> float | None:
