@@ -167,7 +167,15 @@ def test_plan_every_stack_json_shape_and_exit_code(stack):
     proc = run_plan(stack, "--format", "json")
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout)
-    assert list(report) == ["project", "stack", "resources", "outputs", "policyViolations", "criticalPath"]
+    assert list(report) == [
+        "project",
+        "stack",
+        "resources",
+        "outputs",
+        "inventedOutputs",
+        "policyViolations",
+        "criticalPath",
+    ]
     assert report["project"] == "ml-diagnostics" and report["stack"] == stack
     for r in report["resources"]:
         assert {"urn", "type", "name", "custom", "parent", "provider", "dependencies", "inputs"} <= set(r)

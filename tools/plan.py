@@ -117,6 +117,7 @@ def build_report(result: PlanResult, violations: list[Violation]) -> dict[str, A
         "stack": result.stack,
         "resources": [r.to_json() for r in result.resources],
         "outputs": result.outputs,
+        "inventedOutputs": result.invented_outputs,
         "policyViolations": [v.to_json() for v in sorted(violations, key=_finding_order(result.resources))],
         "criticalPath": critical_path(result.resources),
     }

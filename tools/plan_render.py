@@ -14,6 +14,28 @@ from tools.plan_common import code, is_provider, md, short_urn
 from tools.plan_graph_text import mermaid_block, render_dot
 
 FORMATS = ("table", "json", "markdown", "dot")
+# Next to a value the offline plan invented (a mock answer, a secret placeholder: tools/plan_invented.py).
+INVENTED_MARK = "(offline: invented)"
+
+
+def under(path: str, prefix: str) -> bool:
+    """`path` is `prefix` or below it, in the plan's path syntax (`a.b[0].c`)."""
+    return path == prefix or path.startswith(prefix + ".") or path.startswith(prefix + "[")
+
+
+def invented_below(path: str, invented: list[str]) -> list[str]:
+    """The invented paths at or below `path`, relative to it ("" for `path` itself)."""
+    return [p[len(path) :].lstrip(".") for p in invented if under(p, path)]
+
+
+def invented_mark(path: str, invented: list[str]) -> str:
+    """`(offline: invented)` for an invented value, `(offline: invented: a, b[0])` for one holding some."""
+    below = invented_below(path, invented)
+    if not below:
+        return ""
+    if "" in below:
+        return INVENTED_MARK
+    return f"{INVENTED_MARK[:-1]}: {', '.join(below)})"
 
 
 def render(report: dict[str, Any], fmt: str) -> str:
@@ -76,8 +98,10 @@ def render_table(report: dict[str, Any]) -> str:
     out.append("")
     if report["outputs"]:
         out.append("outputs:")
+        invented = report.get("inventedOutputs") or []
         for k, v in report["outputs"].items():
-            out.append(f"  {k}: {json.dumps(v)}")
+            mark = invented_mark(k, invented)
+            out.append(f"  {k}: {json.dumps(v)}" + (f"  {mark}" if mark else ""))
         out.append("")
     vs = report["policyViolations"]
     if not vs:
@@ -157,6 +181,8 @@ def write_out(report: dict[str, Any], out_dir: Path) -> int:
             d = out_dir / "resources"
             d.mkdir(parents=True, exist_ok=True)
             body = {"type": t, "name": r["name"], "inputs": inputs}
+            if r.get("invented"):  # input paths whose values the offline plan invented
+                body["invented"] = r["invented"]
             (d / f"{_safe(t.split(':')[-1])}-{_safe(r['name'])}.json").write_text(
                 json.dumps(body, indent=2) + "\n"
             )

@@ -24,7 +24,7 @@ from pulumi.runtime.proto import source_pb2
 from pulumi.runtime.stack import run_pulumi_func
 from pulumi.runtime.sync_await import _sync_await
 
-from tools import mock_answers
+from tools import mock_answers, plan_invented
 from tools.plan_common import (
     PROJECT,
     ROOT,
@@ -60,6 +60,8 @@ class RecordedResource:
     aliases: list[str] = field(default_factory=list)
     protect: bool = False
     retain_on_delete: bool = False
+    # Input paths holding values the offline plan invented (mock answers, secret placeholders): plan_invented.
+    invented: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -72,6 +74,7 @@ class RecordedResource:
             "dependencies": self.dependencies,
             "inputs": self.inputs,
             "secretDigests": self.secret_digests,
+            "invented": self.invented,
             "importId": self.import_id,
             "aliases": self.aliases,
             "protect": self.protect,
@@ -85,6 +88,7 @@ class PlanResult:
     resources: list[RecordedResource]
     outputs: dict[str, Any]
     unmasked_outputs: dict[str, Any] = field(repr=False)
+    invented_outputs: list[str] = field(default_factory=list)
 
     def by_type(self, type_token: str) -> list[RecordedResource]:
         return [r for r in self.resources if r.type == type_token]
@@ -164,6 +168,8 @@ class RecordingMonitor(mocks.MockMonitor):
         self.recorded: list[RecordedResource] = []
         self._names: dict[str, str] = {}  # urn -> name, to derive children's inherited aliases
         self._aliases: dict[str, list[str]] = {}
+        # (resource URN, or None for an invoke; the strings its mock answer added): see tools/plan_invented.py.
+        self.made: list[tuple[str | None, list[str]]] = []
 
     def RegisterResource(self, request):  # noqa: N802 (gRPC method name)
         response = super().RegisterResource(request)
@@ -175,6 +181,10 @@ class RecordingMonitor(mocks.MockMonitor):
         prop_deps = {k: list(v.urns) for k, v in request.propertyDependencies.items()}
         aliases = self._resolve_aliases(request)
         self._names[response.urn], self._aliases[response.urn] = request.name, aliases
+        if request.custom and request.type != STACK_REFERENCE_TYPE:  # a StackReference answers past outputs
+            _, state = unwire(json_format.MessageToDict(response.object))
+            given = [plain, request.importId]
+            self.made.append((response.urn, plan_invented.answered(given, [state, response.id])))
         self.recorded.append(
             RecordedResource(
                 urn=response.urn,
@@ -195,6 +205,14 @@ class RecordingMonitor(mocks.MockMonitor):
                 retain_on_delete=bool(request.retainOnDelete),
             )
         )
+        return response
+
+    def Invoke(self, request):  # noqa: N802 (gRPC method name)
+        response = super().Invoke(request)
+        if request.tok != "pulumi:pulumi:getResource":
+            _, args = unwire(json_format.MessageToDict(request.args))
+            _, answer = unwire(json_format.MessageToDict(getattr(response, "return")))
+            self.made.append((None, plan_invented.answered(args, answer, opaque=True)))
         return response
 
     def make_urn(self, parent: str, type_: str, name: str) -> str:
@@ -299,7 +317,17 @@ def run_config(
         del loop
     masked, plain = unwire(outputs_wire)
     resources = deterministic_order(monitor.recorded)
-    return PlanResult(stack=stack, resources=resources, outputs=masked, unmasked_outputs=plain)
+    inventory = plan_invented.Inventory(monitor.made, plan_invented.config_strings(config))
+    by_urn = {r.urn: r for r in resources}
+    for urn, paths in plan_invented.mark_resources(resources, inventory).items():
+        by_urn[urn].invented = sorted(paths)
+    return PlanResult(
+        stack=stack,
+        resources=resources,
+        outputs=masked,
+        unmasked_outputs=plain,
+        invented_outputs=sorted(plan_invented.mark_outputs(masked, plain, inventory)),
+    )
 
 
 def deterministic_order(resources: list[RecordedResource]) -> list[RecordedResource]:

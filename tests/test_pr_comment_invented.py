@@ -1,0 +1,122 @@
+"""Values the offline plan invents (mock answers, secret placeholders): found in the plan, marked in every format."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from program.kinds.gke.mocks import _gke_endpoint
+from tools import plan_render
+from tools.plan import plan_stack
+from tools.plan_invented import Inventory, answered, config_strings, invented_paths, mark_resources
+from tools.plan_runtime import RecordedResource
+
+MARK = "(offline: invented)"
+
+
+@pytest.fixture(scope="module")
+def dev() -> dict[str, Any]:
+    return plan_stack("dev")
+
+
+def by_name(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {r["name"]: r for r in report["resources"]}
+
+
+# --- detection ----------------------------------------------------------------------------------------
+
+
+def test_dev_plan_marks_kubeconfigs_from_mock_endpoints_and_secret_placeholders(dev) -> None:
+    res = by_name(dev)
+    # Created cluster: its provider's kubeconfig holds the endpoint and CA the mock answered for the Cluster.
+    assert res["gke-dev-train-k8s"]["invented"] == ["kubeconfig"]
+    # Adopted cluster: the kubeconfig comes from the getCluster invoke's answer.
+    assert res["gke-legacy-train-k8s"]["invented"] == ["kubeconfig"]
+    # A `secure:` kubeconfig is a placeholder offline (still masked).
+    assert res["k8s-lab-provider"]["inputs"]["kubeconfig"] == "[secret]"
+    assert res["k8s-lab-provider"]["invented"] == ["kubeconfig"]
+    # What the program computes from config is not invented, even where a mock answers the same text
+    # (getCluster answers `<project>.svc.id.goog`, the created cluster computes it).
+    assert res["gke-dev-train-cluster"]["invented"] == []
+    assert res["gke-dev-train-cluster"]["inputs"]["workloadIdentityConfig"]["workloadPool"].endswith(
+        ".svc.id.goog"
+    )
+    assert all(not r["invented"] for r in dev["resources"] if r["type"].startswith("kubernetes:"))
+    assert dev["inventedOutputs"] == [
+        "azureMl:aks-poc",
+        "gkeCluster:dev-train.endpoint",
+        "gkeCluster:legacy-train.endpoint",
+        "modelDevelopmentCluster:cpu.name",
+        "modelDevelopmentCluster:cpu.state",
+    ]
+    assert "offline-plan-placeholder" not in json.dumps(dev)
+
+
+def test_prod_base64_encoded_placeholders_are_found() -> None:
+    ext = by_name(plan_stack("prod", skip_policies=True))["azureml-aks-prod-extension"]
+    assert ext["invented"] == [
+        "configurationProtectedSettings.scoringFe.sslCert",
+        "configurationProtectedSettings.scoringFe.sslKey",
+    ]
+
+
+def rec(
+    urn: str, inputs: dict[str, Any], deps: list[str] = (), custom: bool = True, parent: str | None = None
+):
+    return RecordedResource(urn, "t", urn, custom, parent, None, list(deps), {}, inputs, inputs)
+
+
+def test_a_resource_answer_counts_only_for_what_depends_on_it() -> None:
+    endpoint = _gke_endpoint("p", "us-central1", "x")
+    inv = Inventory([("cluster", [endpoint, "ACTIVE"])])
+    resources = [
+        rec("cluster", {}),
+        rec("comp", {}, custom=False),
+        rec("inside", {}, parent="comp"),
+        rec("provider", {"kubeconfig": f"server: https://{endpoint}\n", "state": "ACTIVE"}, deps=["cluster"]),
+        rec("later", {"copy": f"https://{endpoint}"}, deps=["comp"]),  # through a component's child
+        rec("unrelated", {"note": f"https://{endpoint}", "state": "ACTIVE"}),
+    ]
+    resources[2].dependencies = ["provider"]
+    assert mark_resources(resources, inv) == {"provider": ["kubeconfig", "state"], "later": ["copy"]}
+
+
+def test_invoke_answers_count_everywhere_but_only_distinctive_strings_not_built_from_the_args() -> None:
+    args = {"project": "acme-ml", "location": "us-central1", "name": "legacy"}
+    answer = {
+        "endpoint": "34.118.1.2",
+        "workloadPool": "acme-ml.svc.id.goog",
+        "channel": "REGULAR",
+        "name": "legacy",
+    }
+    assert answered(args, answer, opaque=True) == ["34.118.1.2", "REGULAR"]
+    inv = Inventory([(None, answered(args, answer, opaque=True))])
+    inputs = {"a": "https://34.118.1.2", "b": "REGULAR", "c": "acme-ml.svc.id.goog"}
+    assert invented_paths(inputs, inputs, inv, set()) == ["a"]
+
+
+def test_strings_of_the_stack_config_are_not_evidence() -> None:
+    config = {"ml-diagnostics:gkeClusters": json.dumps([{"currentVersion": "1.35.1-gke.1396000"}])}
+    inv = Inventory([(None, ["1.35.1-gke.1396000", "34.118.9.9"])], config_strings(config))
+    assert invented_paths(
+        {"v": "1.35.1-gke.1396000", "e": "34.118.9.9"},
+        {"v": "1.35.1-gke.1396000", "e": "34.118.9.9"},
+        inv,
+        None,
+    ) == ["e"]
+
+
+# --- the plan's own formats ---------------------------------------------------------------------------
+
+
+def test_plan_table_marks_invented_outputs(dev) -> None:
+    table = plan_render.render(dev, "table")
+    line = next(ln for ln in table.splitlines() if ln.startswith("  gkeCluster:dev-train:"))
+    assert line.endswith(f"{MARK[:-1]}: endpoint)")
+    line = next(ln for ln in table.splitlines() if ln.startswith("  azureMl:aks-poc:"))
+    assert line.endswith(MARK)
+    line = next(ln for ln in table.splitlines() if ln.startswith("  environment:"))
+    assert "offline" not in line
+    assert json.loads(plan_render.render(dev, "json"))["inventedOutputs"] == dev["inventedOutputs"]
