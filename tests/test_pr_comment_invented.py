@@ -8,8 +8,11 @@ from typing import Any
 import pytest
 
 from program.kinds.gke.mocks import _gke_endpoint
+from tests.fixtures.mermaid import mermaid_blocks
+from tests.test_plan_diff import only, plan, res
 from tools import plan_render
 from tools.plan import plan_stack
+from tools.plan_diff import diff_plans, render, render_json, render_markdown, render_table
 from tools.plan_invented import Inventory, answered, config_strings, invented_paths, mark_resources
 from tools.plan_runtime import RecordedResource
 
@@ -120,3 +123,90 @@ def test_plan_table_marks_invented_outputs(dev) -> None:
     line = next(ln for ln in table.splitlines() if ln.startswith("  environment:"))
     assert "offline" not in line
     assert json.loads(plan_render.render(dev, "json"))["inventedOutputs"] == dev["inventedOutputs"]
+
+
+# --- the diff: JSON, table, Markdown, diagram ---------------------------------------------------------
+
+
+def kube_provider(endpoint: str, invented: list[str] | None = None) -> dict[str, Any]:
+    kubeconfig = json.dumps({"clusters": [{"cluster": {"server": f"https://{endpoint}"}}]})
+    r = res(
+        "pulumi:providers:kubernetes",
+        "gke-dev-train-k8s",
+        {"kubeconfig": kubeconfig, "context": "dev"},
+        parent_type="mldiag:index:GkeCluster",
+        provider=None,
+    )
+    if invented is not None:
+        r["invented"] = invented
+    return r
+
+
+def endpoint_diff() -> dict[str, Any]:
+    base = plan(kube_provider("34.118.1.1", ["kubeconfig"]))
+    head = plan(kube_provider("34.118.2.2", ["kubeconfig"]))
+    head["resources"][0]["inputs"]["context"] = "dev2"
+    return diff_plans(base, head)
+
+
+def test_diff_json_lists_invented_paths_and_sides() -> None:
+    d = endpoint_diff()
+    (e,) = d["resources"]
+    assert e["invented"] == ["kubeconfig"]
+    by_path = {c["path"]: c for c in e["changes"]}
+    assert by_path["kubeconfig"]["oldInvented"] is by_path["kubeconfig"]["newInvented"] is True
+    assert "oldInvented" not in by_path["context"] and "newInvented" not in by_path["context"]
+    assert json.loads(render_json(d))["resources"][0]["invented"] == ["kubeconfig"]
+
+
+def test_diff_table_and_markdown_mark_invented_values() -> None:
+    d = endpoint_diff()
+    table = render_table(d)
+    line = next(ln for ln in table.splitlines() if ln.strip().startswith("kubeconfig:"))
+    assert line.count(MARK) == 2 and f"{MARK} => " in line
+    line = next(ln for ln in table.splitlines() if ln.strip().startswith("context:"))
+    assert line.strip() == 'context: "dev" => "dev2"'
+    md = render_markdown(d)
+    row = next(ln for ln in md.splitlines() if ln.startswith("| <code>kubeconfig</code>"))
+    assert row.count(f"</code> {MARK}") == 2
+    row = next(ln for ln in md.splitlines() if ln.startswith("| <code>context</code>"))
+    assert MARK not in row
+
+
+def test_diff_diagram_marks_a_change_of_invented_values() -> None:
+    d = endpoint_diff()
+    (block,) = mermaid_blocks(render_markdown(d))
+    assert "(offline: invented value)" in block
+    assert "(offline: invented value)" in render(d, "dot")
+    plain = diff_plans(plan(kube_provider("x", [])), plan(kube_provider("y", [])))
+    assert "offline" not in mermaid_blocks(render_markdown(plain))[0]
+
+
+def test_added_resources_and_masked_secrets_are_marked_too() -> None:
+    head = kube_provider("34.118.2.2", ["kubeconfig"])
+    d = diff_plans(None, plan(head))
+    md = render_markdown(d)
+    row = next(ln for ln in md.splitlines() if ln.startswith("| <code>kubeconfig</code>"))
+    assert row.endswith(f"</code> {MARK} |")
+    old, new = (kube_provider(e, ["kubeconfig"]) for e in ("a", "b"))
+    for r, digest in ((old, "1111"), (new, "2222")):
+        r["inputs"]["kubeconfig"] = "[secret]"
+        r["secretDigests"] = {"kubeconfig": digest}
+    d = diff_plans(plan(old), plan(new))
+    (c,) = only(d)["changes"]
+    assert c == {
+        "path": "kubeconfig",
+        "old": "[secret]",
+        "new": "[secret]",
+        "secret": True,
+        "oldInvented": True,
+        "newInvented": True,
+    }
+    assert f"[secret] {MARK} => [secret] {MARK}  [secret changed]" in render_table(d)
+
+
+def test_a_base_planned_before_the_plan_recorded_invented_values_takes_the_heads_paths() -> None:
+    base = plan(kube_provider("34.118.1.1"))  # no "invented" key at all
+    head = plan(kube_provider("34.118.2.2", ["kubeconfig"]))
+    (c,) = only(diff_plans(base, head))["changes"]
+    assert c["oldInvented"] is c["newInvented"] is True

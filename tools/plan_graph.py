@@ -39,6 +39,7 @@ class Node:
     critical: bool = False
     findings: int = 0
     kind: str = ""  # the resource type's short name; "" for a collapsed count
+    invented: bool = False  # a diff's change of this resource involves a value the offline plan invented
 
 
 @dataclass
@@ -81,7 +82,10 @@ def _relative(name: str, parent_name: str) -> str:
 def resources_of(report: dict[str, Any]) -> tuple[list[dict[str, Any]], Counter[str], list[str], list[str]]:
     """(resources with an "op", findings per URN, critical-path URNs, notes) of a plan or a diff."""
     if "summary" in report:  # an offline diff
-        items = [{**e, "op": DIFF_OPS[e["action"]]} for e in report["resources"]]
+        items = [
+            {**e, "op": DIFF_OPS[e["action"]], "inventedChange": bool(e.get("invented"))}
+            for e in report["resources"]
+        ]
         items += [{**r, "op": "same"} for r in report.get("unchangedResources", [])]
         seen = {(v.get("policy"), v.get("urn"), v.get("message")): v for v in report["newPolicyViolations"]}
         for v in report.get("headMandatoryViolations", []):
@@ -156,6 +160,7 @@ class _Builder:
             elif c["custom"] and not self.children.get(c["urn"]):
                 n = Node(self.new_id("n"), _relative(c["name"], r["name"]), c["op"], kind=kind(c["type"]))
                 n.findings = self.findings.get(c["urn"], 0)
+                n.invented = bool(c.get("inventedChange"))
                 self.rep[c["urn"]], self.ancestors[n.id] = n.id, inner
                 b.items.append(n)
             else:
@@ -190,6 +195,7 @@ class _Builder:
             elif t["custom"] and not self.children.get(t["urn"]):
                 n = Node(self.new_id("n"), t["name"], t["op"], findings=self.findings.get(t["urn"], 0))
                 n.kind = kind(t["type"])
+                n.invented = bool(t.get("inventedChange"))
                 self.rep[t["urn"]], self.ancestors[n.id] = n.id, set()
                 boxes.append(n)
             else:

@@ -33,6 +33,8 @@ STROKE = {
 }
 CRITICAL = "#111111"
 FINDING = "#d00000"
+# Under a changed resource whose change involves a value the offline plan invented (an endpoint, an id).
+INVENTED_CHANGE = "(offline: invented value)"
 _MERMAID_ESCAPES = {"#": "#35;", '"': "#quot;", "<": "#lt;", ">": "#gt;", "`": "#96;"}
 
 
@@ -46,6 +48,8 @@ def node_text(n: Node) -> list[str]:
     lines = [head] + ([n.kind] if n.kind else [])
     if n.findings:
         lines.append(f"⚠ {n.findings} policy finding(s)")
+    if n.invented:
+        lines.append(INVENTED_CHANGE)
     return lines
 
 

@@ -58,6 +58,31 @@ def compare_violations(
     return new, resolved
 
 
+def mark_invented(
+    changes: list[dict[str, Any]], old: dict[str, Any] | None, new: dict[str, Any] | None
+) -> list[str]:
+    """Flags each change whose old or new value the offline plan invented (`oldInvented`/`newInvented`);
+    returns the paths of those changes.
+
+    A plan lists the input paths it invented (`invented`, tools/plan_invented.py). A base planned before the
+    plan recorded them has no such list: its values came from the same mock answers, so the new side's
+    paths stand in for the old side's.
+    """
+    new_paths = (new or {}).get("invented") or []
+    old_paths = (old or {}).get("invented")
+    if old_paths is None:
+        old_paths = new_paths if old is not None else []
+    found: list[str] = []
+    for c in changes:
+        p = c["path"]
+        for side, paths in (("old", old_paths), ("new", new_paths)):
+            if side in c and any(under(p, i) or under(i, p) for i in paths):
+                c[f"{side}Invented"] = True
+        if c.get("oldInvented") or c.get("newInvented"):
+            found.append(p)
+    return found
+
+
 def _skeleton(r: dict[str, Any]) -> dict[str, Any]:
     """What the graph needs of a resource (diff JSON alone draws it: see tools/plan_graph.py)."""
     return {
@@ -112,10 +137,15 @@ class _Diff:
                 self.retyped[u] = cands.pop()
         self.removed = [u for u in removed if u not in claimed and u not in set(self.retyped.values())]
 
-    def add(self, r: dict[str, Any], action: str, **extra: Any) -> None:
+    def add(self, r: dict[str, Any], action: str, old: dict[str, Any] | None = None, **extra: Any) -> None:
+        """A changed resource: `r` as it will be (as it was, for a delete); `old` as it was, if it was."""
         e = _skeleton(r)
         e["action"] = action
         e.update(extra)
+        new = None if action == "delete" else r
+        invented = mark_invented(e.get("changes") or [], r if action == "delete" else old, new)
+        if invented:
+            e["invented"] = invented
         self.changed.append(e)
 
     def run(self) -> None:
@@ -124,7 +154,7 @@ class _Diff:
                 old = self.old_by[self.retyped[urn]]
                 changes = diff_inputs(old.get("inputs") or {}, new.get("inputs") or {})
                 reason = f"type changed from {old['type']} to {new['type']} (no alias)"
-                self.add(new, "replace", oldUrn=old["urn"], replaceReasons=[reason], changes=changes)
+                self.add(new, "replace", old, oldUrn=old["urn"], replaceReasons=[reason], changes=changes)
             elif urn in self.old_by or urn in self.renamed:
                 self.compare(self.old_by[self.renamed.get(urn, urn)], new)
             elif new.get("importId"):
@@ -162,11 +192,11 @@ class _Diff:
         self.notes.extend(f"{new['name']}: {n}" for n in res_notes if n.startswith(REFUSED))
         extra: dict[str, Any] = {"oldUrn": old["urn"]} if old["urn"] != new["urn"] else {}
         if reasons:
-            self.add(new, "replace", **extra, replaceReasons=reasons, changes=changes, notes=res_notes)
+            self.add(new, "replace", old, **extra, replaceReasons=reasons, changes=changes, notes=res_notes)
         elif extra:
-            self.add(new, "rename", **extra, changes=changes, notes=res_notes)
+            self.add(new, "rename", old, **extra, changes=changes, notes=res_notes)
         elif changes:
-            self.add(new, "update", changes=changes, notes=res_notes)
+            self.add(new, "update", old, changes=changes, notes=res_notes)
         else:
             self.unchanged.append(_skeleton(new))
 

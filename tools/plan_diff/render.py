@@ -10,6 +10,7 @@ from typing import Any
 from tools.plan_common import GITHUB_COMMENT_LIMIT, SECRET_MASK, code, md
 from tools.plan_diff.compare import SUMMARY_ACTIONS
 from tools.plan_graph_text import MERMAID_BUDGET, mermaid_block, render_dot
+from tools.plan_render import INVENTED_MARK
 
 DEFAULT_MARKDOWN_BUDGET = 60_000  # leaves room for a header the caller may add
 FORMATS = ("table", "json", "markdown", "dot")
@@ -21,9 +22,14 @@ def _short(value: Any, limit: int = 120) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def _mark(c: dict[str, Any], side: str) -> str:
+    """` (offline: invented)` after a value the offline plan invented."""
+    return f" {INVENTED_MARK}" if c.get(f"{side}Invented") else ""
+
+
 def _change_text(c: dict[str, Any], limit: int = 120) -> str:
-    old = _short(c["old"], limit) if "old" in c else "(none)"
-    new = _short(c["new"], limit) if "new" in c else "(none)"
+    old = _short(c["old"], limit) + _mark(c, "old") if "old" in c else "(none)"
+    new = _short(c["new"], limit) + _mark(c, "new") if "new" in c else "(none)"
     flags = []
     if c.get("secret"):
         flags.append("secret changed")
@@ -110,7 +116,8 @@ def _resource_details(e: dict[str, Any], max_rows: int = 40) -> str:
         if e["action"] in ("add", "import", "delete"):
             out += ["| path | value |", "| --- | --- |"]
             for c in e["changes"][:max_rows]:
-                out.append(f"| {code(c['path'])} | {_value(c.get('new', c.get('old')))} |")
+                side = "new" if "new" in c else "old"
+                out.append(f"| {code(c['path'])} | {_value(c.get(side))}{_mark(c, side)} |")
         else:
             out += ["| path | before | after | |", "| --- | --- | --- | --- |"]
             for c in e["changes"][:max_rows]:
@@ -122,8 +129,8 @@ def _resource_details(e: dict[str, Any], max_rows: int = 40) -> str:
                     )
                     if on
                 )
-                before = _value(c["old"]) if "old" in c else "—"
-                after = _value(c["new"]) if "new" in c else "—"
+                before = _value(c["old"]) + _mark(c, "old") if "old" in c else "—"
+                after = _value(c["new"]) + _mark(c, "new") if "new" in c else "—"
                 out.append(f"| {code(c['path'])} | {before} | {after} | {flags} |")
         if n > max_rows:
             out.append(f"\n… {n - max_rows} more")
