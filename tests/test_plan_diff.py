@@ -320,6 +320,12 @@ def test_azure_path_parameter_change_replaces_the_extension() -> None:
     head[1]["inputs"]["resourceGroupName"] = "rg-ml-2"
     e = only(diff_plans(plan(*base), plan(*head)))
     assert (e["action"], e["replaceReasons"]) == ("replace", ["resourceGroupName changed"])
+    # The same rule for an explicit API version's token.
+    for r in (base[1], head[1]):
+        r["type"] = "azure-native:kubernetesconfiguration/v20230501:Extension"
+        r["urn"] = r["urn"].replace("kubernetesconfiguration:", "kubernetesconfiguration/v20230501:")
+    e = only(diff_plans(plan(*base), plan(*head)))
+    assert (e["action"], e["replaceReasons"]) == ("replace", ["resourceGroupName changed"])
 
 
 def test_secret_change_is_shown_as_changed_with_the_value_masked() -> None:

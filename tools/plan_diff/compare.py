@@ -6,8 +6,9 @@ from collections import Counter
 from typing import Any
 
 from tools.plan_common import EXIT_ERROR, EXIT_MANDATORY, EXIT_OK
+from tools.plan_diff.danger import dangerous
 from tools.plan_diff.inputs import diff_inputs, flatten, has_secret, under
-from tools.plan_diff.rules import REFUSED, ProviderDiffRule, Rule, default_rules, replace_reasons
+from tools.plan_diff.rules import REFUSED, ProviderDiffRule, Rule, default_rules, replace_reasons, rule_of
 from tools.plan_diff.urns import is_mock_scheme, to_engine_urns
 
 ACTIONS = ("replace", "delete", "update", "rename", "import", "add")  # most consequential first
@@ -184,7 +185,7 @@ class _Diff:
         for c in changes:
             if any(under(c["path"], f) or under(f, c["path"]) for f in forced):
                 c["forcesReplace"] = True
-        if isinstance(self.rules.get(new["type"]), ProviderDiffRule):
+        if isinstance(rule_of(new["type"], self.rules), ProviderDiffRule):
             reasons += [f"{f} cannot change in place (the provider's own diff)" for f in forced]
         else:
             reasons += [f"{f} changed" for f in forced]
@@ -248,7 +249,7 @@ def diff_plans(
     """Compares two offline plan reports (the JSON of `python -m tools.plan STACK --format json`).
 
     `base` None (the stack does not exist at the base ref) makes everything an add (or an import). Returns
-    {"project", "stack", "summary", "resources": [...changed...], "unchangedResources", "newPolicyViolations",
+    {"project", "stack", "summary", "dangerous", "resources": [...changed...], "unchangedResources", "newPolicyViolations",
     "resolvedPolicyViolations", "headMandatoryViolations", "criticalPath", "pendingSteps", "notes"}.
     """
     base = base or {"resources": [], "policyViolations": [], "criticalPath": {"depth": 0, "urns": []}}
@@ -274,6 +275,8 @@ def diff_plans(
             "resolvedPolicyViolations": len(resolved_v),
             "mandatoryViolations": len(mandatory),
         },
+        # The costly replaces and deletes (clusters, node pools, ...: danger.py), for the headline.
+        "dangerous": dangerous(d.changed, d.old_by, d.new_by),
         "resources": d.changed,
         "unchangedResources": sorted(d.unchanged, key=lambda r: r["urn"]),
         "newPolicyViolations": new_v,

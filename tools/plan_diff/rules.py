@@ -13,6 +13,7 @@ import copy
 import importlib
 import io
 import pkgutil
+import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -83,6 +84,18 @@ DYNAMIC_RULE_NAMES = (
 )
 
 
+# azure-native's versioned modules: `kubernetesconfiguration/v20230501`, `.../v20240401preview`.
+_API_VERSION = re.compile(r"/v\d{8}[a-z0-9]*$")
+
+
+def unversioned(type_token: str) -> str:
+    """The type token without an azure-native API version in its module (rules are keyed without one)."""
+    parts = type_token.split(":")
+    if len(parts) != 3:
+        return type_token
+    return f"{parts[0]}:{_API_VERSION.sub('', parts[1])}:{parts[2]}"
+
+
 def k8s_force_new(type_token: str) -> tuple[str, ...] | None:
     """Force-new paths of a pulumi-kubernetes object type, or None if the token is not a k8s object."""
     if not type_token.startswith("kubernetes:") or type_token.startswith("kubernetes:helm.sh/"):
@@ -127,6 +140,11 @@ class ProviderDiffRule:
 
 
 Rule = tuple[str, ...] | ProviderDiffRule
+
+
+def rule_of(type_token: str, rules: dict[str, Rule]) -> Rule | None:
+    """The replacement rule of a type token (an azure-native token of any API version: the rule's)."""
+    return rules.get(type_token) or rules.get(unversioned(type_token))
 
 
 def discover_dynamic_rules(package: str = "ml_diagnostics.providers") -> dict[str, Rule]:
@@ -186,7 +204,7 @@ def force_new_paths(type_token: str, rules: dict[str, Rule]) -> tuple[str, ...]:
     k8s = k8s_force_new(type_token)
     if k8s is not None:
         return k8s
-    rule = rules.get(type_token, ())
+    rule = rule_of(type_token, rules) or ()
     return rule.declared if isinstance(rule, ProviderDiffRule) else rule
 
 
@@ -244,7 +262,7 @@ def replace_reasons(
 ) -> list[str]:
     """Input paths whose change forces a replacement (a secret counts as changed when its digest did)."""
     changed = list(changed_paths)
-    rule = rules.get(type_token)
+    rule = rule_of(type_token, rules)
     if isinstance(rule, ProviderDiffRule) and changed:
         replaces, provider_notes = rule(old_inputs, new_inputs)
         if notes is not None:
