@@ -531,7 +531,10 @@ def test_markdown_for_500_targets_stays_under_the_comment_limit(scenario: str) -
     md = render_markdown(d)
     assert len(md) < GITHUB_COMMENT_LIMIT
     lines = md.splitlines()
-    assert lines[0] == "### Offline plan diff: stack `dev`"
+    # The headline first (the 200 mandatory findings block the plan), then the findings, then the rest.
+    what = "2500 adds" if scenario == "all-new" else "500 updates"
+    assert lines[0] == f"### ❌ <code>dev</code>: blocked by 200 mandatory policy violations — {what}"
+    assert md.index("**❌ Blocked: 200 mandatory policy violations**") < md.index("```mermaid")
     summary = "| resources | 2500 | 0 | 0 | 0 | 0 | 0 | 0 | 200 | 0 |" if scenario == "all-new" else None
     if summary:
         assert summary in lines
@@ -701,7 +704,10 @@ def test_diff_cli_covers_every_stack_in_one_report(fake_repo: Path) -> None:
     assert code == 0
     text = out.read_text()
     assert diff_cli.all_stacks(fake_repo) == ["dev", "prod"]
-    assert "### Offline plan diff: stack `dev`" in text and "### Offline plan diff: stack `prod`" in text
+    # dev has no changes: one line; prod is new.
+    assert "\n### ✅ <code>dev</code>: no changes (2 resources unchanged)\n" in text
+    assert "\n### <code>prod</code>: 1 add\n" in text
+    assert text.count("```mermaid") == 1
     assert_clean(fake_repo)
 
 
@@ -719,7 +725,7 @@ def test_diff_cli_reports_a_failing_stack_without_hiding_the_others(
     )
     assert code == 2
     text = out.read_text()
-    dev, prod = text.split("### Offline plan diff: stack `prod`")
+    dev, prod = text.split("### ❌ <code>prod</code>: the offline plan failed")
     assert "| resources | 0 | 0 | 1 | 0 | 0 | 0 | 1 | 0 | 0 |" in dev
     assert "❌ The offline plan failed (base `main`):" in prod
     assert "<pre>the working tree plan of stack prod failed:\nerror: no plan for prod</pre>" in prod

@@ -2,8 +2,10 @@
 
     python -m tools.diff [STACK ...] --base GITREF [--format table|json|markdown|dot] [--output FILE]
 
-Without STACK, every `stacks/Pulumi.*.yaml` of the working tree. Markdown stays under GitHub's comment
-limit for all stacks together (each stack gets an equal share; a stack's details are truncated first).
+Without STACK, every `stacks/Pulumi.*.yaml` of the working tree. Each stack's section starts with its
+headline (every costly replace or delete, the counts, whether it is blocked); a stack with nothing to review
+is that one line. Markdown stays under GitHub's comment limit for all stacks together (the one-line stacks
+first, the others share the rest equally; a stack's details are truncated first).
 Exit codes: 2 if any plan or git step failed, else 1 if any working-tree plan has a mandatory policy
 violation, else 0.
 """
@@ -25,6 +27,7 @@ from tools.plan_diff import (
     render,
     render_markdown,
 )
+from tools.plan_diff.headline import is_quiet
 from tools.plan_diff.render import FORMATS
 
 COMMENT_MARKER = "<!-- ml-diagnostics:offline-plan -->"
@@ -49,11 +52,15 @@ def render_all(
         "Computed without cloud credentials (`python -m tools.plan STACK --diff-base REF`): replacements are "
         "shown only where the provider's rules make them certain; `pulumi preview` remains the authority.\n\n"
     )
-    text = header
-    for i, d in enumerate(diffs):
-        share = (max_chars - len(text)) // (len(diffs) - i)
-        text += render_markdown(d, max_chars=share) + "\n"
-    return text
+    # A stack with nothing to review is one line: those first, then the others share what is left equally
+    # (what one leaves goes to the next), each section starting with its headline.
+    sections = {i: render_markdown(d) for i, d in enumerate(diffs) if is_quiet(d)}
+    left = max_chars - len(header) - sum(len(t) + 1 for t in sections.values())
+    rest = [i for i in range(len(diffs)) if i not in sections]
+    for n, i in enumerate(rest):
+        sections[i] = render_markdown(diffs[i], max_chars=left // (len(rest) - n))
+        left -= len(sections[i]) + 1
+    return header + "".join(sections[i] + "\n" for i in range(len(diffs)))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -118,33 +118,42 @@ def render_table(report: dict[str, Any]) -> str:
 
 
 def render_markdown(report: dict[str, Any]) -> str:
+    """Heading with the status, the graph, counts, the type table, findings, the resource tree. A blocked plan
+    (a mandatory violation) shows its findings right after the heading, before the graph and the table."""
     res = report["resources"]
     vs = report["policyViolations"]
     mandatory = sum(1 for v in vs if v["enforcementLevel"] == "mandatory")
     status = "❌ blocked by policy" if mandatory else "✅ no mandatory policy violation"
     imports = sum(1 for r in res if r.get("importId"))
-    out = [f"### Offline plan: `{report['stack']}` — {status}", "", mermaid_block(report)]
-    out.append(
+    counts = (
         f"{len(res)} resources ({sum(1 for r in res if r['custom'])} custom), "
         f"{len(vs)} policy finding(s) ({mandatory} mandatory), critical path {report['criticalPath']['depth']} step(s)"
         + (f", {imports} to import." if imports else ".")
     )
-    out.append("")
-    by_type = Counter(r["type"] for r in res)
-    out += ["| type | count |", "| --- | ---: |"]
-    out += [f"| {code(t)} | {n} |" for t, n in sorted(by_type.items())]
-    out.append("")
+    findings: list[str] = []
     if vs:
-        out += [
+        findings += [
             "#### Policy findings",
             "",
             "| level | policy | resource | message |",
             "| --- | --- | --- | --- |",
         ]
-        for v in vs:
+        # Mandatory ones first: they are what blocks the plan.
+        for v in sorted(vs, key=lambda v: v["enforcementLevel"] != "mandatory"):
             where = code(short_urn(v["urn"])) if v["urn"] else "(stack)"
-            out.append(f"| {v['enforcementLevel']} | {code(v['policy'])} | {where} | {md(v['message'])} |")
-        out.append("")
+            findings.append(
+                f"| {v['enforcementLevel']} | {code(v['policy'])} | {where} | {md(v['message'])} |"
+            )
+        findings.append("")
+    by_type = Counter(r["type"] for r in res)
+    types = ["| type | count |", "| --- | ---: |"]
+    types += [f"| {code(t)} | {n} |" for t, n in sorted(by_type.items())]
+    types.append("")
+    out = [f"### Offline plan: `{report['stack']}` — {status}", ""]
+    if mandatory:
+        out += [counts, "", *findings, mermaid_block(report), *types]
+    else:
+        out += [mermaid_block(report), counts, "", *types, *findings]
     out += ["<details><summary>Resources</summary>", "", "```"]
     for depth, r, _ in _tree(report):
         out.append(f"{'  ' * depth}{r['type']}  {r['name']}{lifecycle(r)}")

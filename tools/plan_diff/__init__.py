@@ -11,17 +11,26 @@ policy findings that are new in the working tree. "replace" is reported only whe
 rules make it certain (rules.py). The offline plan cannot see the live state, so the real
 `pulumi preview` may still find more.
 
+Every format starts with the headline (headline.py): each replace or delete of a costly resource (danger.py:
+clusters, node pools, ML extensions, Model Development Clusters, the adopted-GKE flag, namespaces holding
+workloads), the count of all replaces and deletes, and whether the plan is blocked; a stack with nothing to
+review is that one line. A blocked plan's findings come before the graph and the tables. Values the offline
+plan invented (mock answers, secret placeholders: tools/plan_invented.py) are marked `(offline: invented)`.
+
 Exit codes: 1 if the working tree's plan has a mandatory policy violation, else 0; 2 on error.
 """
 
 from tools.plan_common import EXIT_ERROR, EXIT_MANDATORY, EXIT_OK, GITHUB_COMMENT_LIMIT, ROOT
 from tools.plan_diff.compare import compare_violations, diff_plans, exit_code
+from tools.plan_diff.danger import DANGEROUS
+from tools.plan_diff.headline import headline, is_quiet
 from tools.plan_diff.inputs import diff_inputs
 from tools.plan_diff.render import render, render_json, render_markdown, render_table
 from tools.plan_diff.rules import ProviderDiffRule, default_rules, discover_dynamic_rules, replace_reasons
 from tools.plan_diff.run import DiffError, diff_stacks, run_diff
 
 __all__ = [
+    "DANGEROUS",
     "EXIT_ERROR",
     "EXIT_MANDATORY",
     "EXIT_OK",
@@ -36,6 +45,8 @@ __all__ = [
     "diff_stacks",
     "discover_dynamic_rules",
     "exit_code",
+    "headline",
+    "is_quiet",
     "render",
     "render_json",
     "render_markdown",
