@@ -324,3 +324,9 @@ def test_a_huge_dangerous_blocked_diff_of_several_stacks_fits_one_comment() -> N
     # One stack alone within the same limit, with its graph.
     alone = render_markdown(d, GITHUB_COMMENT_LIMIT - 1536)
     assert len(alone) < GITHUB_COMMENT_LIMIT and len(mermaid_blocks(alone)) == 1
+
+
+def test_a_diff_saved_before_it_listed_the_costly_ones_still_gets_its_headline() -> None:
+    d = moved_cluster()
+    del d["dangerous"]
+    assert headline(d) == HEADLINE.replace("namespace ml-dev", "namespace gke-dev-train-mldiag-opt-in-ml-dev")
