@@ -166,28 +166,36 @@ class PolicyPackProcess:
 
     def analyze(self, resources: list[RecordedResource]) -> list[Violation]:
         assert self.stub
-        by_urn = {r.urn: r for r in resources}
+        requests, stack_request = analyze_requests(resources)
         out: list[Violation] = []
-        analyzed = [r for r in resources if r.custom]
-        for r in analyzed:
-            req = analyzer_pb2.AnalyzeRequest(**_described(r, by_urn))
-            out += _violations(self.stub.Analyze(req), r.urn)
-        stack_req = analyzer_pb2.AnalyzeStackRequest(
-            resources=[
-                analyzer_pb2.AnalyzerResource(
-                    **_described(r, by_urn),
-                    parent=r.parent or "",
-                    dependencies=r.dependencies,
-                    propertyDependencies={
-                        k: analyzer_pb2.AnalyzerPropertyDependencies(urns=v)
-                        for k, v in r.property_dependencies.items()
-                    },
-                )
-                for r in analyzed
-            ]
-        )
-        out += _violations(self.stub.AnalyzeStack(stack_req), "")
+        for req in requests:
+            out += _violations(self.stub.Analyze(req), req.urn)
+        out += _violations(self.stub.AnalyzeStack(stack_request), "")
         return out
+
+
+def analyze_requests(
+    resources: list[RecordedResource],
+) -> tuple[list[analyzer_pb2.AnalyzeRequest], analyzer_pb2.AnalyzeStackRequest]:
+    """The CLI's requests for a recorded plan: one Analyze per custom resource, then one AnalyzeStack."""
+    by_urn = {r.urn: r for r in resources}
+    analyzed = [r for r in resources if r.custom]
+    requests = [analyzer_pb2.AnalyzeRequest(**_described(r, by_urn)) for r in analyzed]
+    stack_request = analyzer_pb2.AnalyzeStackRequest(
+        resources=[
+            analyzer_pb2.AnalyzerResource(
+                **_described(r, by_urn),
+                parent=r.parent or "",
+                dependencies=r.dependencies,
+                propertyDependencies={
+                    k: analyzer_pb2.AnalyzerPropertyDependencies(urns=v)
+                    for k, v in r.property_dependencies.items()
+                },
+            )
+            for r in analyzed
+        ]
+    )
+    return requests, stack_request
 
 
 def _struct(r: RecordedResource) -> struct_pb2.Struct:
@@ -320,4 +328,4 @@ def run_policies(
         return pack.analyze(resources), levels
 
 
-__all__ = ["PolicyPackProcess", "Violation", "run_policies", "load_pack_config"]
+__all__ = ["PolicyPackProcess", "Violation", "analyze_requests", "run_policies", "load_pack_config"]

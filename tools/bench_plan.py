@@ -1,38 +1,52 @@
-"""Benchmark: offline plan cost vs the SDK floor, for generated stacks of 1, 10, 100 and 500 targets.
+"""Benchmark: offline plan cost vs the SDK floor, and the policy pack's cost, for generated stacks.
 
 For each size N it generates a stack with N self-managed Kubernetes targets (manual install + Diagon +
-an opted-in namespace) and runs, each in a fresh subprocess under the plan's mock runtime:
+an opted-in namespace) and measures, every figure in fresh subprocesses:
 
 - plan:  the real program (config validation, components, typed SDK resources);
 - plain: a bare program registering the same resources (types, names, parents and inputs replayed from
          the plan's recording) as plain `CustomResource`/`ComponentResource` objects: the SDK floor for
          that many registrations;
 - typed: the same replay through the typed SDK classes (`DaemonSet`, `Release`, ...) from a flat loop:
-         what the SDK costs for these resource types with none of our code around it.
+         what the SDK costs for these resource types with none of our code around it;
+- pack:  the policy pack over the Analyzer protocol, as the CLI drives it: Analyze once per analyzed
+         (custom) resource, then one AnalyzeStack; ms per analyzed resource for the loop, AnalyzeStack
+         seconds and request size, ms per resource for both, the pack process's peak memory;
+- floor: the same policies (names, levels, option schemas) with validate functions that do nothing, over
+         the same protocol: what pulumi-policy and gRPC cost before any rule runs.
 
-Time is the fastest of --repeat runs after one warm-up run (imports and first-use schema builds
-excluded); memory is the peak RSS growth during the first measured run. The policy pack pass is reported separately.
+Each plan/plain/typed figure is the fastest of --repeat processes, each doing one warm-up run (imports and
+first-use schema builds excluded) and one measured run; memory is that run's peak RSS over the process's
+RSS before it (so no earlier run is alive). The pack figures are the fastest of --repeat passes in one
+fresh pack process. Growth compares the cost per unit between consecutive sizes (1.00 = linear).
 Prints figures and ratios; asserts nothing.
 
-    .venv/bin/python tools/bench_plan.py [--sizes 1,10,100,500] [--no-policies]
+    .venv/bin/python tools/bench_plan.py [--sizes 10,100,500,1000] [--repeat 3] [--no-policies] [--no-floor]
+    .venv/bin/python tools/bench_plan.py --gc [--sizes ...]   # run_config's garbage-collection modes
+    .venv/bin/python tools/bench_plan.py --root /tmp/base     # the program, plan runtime and pack of another
+                                                              # checkout (e.g. a worktree at a base commit)
+
+With --root, plan/plain/typed run that checkout's program and runtime; pack and floor run that checkout's
+`policies/` on the resources this checkout's program records, through this checkout's analyzer client,
+so two packs are compared on identical requests.
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
+import pickle
 import resource
 import subprocess
 import sys
 import tempfile
 import time
+from itertools import pairwise
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-REPEAT = 3
 DIAGON_IMAGE = "us-docker.pkg.dev/hypercomputediagon-release/daemon/diagon-daemon:v2.1.0"
 
 
@@ -92,8 +106,42 @@ for r in json.load(open(os.environ["BENCH_SHAPE"])):
         made[r["urn"]] = pulumi.CustomResource(r["type"], r["name"], dict(r["inputs"]), opts=opts)
 """
 
+# The policies of the pack in PACK_DIR with validate functions that do nothing (the protocol's floor).
+FLOOR_PACK = """
+import sys
+sys.path.insert(0, PACK_DIR)
+from mldiag_policy.pack import POLICIES
+from pulumi_policy import EnforcementLevel, PolicyPack
 
-def _rss_mb() -> float:
+def nothing(args, report):
+    return None
+
+PolicyPack(
+    name="ml-diagnostics",
+    enforcement_level=EnforcementLevel.MANDATORY,
+    policies=[
+        type(p)(
+            name=p.name,
+            description=p.description,
+            validate=nothing,
+            enforcement_level=p.enforcement_level,
+            config_schema=p.config_schema,
+        )
+        for p in POLICIES
+    ],
+)
+"""
+
+
+# -- inside a child process -------------------------------------------------------------------------
+
+
+def _rss_now_mb() -> float:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+def _rss_peak_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
@@ -111,38 +159,56 @@ def _shape(result) -> list[dict]:
     ]
 
 
-def _best(run) -> tuple[float, object]:
-    """Fastest of BENCH_REPEAT runs (the machine's noise only ever adds time); peak RSS is the first run's."""
-    best, result = float("inf"), None
-    for _ in range(int(os.environ.get("BENCH_REPEAT", "3"))):
-        t0 = time.perf_counter()
+class _GcClock:
+    """Time spent in garbage collections (gc.callbacks), and how many were full (generation 2)."""
+
+    def __init__(self) -> None:
+        self.seconds, self.full, self._t0 = 0.0, 0, 0.0
+
+    def __call__(self, phase: str, info: dict) -> None:
+        if phase == "start":
+            self._t0 = time.perf_counter()
+        else:
+            self.seconds += time.perf_counter() - self._t0
+            self.full += info["generation"] == 2
+
+
+def _timed(run) -> tuple[dict, object]:
+    clock = _GcClock()
+    before = _rss_now_mb()
+    gc.callbacks.append(clock)
+    t0 = time.perf_counter()
+    try:
         result = run()
-        best = min(best, time.perf_counter() - t0)
-    return best, result
+    finally:
+        seconds = time.perf_counter() - t0
+        gc.callbacks.remove(clock)
+    figures = {
+        "seconds": seconds,
+        "rss_growth_mb": _rss_peak_mb() - before,
+        "gc_seconds": clock.seconds,
+        "gc_full": clock.full,
+        "resources": len(result.resources),
+    }
+    return figures, result
 
 
-def measure(kind: str, n: int, shape_dir: str) -> dict:
-    """Runs inside the child process: one warm-up run, then the measured run."""
+def measure_plan(kind: str, n: int, shape_dir: str) -> dict:
+    """One warm-up run, then one measured run (plan, plain or typed)."""
+    from tools import plan_runtime
     from tools.plan_runtime import run_config
 
+    if os.environ.get("BENCH_GC"):
+        plan_runtime.GC_MODE = os.environ["BENCH_GC"]
     shapes = Path(shape_dir)
     if kind == "plan":
-        run_config(stack_config(1), (), stack="bench")
-        before = _rss_mb()
-        seconds, result = _best(lambda: run_config(stack_config(n), (), stack="bench"))
-        out = {"seconds": seconds, "rss_growth_mb": _rss_mb() - before}
-        out["resources"] = len(result.resources)
-        (shapes / "shape.json").write_text(json.dumps(_shape(result)))
-        (shapes / "warmup.json").write_text(
-            json.dumps(_shape(run_config(stack_config(1), (), stack="bench")))
-        )
-        if os.environ.get("BENCH_POLICIES") == "1":
-            from tools.analyzer import load_pack_config, run_policies
-
-            t1 = time.perf_counter()
-            pack_config = load_pack_config(ROOT / "policies" / "config" / "dev.json")
-            run_policies(result.resources, pack_config, "ml-diagnostics", "bench")
-            out["policy_seconds"] = time.perf_counter() - t1
+        warm = run_config(stack_config(1), (), stack="bench")
+        if not (shapes / "warmup.json").exists():
+            (shapes / "warmup.json").write_text(json.dumps(_shape(warm)))
+        del warm
+        out, result = _timed(lambda: run_config(stack_config(n), (), stack="bench"))
+        if not (shapes / "shape.json").exists():
+            (shapes / "shape.json").write_text(json.dumps(_shape(result)))
         return out
     program = Path(tempfile.mkdtemp()) / "__main__.py"
     program.write_text(REPLAY_PROGRAM)
@@ -150,55 +216,111 @@ def measure(kind: str, n: int, shape_dir: str) -> dict:
     os.environ["BENCH_SHAPE"] = str(shapes / "warmup.json")
     run_config({}, (), stack="bench", program=program)
     os.environ["BENCH_SHAPE"] = str(shapes / "shape.json")
-    before = _rss_mb()
-    seconds, result = _best(lambda: run_config({}, (), stack="bench", program=program))
+    out, _ = _timed(lambda: run_config({}, (), stack="bench", program=program))
+    return out
+
+
+def _peak_of(pid: int) -> float:
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def measure_pack(n: int, pack_dir: str, floor: bool, passes: int, scratch: str) -> dict:
+    """The pack in `pack_dir` (or its floor) over the protocol on the resources of N targets."""
+    from pulumi.runtime.proto import analyzer_pb2
+
+    from tools.analyzer import PolicyPackProcess, analyze_requests, load_pack_config
+
+    saved = Path(scratch) / f"requests-{n}.pickle"
+    if saved.exists():
+        analyzed, total, wire, stack_wire = pickle.loads(saved.read_bytes())
+        requests = [analyzer_pb2.AnalyzeRequest.FromString(b) for b in wire]
+        stack_request = analyzer_pb2.AnalyzeStackRequest.FromString(stack_wire)
+    else:
+        from tools.plan_runtime import run_config
+
+        resources = run_config(stack_config(n), (), stack="bench").resources
+        requests, stack_request = analyze_requests(resources)
+        analyzed, total = len(requests), len(resources)
+        wire = [r.SerializeToString() for r in requests]
+        saved.write_bytes(pickle.dumps((analyzed, total, wire, stack_request.SerializeToString())))
+    policy_dir = Path(pack_dir)
+    if floor:
+        policy_dir = Path(tempfile.mkdtemp())
+        (policy_dir / "__main__.py").write_text(FLOOR_PACK.replace("PACK_DIR", repr(pack_dir)))
+    with PolicyPackProcess(policy_dir) as pack:
+        info = pack.info()
+        pack.configure(info, load_pack_config(Path(pack_dir) / "config" / "dev.json"))
+        loop = stack = float("inf")
+        findings = 0
+        for _ in range(passes):
+            t0 = time.perf_counter()
+            found = sum(len(pack.stub.Analyze(r).diagnostics) for r in requests)
+            t1 = time.perf_counter()
+            found += len(pack.stub.AnalyzeStack(stack_request).diagnostics)
+            t2 = time.perf_counter()
+            loop, stack, findings = min(loop, t1 - t0), min(stack, t2 - t1), found
+        peak = _peak_of(pack.proc.pid)
     return {
-        "seconds": seconds,
-        "rss_growth_mb": _rss_mb() - before,
-        "resources": len(result.resources),
+        "resources": total,
+        "analyzed": analyzed,
+        "loop_seconds": loop,
+        "stack_seconds": stack,
+        "request_mb": stack_request.ByteSize() / 2**20,
+        "pack_peak_mb": peak,
+        "findings": findings,
     }
 
 
-def child(kind: str, n: int, shape_dir: str, policies: bool) -> dict:
-    env = dict(
-        os.environ, PYTHONPATH=str(ROOT), BENCH_POLICIES="1" if policies else "0", BENCH_REPEAT=str(REPEAT)
-    )
-    cmd = [sys.executable, __file__, "--child", kind, str(n), shape_dir]
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=ROOT, timeout=3600)
+# -- the driver -------------------------------------------------------------------------------------
+
+
+def child(kind: str, n: int, shape_dir: str, code_root: Path, extra: dict | None = None) -> dict:
+    """One measurement in a fresh interpreter. `code_root`: whose program and runtime are imported."""
+    env = dict(os.environ, PYTHONPATH=str(code_root), **(extra or {}))
+    cmd = [sys.executable, __file__, "--child", kind, str(n), shape_dir, str(code_root)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=code_root, timeout=3600)
     if proc.returncode != 0:
         raise SystemExit(f"benchmark child ({kind}, {n}) failed:\n{proc.stderr}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def best_of(
+    repeat: int, kind: str, n: int, shape_dir: str, code_root: Path, extra: dict | None = None
+) -> dict:
+    """The fastest of `repeat` fresh processes (noise only ever adds time); memory is the lowest peak."""
+    runs = [child(kind, n, shape_dir, code_root, extra) for _ in range(repeat)]
+    best = min(runs, key=lambda r: r["seconds"])
+    return dict(best, rss_growth_mb=min(r["rss_growth_mb"] for r in runs))
 
 
 def _ratio(a: float, b: float) -> float:
     return a / b if b > 0 else float("nan")
 
 
-def main() -> None:
-    if len(sys.argv) > 1 and sys.argv[1] == "--child":
-        _, _, kind, n, shape_dir = sys.argv
-        print(json.dumps(measure(kind, int(n), shape_dir)))
-        return
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--sizes", default="1,10,100,500")
-    p.add_argument("--no-policies", action="store_true")
-    p.add_argument("--repeat", type=int, default=3, help="measured runs per figure; the fastest counts")
-    args = p.parse_args()
-    global REPEAT
-    REPEAT = max(1, args.repeat)
-    sizes = [int(s) for s in args.sizes.split(",")]
+def growth(label: str, rows: list[tuple[int, float]], unit: str) -> None:
+    """Cost per unit at each size, and its factor between consecutive sizes (1.00 = linear)."""
+    parts = [f"{v:.3f} {unit} at {n}" for n, v in rows]
+    steps = [f"x{_ratio(b, a):.2f} ({n0}->{n1})" for (n0, a), (n1, b) in pairwise(rows)]
+    print(f"{label}: {', '.join(parts)}; growth {', '.join(steps)} (1.00 = linear)")
+
+
+def run_plan_table(sizes: list[int], repeat: int, code_root: Path) -> None:
     print(
         f"{'targets':>7} {'resources':>9} | {'plan s':>7} {'plain s':>7} {'typed s':>7} | "
         f"{'/plain':>6} {'/typed':>6} | {'plan MB':>7} {'plain MB':>8} {'typed MB':>8} | "
-        f"{'/plain':>6} {'/typed':>6} | {'ms/target':>9} {'policy s':>8}"
+        f"{'/plain':>6} {'/typed':>6} | {'ms/target':>9} {'gc s':>5}"
     )
     rows = []
     for n in sizes:
         with tempfile.TemporaryDirectory() as shape_dir:
-            plan = child("plan", n, shape_dir, not args.no_policies)
-            plain = child("plain", n, shape_dir, False)
-            typed = child("typed", n, shape_dir, False)
-        rows.append((n, plan))
+            plan = best_of(repeat, "plan", n, shape_dir, code_root)
+            plain = best_of(repeat, "plain", n, shape_dir, code_root)
+            typed = best_of(repeat, "typed", n, shape_dir, code_root)
+        rows.append((n, 1000 * plan["seconds"] / n))
         print(
             f"{n:>7} {plan['resources']:>9} | {plan['seconds']:>7.2f} {plain['seconds']:>7.2f} "
             f"{typed['seconds']:>7.2f} | {_ratio(plan['seconds'], plain['seconds']):>6.2f} "
@@ -206,16 +328,110 @@ def main() -> None:
             f"{plain['rss_growth_mb']:>8.1f} {typed['rss_growth_mb']:>8.1f} | "
             f"{_ratio(plan['rss_growth_mb'], plain['rss_growth_mb']):>6.2f} "
             f"{_ratio(plan['rss_growth_mb'], typed['rss_growth_mb']):>6.2f} | "
-            f"{1000 * plan['seconds'] / n:>9.1f} {plan.get('policy_seconds', float('nan')):>8.2f}",
+            f"{rows[-1][1]:>9.1f} {plan['gc_seconds']:>5.2f}",
             flush=True,
         )
     if len(rows) >= 2:
-        (n0, r0), (n1, r1) = rows[0], rows[-1]
-        per0, per1 = r0["seconds"] / n0, r1["seconds"] / n1
-        print(
-            f"\ncost per target {1000 * per0:.1f} ms at {n0} vs {1000 * per1:.1f} ms at {n1} "
-            f"(x{per1 / per0:.2f}; 1.00 = linear)"
-        )
+        growth("plan cost per target", rows, "ms")
+
+
+def run_pack_table(sizes: list[int], repeat: int, pack_dir: Path, floor: bool) -> None:
+    print(f"\npolicy pack {pack_dir} over the Analyzer protocol (dev levels and options)")
+    print(
+        f"{'targets':>7} {'resources':>9} {'analyzed':>8} | {'ms/analyzed':>11} {'stack s':>7} "
+        f"{'req MB':>6} {'ms/resource':>11} {'pack MB':>7} | {'floor ms/an':>11} {'floor st s':>10} | "
+        f"{'findings':>8}"
+    )
+    per_analyzed, per_stack_resource = [], []
+    with tempfile.TemporaryDirectory() as scratch:
+        for n in sizes:
+            extra = {"BENCH_PACK_DIR": str(pack_dir), "BENCH_PASSES": str(repeat)}
+            pack = child("pack", n, scratch, ROOT, extra)
+            low = child("floor", n, scratch, ROOT, extra) if floor else None
+            ms_an = 1000 * pack["loop_seconds"] / pack["analyzed"]
+            ms_res = 1000 * (pack["loop_seconds"] + pack["stack_seconds"]) / pack["resources"]
+            per_analyzed.append((n, ms_an))
+            per_stack_resource.append((n, 1000 * pack["stack_seconds"] / pack["resources"]))
+            fl_an = 1000 * low["loop_seconds"] / low["analyzed"] if low else float("nan")
+            fl_st = low["stack_seconds"] if low else float("nan")
+            print(
+                f"{n:>7} {pack['resources']:>9} {pack['analyzed']:>8} | {ms_an:>11.3f} "
+                f"{pack['stack_seconds']:>7.2f} {pack['request_mb']:>6.1f} {ms_res:>11.3f} "
+                f"{pack['pack_peak_mb']:>7.0f} | {fl_an:>11.3f} {fl_st:>10.2f} | {pack['findings']:>8}",
+                flush=True,
+            )
+    if len(sizes) >= 2:
+        growth("pack Analyze per analyzed resource", per_analyzed, "ms")
+        growth("pack AnalyzeStack per resource", per_stack_resource, "ms")
+
+
+def run_gc_table(sizes: list[int], repeat: int, code_root: Path) -> None:
+    probe = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from tools import plan_runtime as p; print(','.join(getattr(p, 'GC_MODES', ())))",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=code_root,
+        env=dict(os.environ, PYTHONPATH=str(code_root)),
+    )
+    modes = [m for m in probe.stdout.strip().split(",") if m] or [""]
+    print(f"plan under each garbage-collection mode of run_config ({code_root})")
+    print(
+        f"{'targets':>7} {'mode':>16} | {'plan s':>7} {'ms/target':>9} {'gc s':>6} {'full gcs':>8} | {'MB':>7}"
+    )
+    for n in sizes:
+        results = {}
+        with tempfile.TemporaryDirectory() as shape_dir:
+            for mode in modes:
+                r = best_of(repeat, "plan", n, shape_dir, code_root, {"BENCH_GC": mode} if mode else None)
+                results[mode or "(built in)"] = r
+                print(
+                    f"{n:>7} {mode or '(built in)':>16} | {r['seconds']:>7.2f} {1000 * r['seconds'] / n:>9.1f} "
+                    f"{r['gc_seconds']:>6.2f} {r['gc_full']:>8} | {r['rss_growth_mb']:>7.1f}",
+                    flush=True,
+                )
+        fastest = min(results, key=lambda m: results[m]["seconds"])
+        print(f"{'':>7} fastest at {n}: {fastest}")
+
+
+def main() -> None:
+    if len(sys.argv) > 1 and sys.argv[1] == "--child":
+        _, _, kind, n, shape_dir, code_root = sys.argv
+        sys.path.insert(0, code_root)
+        if kind in ("pack", "floor"):
+            out = measure_pack(
+                int(n),
+                os.environ["BENCH_PACK_DIR"],
+                kind == "floor",
+                int(os.environ["BENCH_PASSES"]),
+                shape_dir,
+            )
+        else:
+            out = measure_plan(kind, int(n), shape_dir)
+        print(json.dumps(out))
+        return
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--sizes", default="10,100,500,1000", help="numbers of targets, comma-separated")
+    p.add_argument("--repeat", type=int, default=3, help="measured runs per figure; the fastest counts")
+    p.add_argument("--no-policies", action="store_true", help="skip the policy pack figures")
+    p.add_argument("--no-floor", action="store_true", help="skip the no-op pack (protocol floor)")
+    p.add_argument("--no-plan", action="store_true", help="only the policy pack figures")
+    p.add_argument("--gc", action="store_true", help="compare run_config's garbage-collection modes")
+    p.add_argument("--root", type=Path, default=ROOT, help="checkout whose program, runtime and pack run")
+    args = p.parse_args()
+    repeat = max(1, args.repeat)
+    sizes = [int(s) for s in args.sizes.split(",")]
+    code_root = args.root.resolve()
+    if args.gc:
+        run_gc_table(sizes, repeat, code_root)
+        return
+    if not args.no_plan:
+        run_plan_table(sizes, repeat, code_root)
+    if not args.no_policies:
+        run_pack_table(sizes, repeat, code_root / "policies", not args.no_floor)
 
 
 if __name__ == "__main__":
