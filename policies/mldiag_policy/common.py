@@ -1,17 +1,17 @@
-"""Helpers shared by the rules: plain views of analyzer properties, unknowns, config with defaults.
+"""How a rule is built and run: the documentation links, unknowns, options with defaults, and the
+`resource_rule` / `stack_rule` constructors that run a check on every canonical form (forms.py) of the
+resources.
 
-Analyzer properties arrive wrapped in pulumi_policy's unknown-checking proxy, which raises on the first
-unknown value and aborts the whole policy. Rules here read a plain copy instead: unknown values stay as
-their sentinel strings, each rule notes the paths it could not check (`Unknowns`) and, after reporting
-every violation it could establish from known values, raises one `PreviewUnknown` that the SDK turns
-into an advisory "can't run policy ... during preview" diagnostic naming those paths. Nothing is skipped
-silently.
+Rules read plain copies of the inputs (values.py): unknown values stay as their sentinel strings, each rule
+notes the paths it could not check (`Unknowns`) and, after reporting every violation it could establish
+from known values, raises one `PreviewUnknown` that the SDK turns into an advisory "can't run policy ...
+during preview" diagnostic naming those paths. Nothing is skipped silently.
 """
 
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 import jsonschema
@@ -22,69 +22,16 @@ from pulumi_policy import (
     ResourceValidationPolicy,
     Severity,
     StackValidationPolicy,
-    proxy,
 )
 from pulumi_policy.proxy import UNKNOWN_STRING_VALUE, UnknownValueError
 
-# The SDK's sentinel strings for unknown values: proxy.UNKNOWN_<KIND>_VALUE.
-_UNKNOWN_SENTINELS = frozenset(
-    getattr(proxy, f"UNKNOWN_{kind}_VALUE")
-    for kind in ("ARCHIVE", "ARRAY", "ASSET", "BOOLEAN", "NUMBER", "OBJECT", "STRING")
-)
-
+from . import forms
+from .values import is_unknown, plain
 
 # The public documents the rules come from; every violation message ends with its rule's link.
 GKE_DOCS = "https://docs.cloud.google.com/tpu/docs/ml-diagnostics/gke"
 AZUREML_DOCS = "https://learn.microsoft.com/azure/machine-learning/how-to-deploy-kubernetes-extension"
 MDC_DOCS = "https://docs.cloud.google.com/vertex-ai/docs/training/training-clusters/manage-cluster"
-
-
-def is_unknown(value: Any) -> bool:
-    return isinstance(value, str) and value in _UNKNOWN_SENTINELS
-
-
-def _item(container: Any, key: Any) -> Any:
-    """container[key]; the SDK's proxy raises UnknownValueError for an unknown value: keep its sentinel."""
-    try:
-        return container[key]
-    except UnknownValueError as e:
-        return e.unknown_type_sentinel
-
-
-def plain(value: Any) -> Any:
-    """A plain dict/list copy of (possibly proxied) properties; unknown values keep their sentinel.
-
-    Reads the proxy only through its public Mapping/Sequence interface and the documented exception."""
-    if isinstance(value, Mapping):
-        return {k: plain(_item(value, k)) for k in value}
-    if isinstance(value, Sequence) and not isinstance(value, (str, bytes)):
-        return [plain(_item(value, i)) for i in range(len(value))]
-    return value
-
-
-def dig(obj: Any, *path: str | int) -> Any:
-    """obj[path[0]][path[1]]...; None when a step is missing; an unknown sentinel when a step is unknown."""
-    for key in path:
-        if is_unknown(obj):
-            return obj
-        if isinstance(key, int):
-            if not isinstance(obj, list) or key >= len(obj):
-                return None
-            obj = obj[key]
-        else:
-            if not isinstance(obj, dict) or key not in obj:
-                return None
-            obj = obj[key]
-    return obj
-
-
-def as_bool(value: Any) -> bool | None:
-    """True/False from a bool or a 'true'/'false' string (any case); None when it is neither."""
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
-        return value.strip().lower() == "true"
-    return None
 
 
 class PreviewUnknown(UnknownValueError):
@@ -177,8 +124,6 @@ class _StackView:
 
 
 def _normalised(args: Any, report: ReportViolation, validate: Validate) -> None:
-    from . import forms  # forms uses this module's helpers
-
     if hasattr(args, "resources"):
         views, unread = [], []
         for r in args.resources:
@@ -283,9 +228,3 @@ def resource_rule(
         unknowns.finish()
 
     return _rule(ResourceValidationPolicy, name, description, validate, **about)
-
-
-def name_of(props: Mapping[str, Any], fallback: str) -> str:
-    meta = props.get("metadata") if isinstance(props, Mapping) else None
-    name = meta.get("name") if isinstance(meta, Mapping) else None
-    return name if isinstance(name, str) and not is_unknown(name) else fallback

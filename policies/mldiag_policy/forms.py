@@ -20,7 +20,7 @@ from typing import Any
 
 import yaml
 
-from .common import is_unknown
+from .values import is_unknown
 
 # kind -> canonical token (Kubernetes kinds: any group version of the kind is the same object to the rules)
 K8S_KINDS = {

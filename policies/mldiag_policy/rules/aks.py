@@ -1,6 +1,6 @@
 """AKS cluster rules from the Azure ML extension docs (prerequisites and limitations): managed identity and
 local accounts, no Entra pod identity, the production size minimum (4 vCPU, 14 GB), authorised IP ranges
-(advisory).
+(advisory). `pool_nodes` counts a node pool's workers for these rules and the Azure ML extension's.
 """
 
 from __future__ import annotations
@@ -11,9 +11,26 @@ from typing import Any
 
 from pulumi_policy import EnforcementLevel, ReportViolation, Severity
 
-from ..common import AZUREML_DOCS, Unknowns, as_bool, dig, resource_rule
+from ..common import AZUREML_DOCS, Unknowns, resource_rule
 from ..forms import MANAGED_CLUSTER
-from .azure_ml_settings import _pool_nodes
+from ..values import as_bool, dig
+
+# --- node pools (also read by azureml-inference-router-ha) ----------------------------------------
+
+
+def pool_nodes(pool: Any) -> int | None:
+    """Worker nodes of one AKS node pool (agentPoolProfiles item or AgentPool): minCount when autoscaled, else
+    count (the API's default 1); None when the count is not a whole number."""
+    if not isinstance(pool, dict):
+        return None
+    n = pool.get("minCount") if pool.get("enableAutoScaling") is True else pool.get("count")
+    if n is None:
+        return 1  # the API's default count
+    # numbers arrive as doubles over the protocol
+    return (
+        int(n) if isinstance(n, (int, float)) and not isinstance(n, bool) and float(n).is_integer() else None
+    )
+
 
 # --- aks-managed-identity-local-accounts ---------------------------------------------------------
 
@@ -140,7 +157,7 @@ def _check_size(args: Any, props: dict, cfg: dict, unknowns: Unknowns, report: R
     vcpus = mem = 0.0
     unknown_sizes = []
     for i, pool in enumerate(pools):
-        size, nodes = dig(pool, "vmSize"), _pool_nodes(pool)
+        size, nodes = dig(pool, "vmSize"), pool_nodes(pool)
         if unknowns.hit(size, f"agentPoolProfiles[{i}].vmSize") or nodes is None:
             unknowns.note(f"agentPoolProfiles[{i}]")
             continue

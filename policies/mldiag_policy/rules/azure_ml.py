@@ -1,4 +1,6 @@
-"""Azure Machine Learning extension (`Microsoft.AzureML.Kubernetes`) and AKS rules.
+"""Azure Machine Learning extension (`Microsoft.AzureML.Kubernetes`) rules on one extension's inputs: workloads,
+inference HTTPS, secrets, cluster scope, the Arc relay. Setting-key, load-balancer and stack rules are in
+azure_ml_settings.py, the AKS cluster rules in aks.py.
 
 Source: Azure ML extension docs (configuration settings table, limitations) and what `az k8s-extension create` enforces
 on the client (azure-cli-extensions, k8s-extension AzureMLKubernetes.py): training or inference must be
@@ -17,7 +19,8 @@ from typing import Any
 
 from pulumi_policy import ReportViolation, Severity
 
-from ..common import AZUREML_DOCS, Unknowns, as_bool, dig, is_unknown, plain, resource_rule
+from ..common import AZUREML_DOCS, Unknowns, resource_rule
+from ..values import as_bool, dig, is_unknown, plain
 
 EXTENSION_TYPE_TOKEN = "azure-native:kubernetesconfiguration:Extension"
 AZUREML_EXTENSION = "microsoft.azureml.kubernetes"
@@ -57,7 +60,8 @@ class Settings:
         return as_bool(self.get(key)) is True
 
 
-def _ext(args: Any, props: dict) -> str:
+def extension_label(args: Any, props: dict) -> str:
+    """How messages name an extension (its extensionName, else the Pulumi name); never a setting value."""
     return f"Azure ML extension '{props.get('extensionName') or args.name}'"
 
 
@@ -79,7 +83,7 @@ def _check_workloads(args: Any, props: dict, cfg: dict, unknowns: Unknowns, repo
         if not unknowns.hit(training, "enableTraining") and not unknowns.hit(inference, "enableInference"):
             if as_bool(training) is not True and as_bool(inference) is not True:
                 report(
-                    f"{_ext(args, props)} enables neither training nor inference; the extension then installs "
+                    f"{extension_label(args, props)} enables neither training nor inference; the extension then installs "
                     "nothing useful and `az k8s-extension create` refuses it. Remediation: set "
                     "enableTraining=True and/or enableInference=True (the target's training / inference.enabled)."
                 )
@@ -89,7 +93,7 @@ def _check_workloads(args: Any, props: dict, cfg: dict, unknowns: Unknowns, repo
                     not isinstance(rst, str) or rst.lower() not in [t.lower() for t in ROUTER_SERVICE_TYPES]
                 ):
                     report(
-                        f"{_ext(args, props)} enables inference with inferenceRouterServiceType "
+                        f"{extension_label(args, props)} enables inference with inferenceRouterServiceType "
                         f"{rst!r}; it is required when enableInference=True and must be one of "
                         f"{', '.join(ROUTER_SERVICE_TYPES)}. Remediation: set inference.routerServiceType."
                     )
@@ -129,7 +133,7 @@ def _check_https(args: Any, props: dict, cfg: dict, unknowns: Unknowns, report: 
             if not unknowns.hit(insecure, "allowInsecureConnections") and as_bool(insecure) is True:
                 if not cfg["allowInsecureConnections"]:
                     report(
-                        f"{_ext(args, props)} sets allowInsecureConnections=True: inference endpoints would serve "
+                        f"{extension_label(args, props)} sets allowInsecureConnections=True: inference endpoints would serve "
                         "plain HTTP, which the Azure ML extension docs allow for development and testing only and this environment "
                         "refuses. Remediation: remove inference.allowInsecureConnections and set "
                         "inference.sslCname with inference.sslSecret or inference.sslCertPem/sslKeyPem."
@@ -148,7 +152,7 @@ def _check_https(args: Any, props: dict, cfg: dict, unknowns: Unknowns, report: 
                     missing.append("sslSecret, or the certificate and key in protected settings")
                 if missing:
                     report(
-                        f"{_ext(args, props)} serves inference over HTTPS (allowInsecureConnections is not True) "
+                        f"{extension_label(args, props)} serves inference over HTTPS (allowInsecureConnections is not True) "
                         f"but lacks {' and '.join(missing)}; the extension expects them and the endpoint cannot "
                         "start. Remediation: set inference.sslCname and either inference.sslSecret (a secret "
                         "with cert.pem/key.pem in the azureml namespace) or inference.sslCertPem and "
@@ -215,7 +219,7 @@ def _check_secrets(args: Any, props: dict, cfg: dict, unknowns: Unknowns, report
             why = secret_looking(key, None if unknown else value)
             if why:
                 report(
-                    f"{_ext(args, props)} puts setting '{key}' in plain configurationSettings, but {why}; plain "
+                    f"{extension_label(args, props)} puts setting '{key}' in plain configurationSettings, but {why}; plain "
                     "settings are stored and shown in clear text by ARM and in the stack state. Remediation: move "
                     "it to configurationProtectedSettings and feed it from a secret config value "
                     "(`pulumi config set --secret`)."
@@ -246,13 +250,13 @@ def _check_scope(args: Any, props: dict, cfg: dict, unknowns: Unknowns, report: 
         ns = dig(scope, "cluster", "releaseNamespace")
         if dig(scope, "namespace") is not None or cluster_scope is None:
             report(
-                f"{_ext(args, props)} is not installed at cluster scope; the extension can be installed only at "
+                f"{extension_label(args, props)} is not installed at cluster scope; the extension can be installed only at "
                 "'cluster' scope (the CLI refuses namespace scope). Remediation: set "
                 f"scope.cluster.releaseNamespace='{RELEASE_NAMESPACE}' and no scope.namespace."
             )
         elif not unknowns.hit(ns, "scope.cluster.releaseNamespace") and ns != RELEASE_NAMESPACE:
             report(
-                f"{_ext(args, props)} installs into release namespace {ns!r}; the extension's components and "
+                f"{extension_label(args, props)} installs into release namespace {ns!r}; the extension's components and "
                 f"the sslSecret are expected in '{RELEASE_NAMESPACE}' (Azure ML extension docs: `kubectl get pods -n azureml`). "
                 f"Remediation: set scope.cluster.releaseNamespace='{RELEASE_NAMESPACE}'."
             )
@@ -304,7 +308,7 @@ def _check_relay(args: Any, props: dict, cfg: dict, unknowns: Unknowns, report: 
             missing.append("relayserver.relayConnectionString (protected)")
         if missing:
             report(
-                f"{_ext(args, props)} targets an Arc cluster but lacks the relay settings {', '.join(missing)}; "
+                f"{extension_label(args, props)} targets an Arc cluster but lacks the relay settings {', '.join(missing)}; "
                 "on Arc the relayserver reaches the Azure ML service through Azure Relay (Azure ML extension docs), and without "
                 "them no job or deployment request arrives. Remediation: create the Azure Relay namespace, "
                 "hybrid connection and azureml_rw rule (the AzureMlExtension component does for kind arc) and "

@@ -10,9 +10,11 @@ from typing import Any
 
 from pulumi_policy import ReportViolation, Severity, StackValidationArgs
 
-from ..common import AZUREML_DOCS, Unknowns, as_bool, config, plain, resource_rule, stack_rule
+from ..common import AZUREML_DOCS, Unknowns, config, resource_rule, stack_rule
 from ..forms import AGENT_POOL, MANAGED_CLUSTER
-from .azure_ml import Settings, _ext, is_arc, is_azureml
+from ..values import as_bool, plain
+from .aks import pool_nodes
+from .azure_ml import Settings, extension_label, is_arc, is_azureml
 
 # Keys from the settings table and the CLI's own keys; the extension reads them case-sensitively.
 KNOWN_KEYS = (
@@ -54,7 +56,7 @@ def _check_keys(args: Any, props: dict, cfg: dict, unknowns: Unknowns, report: R
             want = wrong_case(key)
             if want:
                 report(
-                    f"{_ext(args, props)} {field} has key '{key}'; the extension reads '{want}' and silently "
+                    f"{extension_label(args, props)} {field} has key '{key}'; the extension reads '{want}' and silently "
                     f"ignores '{key}', so the setting has no effect. Remediation: rename it to '{want}'."
                 )
 
@@ -85,13 +87,13 @@ def _check_internal_lb(
         value = st.plain["internalLoadBalancerProvider"]
         if not unknowns.hit(props.get("clusterRp"), "clusterRp") and is_arc(props):
             report(
-                f"{_ext(args, props)} sets internalLoadBalancerProvider on an Arc cluster; the setting applies only "
+                f"{extension_label(args, props)} sets internalLoadBalancerProvider on an Arc cluster; the setting applies only "
                 "to AKS clusters. Remediation: remove it and expose azureml-fe with inferenceRouterServiceType "
                 "nodePort or clusterIP behind your own load balancer."
             )
         elif not unknowns.hit(value, "internalLoadBalancerProvider") and value != "azure":
             report(
-                f"{_ext(args, props)} sets internalLoadBalancerProvider to {value!r}; the only value is 'azure'. "
+                f"{extension_label(args, props)} sets internalLoadBalancerProvider to {value!r}; the only value is 'azure'. "
                 "Remediation: set internalLoadBalancerProvider=azure or remove it."
             )
 
@@ -112,18 +114,6 @@ internal_lb_aks_only = resource_rule(
 # --- azureml-inference-router-ha (stack) ---------------------------------------------------------
 
 
-def _pool_nodes(pool: Any) -> int | None:
-    if not isinstance(pool, dict):
-        return None
-    n = pool.get("minCount") if pool.get("enableAutoScaling") is True else pool.get("count")
-    if n is None:
-        return 1  # the API's default count
-    # numbers arrive as doubles over the protocol
-    return (
-        int(n) if isinstance(n, (int, float)) and not isinstance(n, bool) and float(n).is_integer() else None
-    )
-
-
 def cluster_nodes(resources: list[Any]) -> dict[str, int | None]:
     """Worker nodes per AKS cluster name declared in the stack (None when a count is unknown)."""
     out: dict[str, int | None] = {}
@@ -131,9 +121,9 @@ def cluster_nodes(resources: list[Any]) -> dict[str, int | None]:
         props = plain(r.props)
         if r.resource_type == MANAGED_CLUSTER:
             name, pools = props.get("resourceName") or r.name, props.get("agentPoolProfiles") or []
-            counts = [_pool_nodes(p) for p in pools] if isinstance(pools, list) else [None]
+            counts = [pool_nodes(p) for p in pools] if isinstance(pools, list) else [None]
         elif r.resource_type == AGENT_POOL:
-            name, counts = props.get("resourceName"), [_pool_nodes(props)]
+            name, counts = props.get("resourceName"), [pool_nodes(props)]
         else:
             continue
         if not isinstance(name, str):
@@ -164,7 +154,7 @@ def _validate_router_ha(args: StackValidationArgs, report: ReportViolation) -> N
         ha = st.plain.get("inferenceRouterHA")
         if as_bool(st.plain.get("enableInference")) is True and count < 3 and as_bool(ha) is not False:
             report(
-                f"{_ext(r, props)} enables inference on AKS cluster '{props.get('clusterName')}' with {count} "
+                f"{extension_label(r, props)} enables inference on AKS cluster '{props.get('clusterName')}' with {count} "
                 f"worker node(s) and inferenceRouterHA {'unset (default True)' if ha is None else repr(ha)}; the "
                 "extension then deploys 3 azureml-fe replicas, which need at least 3 nodes. Remediation: set "
                 "inferenceRouterHA=False (exactly that key), or give the cluster at least 3 nodes.",

@@ -10,11 +10,12 @@ from typing import Any
 from pulumi_policy import ReportViolation, Severity
 
 from .. import compat
-from ..common import GKE_DOCS, Unknowns, dig, name_of, resource_rule
+from ..common import GKE_DOCS, Unknowns, resource_rule
 from ..forms import K8S_KINDS, is_patch
-from .kubernetes import _DIAGON_NAMESPACES, DAEMONSET_TYPES, containers, is_known_diagon, pod_spec_path
+from ..values import dig, name_of
+from .kubernetes import DAEMONSET_TYPES, DIAGON_NAMESPACES_OPTION, containers, is_known_diagon, pod_spec_path
 
-DIAGON_DEFAULTS = {"diagonNamespaces": _DIAGON_NAMESPACES}
+DIAGON_DEFAULTS = {"diagonNamespaces": DIAGON_NAMESPACES_OPTION}
 
 # --- k8s-diagon-no-cpu-limit ---------------------------------------------------------------------
 

@@ -3,7 +3,8 @@
 Source: ML Diagnostics docs, "연산자 및 웹훅 설정": `--enable-managed-mldiagnostics` / Terraform
 `managed_machine_learning_diagnostics_config { enabled = ... }` from GKE 1.35.0-gke.3065000 on; older
 clusters take the manual install. The managed feature deploys the injection-webhook and connection-operator
-itself. The threshold lives in components/compat.py.
+itself. The threshold lives in this pack's compat.py (mldiag_policy/compat.py; components/compat.py
+re-exports it).
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ from typing import Any
 from pulumi_policy import ReportViolation, Severity, StackValidationArgs
 
 from .. import compat
-from ..common import GKE_DOCS, Unknowns, dig, is_unknown, plain, resource_rule, stack_rule
+from ..common import GKE_DOCS, Unknowns, resource_rule, stack_rule
+from ..values import dig, is_unknown, plain
 from .helm import RELEASE_TYPE, release_info, release_kind
 from .helm_mldiagnostics import provider_key
 

@@ -1,10 +1,11 @@
-"""Helm release rules: pinned chart versions, allowed repositories, cert-manager CRD values, the
-connection-operator's JAX table, and the webhook/operator's dependency on cert-manager.
+"""Helm release rules: pinned chart versions, allowed repositories, cert-manager CRD values (the
+connection-operator's JAX table and the webhook/operator's dependency on cert-manager are in
+helm_mldiagnostics.py; both read releases through `release_info` here).
 
 Source: ML Diagnostics docs, "수동 설치" (manual install): cert-manager v1.13.0 from charts.jetstack.io with
 `installCRDs=true` as the injection-webhook's prerequisite; injection-webhook 0.25.0 and connection-operator
 0.24.0 from oci://us-docker.pkg.dev/ai-on-gke/...; the JAX table. The facts themselves live in
-components/compat.py; this module only applies them.
+this pack's compat.py (components/compat.py re-exports it); this module only applies them.
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ from typing import Any
 from pulumi_policy import EnforcementLevel, ReportViolation, Severity
 
 from .. import compat
-from ..common import GKE_DOCS, Unknowns, as_bool, dig, is_unknown, resource_rule
+from ..common import GKE_DOCS, Unknowns, resource_rule
+from ..values import as_bool, dig, is_unknown
 
 RELEASE_TYPE = "kubernetes:helm.sh/v3:Release"
 NAMESPACE_TYPE = "kubernetes:core/v1:Namespace"
@@ -77,7 +79,8 @@ def release_kind(info: ReleaseInfo) -> str | None:
     return None
 
 
-def _label(info: ReleaseInfo) -> str:
+def release_label(info: ReleaseInfo) -> str:
+    """How messages name a Helm release: release name and chart."""
     return f"Helm release '{info.release_name}' (chart {info.chart_name or info.chart!r})"
 
 
@@ -91,7 +94,7 @@ def _check_version_pinned(
     if not unknowns.hit(info.version, "version"):
         if not info.version:
             report(
-                f"{_label(info)} sets no chart version, so each `pulumi up` may install whatever the repository "
+                f"{release_label(info)} sets no chart version, so each `pulumi up` may install whatever the repository "
                 "serves that day. Remediation: set the release's version to an exact chart version (the ML "
                 "Diagnostics docs install cert-manager v1.13.0, injection-webhook 0.25.0, connection-operator 0.24.0)."
             )
@@ -100,7 +103,7 @@ def _check_version_pinned(
                 compat.parse_semver(info.version)
             except ValueError:
                 report(
-                    f"{_label(info)} version {info.version!r} is not an exact chart version (ranges and "
+                    f"{release_label(info)} version {info.version!r} is not an exact chart version (ranges and "
                     "'latest' float). Remediation: set an exact MAJOR.MINOR.PATCH version, e.g. 0.25.0."
                 )
 
@@ -145,13 +148,13 @@ def _check_repositories(
         info = release_info(props, args.name)
         if info.location is None:
             report(
-                f"{_label(info)}: {info.source_problem or 'no chart given'}. Allowed repositories: "
+                f"{release_label(info)}: {info.source_problem or 'no chart given'}. Allowed repositories: "
                 f"{', '.join(cfg['allowedRepositories'])}. Remediation: install the chart from an allowed "
                 "repository URL (repositoryOpts.repo, or a full oci:// chart URL)."
             )
         elif not _repo_allowed(info.location, cfg["allowedRepositories"]):
             report(
-                f"{_label(info)} comes from '{info.location}', which is not an allowed repository (allowed: "
+                f"{release_label(info)} comes from '{info.location}', which is not an allowed repository (allowed: "
                 f"{', '.join(cfg['allowedRepositories'])}). Remediation: use the vendor repository from the "
                 "docs (charts.jetstack.io, the ai-on-gke OCI path) or a reviewed mirror added to this "
                 "policy's allowedRepositories."
@@ -198,7 +201,7 @@ def _check_cert_manager_crds(
         compat.parse_semver(info.version or "")
     except ValueError:
         report(
-            f"{_label(info)} has no exact chart version ({info.version!r}), so the CRD values cannot match it: "
+            f"{release_label(info)} has no exact chart version ({info.version!r}), so the CRD values cannot match it: "
             "before v1.15.0 the chart takes installCRDs, from v1.15.0 crds.enabled. Remediation: pin the "
             f"version (default {compat.CERT_MANAGER_DEFAULT_VERSION}) and set the CRD values for it."
         )
@@ -208,7 +211,7 @@ def _check_cert_manager_crds(
     style_old = dig(values, "installCRDs")
     if style_new is not None and style_old is not None:
         report(
-            f"{_label(info)} {version} sets both installCRDs and crds.*; the chart refuses that combination. "
+            f"{release_label(info)} {version} sets both installCRDs and crds.*; the chart refuses that combination. "
             f"Remediation: keep only the style version {version} takes: {compat.cert_manager_crd_values(version)}."
         )
         unknowns.finish()
@@ -229,7 +232,7 @@ def _check_cert_manager_crds(
         missing = [f"{'.'.join(p)}: true" for p, _ in _leaves(compat.cert_manager_crd_values(version))][:1]
     if missing:
         report(
-            f"{_label(info)} {version} does not install its CRDs ({', '.join(missing)} missing); the "
+            f"{release_label(info)} {version} does not install its CRDs ({', '.join(missing)} missing); the "
             "injection-webhook needs cert-manager's Certificate and Issuer CRDs. Remediation: set "
             f"{', '.join(missing)} in the release values (ML Diagnostics docs: --set installCRDs=true for v1.13.0)."
         )
@@ -265,7 +268,7 @@ def _check_installcrds_deprecated(
         return
     if from_1_15:
         report(
-            f"{_label(info)} {info.version} sets installCRDs, which the chart deprecated in v1.15.0 in favour of "
+            f"{release_label(info)} {info.version} sets installCRDs, which the chart deprecated in v1.15.0 in favour of "
             "crds.enabled (it still honours it today). Remediation: replace installCRDs with crds.enabled: true "
             "(crds.keep defaults to true)."
         )

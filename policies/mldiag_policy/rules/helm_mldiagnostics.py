@@ -10,8 +10,9 @@ from typing import Any
 from pulumi_policy import ReportViolation, Severity, StackValidationArgs
 
 from .. import compat
-from ..common import GKE_DOCS, Unknowns, dig, is_unknown, plain, resource_rule, stack_rule
-from .helm import NAMESPACE_TYPE, RELEASE_TYPE, ReleaseInfo, _label, release_info, release_kind
+from ..common import GKE_DOCS, Unknowns, resource_rule, stack_rule
+from ..values import dig, is_unknown, plain
+from .helm import NAMESPACE_TYPE, RELEASE_TYPE, ReleaseInfo, release_info, release_kind, release_label
 
 # --- helm-connection-operator-jax ----------------------------------------------------------------
 
@@ -72,7 +73,7 @@ def _check_connection_operator(
     if not rows:
         if not cfg["allowCustomArgs"]:
             report(
-                f"{_label(info)} overrides {'.'.join(compat.CONNECTION_OPERATOR_ARGS_PATH)} with args that match "
+                f"{release_label(info)} overrides {'.'.join(compat.CONNECTION_OPERATOR_ARGS_PATH)} with args that match "
                 f"no row of the JAX table; setting the list replaces all of the chart's default args. The table: "
                 f"{table}. Remediation: use the table's args for the cluster's JAX version (the target's "
                 "jaxVersion), or set allowCustomArgs for this policy after review."
@@ -83,7 +84,7 @@ def _check_connection_operator(
         compat.parse_semver(info.version or "")
     except ValueError:
         report(
-            f"{_label(info)} has no exact chart version ({info.version!r}); the JAX table needs one. The table: "
+            f"{release_label(info)} has no exact chart version ({info.version!r}); the JAX table needs one. The table: "
             f"{table}. Remediation: pin the chart version from the table."
         )
         unknowns.finish()
@@ -91,7 +92,7 @@ def _check_connection_operator(
     problems = [compat.connection_operator_chart_problem(_jax_of(r), info.version) for r in rows]
     if all(problems):
         report(
-            f"{_label(info)} {info.version} with "
+            f"{release_label(info)} {info.version} with "
             f"{'the JAX 0.8.x args' if given is not None else 'no args override'}: {problems[0]}. The table: "
             f"{table}. Remediation: set the chart version and args for the cluster's JAX version together."
         )
@@ -169,7 +170,7 @@ def _validate_requires_cert_manager(args: StackValidationArgs, report: ReportVio
             where = f"provider {cluster}" if cluster else "the default provider"
             if not cert_managers:
                 report(
-                    f"{_label(info)} needs cert-manager, but no cert-manager release goes to the same cluster "
+                    f"{release_label(info)} needs cert-manager, but no cert-manager release goes to the same cluster "
                     f"({where}) and its namespace does not declare cert-manager pre-installed "
                     f"(annotation {compat.CERT_MANAGER_ANNOTATION}: preinstalled). Remediation: enable the "
                     "target's cert-manager install, or, if the cluster already runs cert-manager, declare it "
@@ -178,7 +179,7 @@ def _validate_requires_cert_manager(args: StackValidationArgs, report: ReportVio
                 )
             elif not any(_depends_on(r, cm.urn) for cm in cert_managers):
                 report(
-                    f"{_label(info)} does not depend on the cert-manager release in the same cluster, so Helm may "
+                    f"{release_label(info)} does not depend on the cert-manager release in the same cluster, so Helm may "
                     "install it before cert-manager's CRDs and webhook are ready. Remediation: add depends_on "
                     "on the cert-manager release (the components do this).",
                     r.urn,

@@ -11,8 +11,9 @@ from typing import Any
 from pulumi_policy import ReportViolation, ResourceValidationArgs, Severity
 
 from .. import compat
-from ..common import GKE_DOCS, Unknowns, name_of, resource_rule
+from ..common import GKE_DOCS, Unknowns, resource_rule
 from ..forms import is_patch
+from ..values import name_of
 from .kubernetes import WORKLOAD_TYPES, containers
 
 

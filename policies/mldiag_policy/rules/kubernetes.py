@@ -13,8 +13,9 @@ from typing import Any
 from pulumi_policy import ReportViolation, Severity
 
 from .. import compat
-from ..common import GKE_DOCS, Unknowns, dig, is_unknown, name_of, resource_rule
+from ..common import GKE_DOCS, Unknowns, resource_rule
 from ..forms import is_patch
+from ..values import dig, is_unknown, name_of
 
 WORKLOAD_TYPES = frozenset(
     f"kubernetes:{group}:{kind}{suffix}"
@@ -89,7 +90,8 @@ def is_known_diagon(props: dict, cfg: dict, unknowns: Unknowns) -> bool:
     return bool(diagon)
 
 
-_DIAGON_NAMESPACES = (
+# The diagonNamespaces option (schema, default), shared by the rules that recognise the Diagon DaemonSet.
+DIAGON_NAMESPACES_OPTION = (
     {
         "type": "array",
         "items": {"type": "string"},
@@ -100,7 +102,7 @@ _DIAGON_NAMESPACES = (
 
 # --- k8s-privileged-only-diagon ------------------------------------------------------------------
 
-PRIVILEGED_DEFAULTS = {"diagonNamespaces": _DIAGON_NAMESPACES}
+PRIVILEGED_DEFAULTS = {"diagonNamespaces": DIAGON_NAMESPACES_OPTION}
 
 
 def _check_privileged(args: Any, props: dict, cfg: dict, unknowns: Unknowns, report: ReportViolation) -> None:
@@ -185,7 +187,7 @@ def parse_quantity(text: Any) -> float:
 
 
 MEMORY_DEFAULTS = {
-    "diagonNamespaces": _DIAGON_NAMESPACES,
+    "diagonNamespaces": DIAGON_NAMESPACES_OPTION,
     "diagonMaxMemory": (
         {
             "type": "string",

@@ -12,7 +12,8 @@ from typing import Any
 
 from pulumi_policy import ReportViolation, Severity
 
-from ..common import MDC_DOCS, Unknowns, dig, resource_rule
+from ..common import MDC_DOCS, Unknowns, resource_rule
+from ..values import dig
 
 MDC_TYPE = "pulumi-python:dynamic/vertexai:ModelDevelopmentCluster"
 SLURM = ("orchestrator_spec", "slurm_spec")
