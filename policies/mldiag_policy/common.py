@@ -11,6 +11,7 @@ during preview" diagnostic naming those paths. Nothing is skipped silently.
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
@@ -81,11 +82,27 @@ class ConfigProblem(Exception):
     """The policy's options do not match its schema; reported as a violation naming the option."""
 
 
+_OPTIONS: dict[tuple[int, str], dict[str, Any] | ConfigProblem] = {}
+
+
 def config(args: Any, defaults: Mapping[str, tuple[dict[str, Any], Any]]) -> dict[str, Any]:
     """The policy's config with schema defaults filled in (the CLI fills them too; this keeps rules
-    correct when a client sends only what the config file names), validated against the schema."""
+    correct when a client sends only what the config file names), validated against the schema.
+
+    Options change only with Configure, so each distinct set is validated once (rules only read it)."""
+    given = plain(args.get_config() or {})
+    key = (id(defaults), json.dumps(given, sort_keys=True, default=repr))
+    known = _OPTIONS.get(key)
+    if known is None:
+        known = _OPTIONS[key] = _validated(given, defaults)
+    if isinstance(known, ConfigProblem):
+        raise known
+    return known
+
+
+def _validated(given: dict[str, Any], defaults: Mapping[str, tuple[dict[str, Any], Any]]) -> Any:
     out = {name: copy.deepcopy(default) for name, (_, default) in defaults.items()}
-    out.update(plain(args.get_config() or {}))
+    out.update(given)
     spec = {
         "type": "object",
         "properties": {name: s for name, (s, _) in defaults.items()},
@@ -93,7 +110,7 @@ def config(args: Any, defaults: Mapping[str, tuple[dict[str, Any], Any]]) -> dic
     }
     errors = sorted(jsonschema.Draft7Validator(spec).iter_errors(out), key=lambda e: list(e.absolute_path))
     if errors:
-        raise ConfigProblem(
+        return ConfigProblem(
             "; ".join(f"{'.'.join(map(str, e.absolute_path)) or '(options)'}: {e.message}" for e in errors)
         )
     return out
@@ -123,7 +140,9 @@ class _StackView:
         return getattr(self._inner, name)
 
 
-def _normalised(args: Any, report: ReportViolation, validate: Validate) -> None:
+def _normalised(
+    args: Any, report: ReportViolation, validate: Validate, types: Collection[str] | None
+) -> None:
     if hasattr(args, "resources"):
         views, unread = [], []
         for r in args.resources:
@@ -134,6 +153,8 @@ def _normalised(args: Any, report: ReportViolation, validate: Validate) -> None:
         if unread:
             raise PreviewUnknown(unread)
         return
+    if types is not None and not forms.may_hold(args.resource_type, types):
+        return  # no form of this resource is one the rule checks: nothing to copy or expand
     found, unread = forms.expand(args.resource_type, plain(args.props))
     for f in found:
         if f.where:
@@ -149,17 +170,17 @@ def _normalised(args: Any, report: ReportViolation, validate: Validate) -> None:
         raise PreviewUnknown(unread)
 
 
-def cited(validate: Validate, url: str) -> Validate:
+def cited(validate: Validate, url: str, types: Collection[str] | None = None) -> Validate:
     """`validate` run on every canonical form of the resource(s) (see forms.py), with violation messages
     ending in the documentation link and invalid options reported as one violation (key path and what is
-    allowed) instead of an exception."""
+    allowed) instead of an exception. `types`: the canonical tokens `validate` checks (None: any)."""
 
     def run(args: Any, report: ReportViolation) -> None:
         def cite(message: str, urn: str | None = None) -> None:
             report(f"{message}\nSee {url}", urn)
 
         try:
-            _normalised(args, cite, validate)
+            _normalised(args, cite, validate, types)
         except ConfigProblem as e:
             report(
                 f"this policy's options in the policy pack config are invalid: {e}. Remediation: fix them in "
@@ -187,11 +208,12 @@ def _rule(
     remediation: str,
     defaults: Defaults | None = None,
     level: EnforcementLevel = EnforcementLevel.MANDATORY,
+    types: Collection[str] | None = None,
 ) -> Any:
     return kind(
         name=name,
         description=description,
-        validate=cited(validate, docs),
+        validate=cited(validate, docs, types),
         enforcement_level=level,
         config_schema=schema(defaults) if defaults is not None else None,
         url=docs,
@@ -211,20 +233,24 @@ def resource_rule(
     description: str,
     check: Check,
     *,
-    applies: Collection[str] | Callable[[Any], bool],
+    applies: Collection[str],
+    when: Callable[[Any], bool] | None = None,
     **about: Any,
 ) -> ResourceValidationPolicy:
-    """A resource policy running `check` on the resources `applies` takes (type tokens, or a predicate on
-    the args), with their plain props and options (`{}` without `defaults`); the unknowns it noted are
-    raised after it returns. `about` as for `stack_rule`."""
+    """A resource policy running `check` on the resources whose canonical type token is in `applies` (and,
+    with `when`, that the predicate takes: it gets the resource in its canonical form, plain props), with
+    their plain props and options (`{}` without `defaults`); the unknowns it noted are raised after it
+    returns. `about` as for `stack_rule`."""
     defaults = about.get("defaults")
+    applies = frozenset(applies)
 
     def validate(args: Any, report: ReportViolation) -> None:
-        if not (applies(args) if callable(applies) else args.resource_type in applies):
+        # args: one canonical form (a view with plain props), from cited()
+        if args.resource_type not in applies or (when is not None and not when(args)):
             return
         cfg = config(args, defaults) if defaults is not None else {}
         unknowns = Unknowns()
-        check(args, plain(args.props), cfg, unknowns, report)
+        check(args, args.props, cfg, unknowns, report)
         unknowns.finish()
 
-    return _rule(ResourceValidationPolicy, name, description, validate, **about)
+    return _rule(ResourceValidationPolicy, name, description, validate, types=applies, **about)

@@ -14,7 +14,9 @@ check is mapped to one checked shape, a canonical type token plus the object's w
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -80,6 +82,7 @@ class Form:
     where: str  # "" for the resource itself, else where in a manifest group the object sits
 
 
+@lru_cache(maxsize=4096)
 def canonical(token: str) -> str:
     """The canonical token of a single-object spelling (unchanged when the pack has no rule for it)."""
     m = _K8S.fullmatch(token)
@@ -96,6 +99,11 @@ def canonical(token: str) -> str:
     if m:
         return _AZURE_KINDS.get((m.group("module"), m.group("kind")), token)
     return token
+
+
+def may_hold(token: str, types: Collection[str]) -> bool:
+    """Whether a resource declared as `token` can hold an object of one of the canonical `types`."""
+    return token in MANIFEST_GROUPS or canonical(token) in types
 
 
 def is_patch(token: str) -> bool:

@@ -20,7 +20,7 @@ from typing import Any
 from pulumi_policy import ReportViolation, Severity
 
 from ..common import AZUREML_DOCS, Unknowns, resource_rule
-from ..values import as_bool, dig, is_unknown, plain
+from ..values import as_bool, dig, is_unknown
 
 EXTENSION_TYPE_TOKEN = "azure-native:kubernetesconfiguration:Extension"
 AZUREML_EXTENSION = "microsoft.azureml.kubernetes"
@@ -29,9 +29,10 @@ ROUTER_SERVICE_TYPES = ("loadBalancer", "nodePort", "clusterIP")
 
 
 def is_azureml(args: Any) -> bool:
+    """An Azure ML extension; `args`: a resource in its canonical form (plain props)."""
     if args.resource_type != EXTENSION_TYPE_TOKEN:
         return False
-    ext = plain(args.props).get("extensionType")
+    ext = args.props.get("extensionType")
     return isinstance(ext, str) and not is_unknown(ext) and ext.lower() == AZUREML_EXTENSION
 
 
@@ -106,7 +107,8 @@ workloads_enabled = resource_rule(
         "inferenceRouterServiceType: loadBalancer, nodePort or clusterIP (Azure ML extension docs, settings table)."
     ),
     _check_workloads,
-    applies=is_azureml,
+    applies={EXTENSION_TYPE_TOKEN},
+    when=is_azureml,
     docs=AZUREML_DOCS,
     severity=Severity.HIGH,
     remediation="Enable training and/or inference; give inference a router service type.",
@@ -169,7 +171,8 @@ inference_https = resource_rule(
         "environment says so (Azure ML extension docs: allowInsecureConnections is for development or testing)."
     ),
     _check_https,
-    applies=is_azureml,
+    applies={EXTENSION_TYPE_TOKEN},
+    when=is_azureml,
     docs=AZUREML_DOCS,
     severity=Severity.HIGH,
     remediation="Set sslCname and sslSecret or the PEM pair; do not allow insecure connections in prod.",
@@ -269,7 +272,8 @@ cluster_scope = resource_rule(
         "(Azure ML extension docs; the CLI refuses namespace scope)."
     ),
     _check_scope,
-    applies=is_azureml,
+    applies={EXTENSION_TYPE_TOKEN},
+    when=is_azureml,
     docs=AZUREML_DOCS,
     severity=Severity.MEDIUM,
     remediation="Use scope.cluster.releaseNamespace 'azureml'.",
@@ -323,7 +327,8 @@ arc_relay = resource_rule(
         "connection id and name, protected connection string), as the CLI sets them (Azure ML extension docs: relayserver)."
     ),
     _check_relay,
-    applies=is_azureml,
+    applies={EXTENSION_TYPE_TOKEN},
+    when=is_azureml,
     docs=AZUREML_DOCS,
     severity=Severity.HIGH,
     remediation="Create the Azure Relay for the Arc cluster and pass its settings.",

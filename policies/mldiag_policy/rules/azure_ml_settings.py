@@ -14,7 +14,7 @@ from ..common import AZUREML_DOCS, Unknowns, config, resource_rule, stack_rule
 from ..forms import AGENT_POOL, MANAGED_CLUSTER
 from ..values import as_bool, plain
 from .aks import pool_nodes
-from .azure_ml import Settings, extension_label, is_arc, is_azureml
+from .azure_ml import EXTENSION_TYPE_TOKEN, Settings, extension_label, is_arc, is_azureml
 
 # Keys from the settings table and the CLI's own keys; the extension reads them case-sensitively.
 KNOWN_KEYS = (
@@ -68,7 +68,8 @@ setting_keys_case = resource_rule(
         "not InferenceRouterHA); a key in another case is silently ignored (Azure ML extension docs)."
     ),
     _check_keys,
-    applies=is_azureml,
+    applies={EXTENSION_TYPE_TOKEN},
+    when=is_azureml,
     docs=AZUREML_DOCS,
     severity=Severity.HIGH,
     remediation="Spell setting keys exactly as the settings table does.",
@@ -105,7 +106,8 @@ internal_lb_aks_only = resource_rule(
         "(Azure ML extension docs, settings table)."
     ),
     _check_internal_lb,
-    applies=is_azureml,
+    applies={EXTENSION_TYPE_TOKEN},
+    when=is_azureml,
     docs=AZUREML_DOCS,
     severity=Severity.MEDIUM,
     remediation="Use internalLoadBalancerProvider=azure on AKS only.",
@@ -118,7 +120,7 @@ def cluster_nodes(resources: list[Any]) -> dict[str, int | None]:
     """Worker nodes per AKS cluster name declared in the stack (None when a count is unknown)."""
     out: dict[str, int | None] = {}
     for r in resources:
-        props = plain(r.props)
+        props = r.props
         if r.resource_type == MANAGED_CLUSTER:
             name, pools = props.get("resourceName") or r.name, props.get("agentPoolProfiles") or []
             counts = [pool_nodes(p) for p in pools] if isinstance(pools, list) else [None]
@@ -139,7 +141,7 @@ def _validate_router_ha(args: StackValidationArgs, report: ReportViolation) -> N
     for r in args.resources:
         if not is_azureml(r):
             continue
-        props = plain(r.props)
+        props = r.props
         cluster_name = props.get("clusterName")
         if is_arc(props) or not isinstance(cluster_name, str) or cluster_name not in nodes:
             continue  # the cluster's size is not declared here
@@ -221,7 +223,7 @@ def _validate_subscriptions(args: StackValidationArgs, report: ReportViolation) 
     for r in args.resources:
         if not is_azureml(r):
             continue
-        props = plain(r.props)
+        props = r.props
         before = len(unknowns.paths)
         sub, source = extension_subscription(r, props, unknowns)
         name = f"Azure ML extension '{props.get('extensionName') or r.name}'"

@@ -15,7 +15,7 @@ from pulumi_policy import ReportViolation, Severity, StackValidationArgs
 
 from .. import compat
 from ..common import GKE_DOCS, Unknowns, resource_rule, stack_rule
-from ..values import dig, is_unknown, plain
+from ..values import dig, is_unknown
 from .helm import RELEASE_TYPE, release_info, release_kind
 from .helm_mldiagnostics import provider_key
 
@@ -147,7 +147,7 @@ def _validate_no_manual_when_managed(args: StackValidationArgs, report: ReportVi
     for p in args.resources:
         if p.resource_type != K8S_PROVIDER_TYPE:
             continue
-        linked = [d for d in _closure(p) if d.urn in clusters]
+        linked = [clusters[d.urn] for d in _closure(p) if d.urn in clusters]  # the canonical views
         if not linked and p.opts.parent:
             linked = [c for c in clusters.values() if c.opts.parent == p.opts.parent]
         if len(linked) == 1:
@@ -155,14 +155,14 @@ def _validate_no_manual_when_managed(args: StackValidationArgs, report: ReportVi
     for r in args.resources:
         if r.resource_type != RELEASE_TYPE:
             continue
-        info = release_info(plain(r.props), r.name)
+        info = release_info(r.props, r.name)
         if unknowns.hit(info.chart, f"{r.urn}: chart"):
             continue
         kind = release_kind(info)
         cluster = cluster_of.get(provider_key(r))
         if kind not in ("webhook", "operator") or cluster is None:
             continue
-        props = plain(cluster.props)
+        props = cluster.props
         managed = _managed(cluster, props)
         if managed is None:
             unknowns.note(f"{cluster.urn}: managed flag")

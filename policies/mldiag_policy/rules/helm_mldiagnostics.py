@@ -11,7 +11,7 @@ from pulumi_policy import ReportViolation, Severity, StackValidationArgs
 
 from .. import compat
 from ..common import GKE_DOCS, Unknowns, resource_rule, stack_rule
-from ..values import dig, is_unknown, plain
+from ..values import dig, is_unknown
 from .helm import NAMESPACE_TYPE, RELEASE_TYPE, ReleaseInfo, release_info, release_kind, release_label
 
 # --- helm-connection-operator-jax ----------------------------------------------------------------
@@ -34,8 +34,7 @@ def _jax_of(rule: compat.ConnectionOperatorRule) -> str:
 def _is_operator(args: Any) -> bool:
     # options are read (and reported when invalid) only for connection-operator releases
     return (
-        args.resource_type == RELEASE_TYPE
-        and release_kind(release_info(plain(args.props), args.name)) == "operator"
+        args.resource_type == RELEASE_TYPE and release_kind(release_info(args.props, args.name)) == "operator"
     )
 
 
@@ -105,7 +104,8 @@ connection_operator_jax = resource_rule(
         "(JAX 0.8.x: chart 0.24.0 with the four controller args; JAX 0.9.x+: chart 0.24.0 or later, default args)."
     ),
     _check_connection_operator,
-    applies=_is_operator,
+    applies={RELEASE_TYPE},
+    when=_is_operator,
     docs=GKE_DOCS,
     severity=Severity.HIGH,
     remediation="Set chart version and controller args from the JAX table for the cluster's JAX version.",
@@ -138,7 +138,7 @@ def _validate_requires_cert_manager(args: StackValidationArgs, report: ReportVio
     releases: dict[str, list[tuple[Any, ReleaseInfo, str]]] = {}
     preinstalled: dict[tuple[str, str], str] = {}
     for r in args.resources:
-        props = plain(r.props)
+        props = r.props
         if r.resource_type == RELEASE_TYPE:
             info = release_info(props, r.name)
             if unknowns.hit(info.chart, f"{r.urn}: chart"):
