@@ -26,7 +26,7 @@ from pulumi_policy import (
 )
 from pulumi_policy.proxy import UNKNOWN_STRING_VALUE, UnknownValueError
 
-from . import forms
+from . import forms, serving
 from .values import is_unknown, plain
 
 # The public documents the rules come from; every violation message ends with its rule's link.
@@ -140,13 +140,20 @@ class _StackView:
         return getattr(self._inner, name)
 
 
+def _forms(resource: Any) -> tuple[list[forms.Form], list[str]]:
+    """forms.expand of a resource's plain props; once per call for all policies (serving.py)."""
+    return serving.once(
+        "forms", resource.props, lambda: forms.expand(resource.resource_type, serving.plain(resource.props))
+    )
+
+
 def _normalised(
     args: Any, report: ReportViolation, validate: Validate, types: Collection[str] | None
 ) -> None:
     if hasattr(args, "resources"):
         views, unread = [], []
         for r in args.resources:
-            found, missing = forms.expand(r.resource_type, plain(r.props))
+            found, missing = _forms(r)
             views += [_View(r, f.type, f.props) for f in found]
             unread += [f"{r.urn}: {m}" for m in missing]
         validate(_StackView(args, views), report)
@@ -155,7 +162,7 @@ def _normalised(
         return
     if types is not None and not forms.may_hold(args.resource_type, types):
         return  # no form of this resource is one the rule checks: nothing to copy or expand
-    found, unread = forms.expand(args.resource_type, plain(args.props))
+    found, unread = _forms(args)
     for f in found:
         if f.where:
             label = f"{args.resource_type.rsplit(':', 1)[-1]} '{args.name}' {f.where}"

@@ -1,0 +1,163 @@
+"""The pack as the analyzer serves it: each request's inputs converted once for all policies.
+
+pulumi-policy (1.21.0, pinned) converts a request's properties for every policy it runs: protobuf Struct
+-> dict (`json_format.MessageToDict`) -> `deserialize_properties` -> `unknown_checking_proxy`, and the
+provider's properties the same way; AnalyzeStack converts every resource of the stack once per stack
+policy. With 29 resource policies that is 29 conversions of each resource, most of an Analyze call.
+
+`share_conversions()` (called by `__main__.py` before it builds the PolicyPack) makes each Analyze and
+AnalyzeStack call convert each Struct once: every policy of the call gets the same deserialized dict and
+the same proxy (the SDK builds a fresh `ResourceValidationArgs` per policy around them, as before). During
+such a call `plain(proxy)` is the deserialized dict the proxy was built from, which is what copying through
+the proxy produces, and `once()` keeps other per-resource work (the forms expansion) for the call's other
+policies. Outside a call (the pack's tests call rules directly) everything works as without it.
+
+This is the one place the pack relies on pulumi-policy's internals: it wraps the private servicer's
+(`pulumi_policy.policy._PolicyAnalyzerServicer`) Analyze and AnalyzeStack, and replaces the three names that
+module converts with. `share_conversions()` installs nothing unless pulumi-policy is the pinned version and
+those names are what it expects. tests/test_serving.py checks that it is installed, that the diagnostics
+are the SDK's own (same messages, same order), that each Struct is converted once per call, and that no
+rule writes to the inputs it now shares with the other policies.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from google.protobuf import json_format
+from pulumi_policy import policy as _sdk
+from pulumi_policy.version import VERSION
+
+from .values import plain as _copy
+
+SDK_VERSION = "1.21.0"  # the pulumi-policy whose servicer this was written against (requirements.txt)
+_call = threading.local()  # gRPC serves calls on a thread pool: one memo per thread
+_ORIGINAL = {
+    "MessageToDict": json_format.MessageToDict,
+    "deserialize_properties": _sdk.deserialize_properties,
+    "unknown_checking_proxy": _sdk.unknown_checking_proxy,
+}
+
+
+class _Memo:
+    """What one call converted, by the identity of the object it came from. Every key is kept alive with
+    its value, so no id is reused during the call."""
+
+    def __init__(self) -> None:
+        self.values: dict[tuple[str, int], tuple[Any, Any]] = {}
+
+    def get(self, stage: str, key: Any) -> Any:
+        hit = self.values.get((stage, id(key)))
+        return hit[1] if hit is not None and hit[0] is key else None
+
+    def put(self, stage: str, key: Any, value: Any) -> Any:
+        self.values[(stage, id(key))] = (key, value)
+        return value
+
+
+def _memo() -> _Memo | None:
+    return getattr(_call, "memo", None)
+
+
+def once(stage: str, key: Any, make: Callable[[], Any]) -> Any:
+    """`make()` once per call and `key` object (every call when no call is being served)."""
+    memo = _memo()
+    if memo is None:
+        return make()
+    found = memo.get(stage, key)
+    return found if found is not None else memo.put(stage, key, make())
+
+
+def plain(props: Any) -> Any:
+    """A plain copy of (possibly proxied) properties; during a call, the shared deserialized dict."""
+    memo = _memo()
+    shared = memo.get("plain", props) if memo is not None else None
+    return shared if shared is not None else _copy(props)
+
+
+class _JsonFormat:
+    """`google.protobuf.json_format` as `pulumi_policy.policy` sees it: MessageToDict shared per call."""
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(json_format, name)
+
+    @staticmethod
+    def MessageToDict(message: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: N802 (protobuf's name)
+        memo = _memo()
+        if memo is None or args or kwargs:
+            return _ORIGINAL["MessageToDict"](message, *args, **kwargs)
+        found = memo.get("struct", message)  # after the first policy: the deserialized dict itself
+        if found is not None:
+            return found
+        raw = memo.put("struct", message, _ORIGINAL["MessageToDict"](message))
+        memo.put("raw", raw, message)
+        return raw
+
+
+def _deserialize(props: Any, proxy_secrets: bool = False) -> Any:
+    memo = _memo()
+    if memo is None or proxy_secrets:
+        return _ORIGINAL["deserialize_properties"](props, proxy_secrets)
+    found = memo.get("deserialized", props)
+    if found is not None:
+        return found
+    value = _ORIGINAL["deserialize_properties"](props)
+    memo.put("deserialized", value, value)  # MessageToDict hands it back to the next policy
+    message = memo.get("raw", props)
+    if message is not None:  # the raw dict is not needed again
+        memo.put("struct", message, value)
+        del memo.values[("raw", id(props))]
+    return value
+
+
+def _proxy(props: Any) -> Any:
+    memo = _memo()
+    if memo is None:
+        return _ORIGINAL["unknown_checking_proxy"](props)
+    found = memo.get("proxy", props)
+    if found is not None:
+        return found
+    proxied = memo.put("proxy", props, _ORIGINAL["unknown_checking_proxy"](props))
+    memo.put("plain", proxied, props)
+    return proxied
+
+
+def _per_call(method: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(method)
+    def serve(self: Any, request: Any, context: Any) -> Any:
+        if _memo() is not None:  # already inside a call on this thread
+            return method(self, request, context)
+        _call.memo = _Memo()
+        try:
+            return method(self, request, context)
+        finally:
+            _call.memo = None
+
+    return serve
+
+
+def share_conversions() -> bool:
+    """Installs the per-call conversion (idempotent); True when it is in place. It installs nothing, and
+    the SDK converts per policy as it ships, unless the SDK is the one it was written against."""
+    servicer = getattr(_sdk, "_PolicyAnalyzerServicer", None)
+    if getattr(servicer, "_mldiag_shared_conversions", False):
+        return True
+    expected = (
+        VERSION == SDK_VERSION
+        and servicer is not None
+        and _sdk.json_format is json_format
+        and _sdk.deserialize_properties is _ORIGINAL["deserialize_properties"]
+        and _sdk.unknown_checking_proxy is _ORIGINAL["unknown_checking_proxy"]
+    )
+    if not expected:
+        return False
+    _sdk.json_format = _JsonFormat()
+    _sdk.deserialize_properties = _deserialize
+    _sdk.unknown_checking_proxy = _proxy
+    servicer.Analyze = _per_call(servicer.Analyze)
+    servicer.AnalyzeStack = _per_call(servicer.AnalyzeStack)
+    servicer._mldiag_shared_conversions = True
+    return True

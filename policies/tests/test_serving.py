@@ -1,0 +1,164 @@
+"""serving.py: with each request's inputs converted once per call, the pack answers exactly as with the
+SDK's own per-policy conversions, converts each Struct once, and no rule writes to the shared inputs."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+from google.protobuf import json_format, struct_pb2
+from mldiag_policy import serving
+from mldiag_policy.pack import POLICIES
+from pulumi.runtime.proto import analyzer_pb2
+from pulumi_policy import EnforcementLevel
+from pulumi_policy import policy as sdk
+from pulumi_policy.proxy import UNKNOWN_STRING_VALUE
+
+LATEST = "docker.io/library/busybox:latest"
+DIAGON = "us-docker.pkg.dev/hypercomputediagon-release/daemon/diagon-daemon:v2.1.0"
+K8S_PROVIDER = ("pulumi:providers:kubernetes", {"context": "lab"})
+AZURE_PROVIDER = ("pulumi:providers:azure-native", {"subscriptionId": "00000000-0000-0000-0000-00000000000a"})
+
+
+def _pod(*containers: dict, **spec) -> dict:
+    return {"template": {"spec": {"containers": list(containers), **spec}}}
+
+
+# (type, name, inputs, provider): something for every rule, violations and near misses, unknowns, manifests
+RESOURCES = [
+    ("kubernetes:apps/v1:DaemonSet", "agent", {
+        "metadata": {"name": "agent", "labels": {"managed-mldiagnostics-gke": "yes"}},
+        "spec": _pod({"name": "a", "image": LATEST, "securityContext": {"privileged": True}}, hostPID=True),
+    }, K8S_PROVIDER),
+    ("kubernetes:apps/v1:DaemonSet", "diagon", {
+        "metadata": {"name": "diagon-daemon", "namespace": "diagon"},
+        "spec": _pod(
+            {"name": "d", "image": DIAGON, "resources": {"limits": {"cpu": "1", "memory": "1Gi"}}},
+            hostNetwork=True,
+        ),
+    }, K8S_PROVIDER),
+    ("kubernetes:apps/v1:DaemonSetPatch", "unknown", {
+        "metadata": {"name": "diagon-daemon", "namespace": UNKNOWN_STRING_VALUE},
+        "spec": _pod({"name": "d", "image": UNKNOWN_STRING_VALUE}),
+    }, K8S_PROVIDER),
+    ("kubernetes:core/v1:Namespace", "gke-mldiagnostics", {"metadata": {"name": "gke-mldiagnostics"}}, K8S_PROVIDER),
+    ("kubernetes:helm.sh/v3:Release", "cert-manager", {
+        "chart": "cert-manager", "version": "v1.16.0", "repositoryOpts": {"repo": "https://charts.jetstack.io"},
+        "values": {"installCRDs": True},
+    }, K8S_PROVIDER),
+    ("kubernetes:helm.sh/v3:Release", "webhook", {
+        "chart": "oci://us-docker.pkg.dev/ai-on-gke/mldiagnostics/injection-webhook", "version": "0.25.0",
+    }, K8S_PROVIDER),
+    ("kubernetes:helm.sh/v4:Chart", "operator", {
+        "chart": "oci://us-docker.pkg.dev/ai-on-gke/mldiagnostics/connection-operator", "version": "0.23.0",
+        "values": {"controller": {"args": ["--x"]}},
+    }, K8S_PROVIDER),
+    ("kubernetes:yaml/v2:ConfigGroup", "manifests", {
+        "yaml": [f"kind: Deployment\nmetadata: {{name: web}}\nspec:\n  template:\n    spec:\n"
+                 f"      containers: [{{name: w, image: '{LATEST}'}}]\n"],
+        "objs": UNKNOWN_STRING_VALUE,
+    }, K8S_PROVIDER),
+    ("gcp:container/cluster:Cluster", "gke", {
+        "name": "gke", "minMasterVersion": "1.34.0-gke.1",
+        "managedMachineLearningDiagnosticsConfig": {"enabled": True},
+    }, None),
+    ("azure-native:kubernetesconfiguration/v20230501:Extension", "azureml", {
+        "extensionType": "Microsoft.AzureML.Kubernetes", "clusterName": "aks", "clusterRp": "Microsoft.ContainerService",
+        "configurationSettings": {"enableInference": "True", "InferenceRouterHA": "True",
+                                  "sslKeyPemFile": "-----BEGIN PRIVATE KEY-----"},
+        "scope": {"namespace": {}},
+    }, AZURE_PROVIDER),
+    ("azure-native:containerservice:ManagedCluster", "aks", {
+        "resourceName": "aks", "agentPoolProfiles": [{"vmSize": "Standard_B2s", "count": 1}],
+        "servicePrincipalProfile": {"clientId": "sp"}, "disableLocalAccounts": True,
+    }, AZURE_PROVIDER),
+    ("pulumi-python:dynamic/vertexai:ModelDevelopmentCluster", "mdc", {
+        "node_pools": [{"id": "a"}], "orchestrator_spec": {"slurm_spec": {"login_node_pool_id": "b"}},
+    }, None),
+]  # fmt: skip
+
+
+def _struct(value: dict) -> struct_pb2.Struct:
+    s = struct_pb2.Struct()
+    s.update(value)
+    return s
+
+
+def _described(type_: str, name: str, props: dict, provider) -> dict:
+    urn = f"urn:pulumi:dev::p::{type_}::{name}"
+    out = {"type": type_, "name": name, "urn": urn, "properties": _struct(props)}
+    if provider is not None:
+        out["provider"] = analyzer_pb2.AnalyzerProviderResource(
+            type=provider[0],
+            properties=_struct(provider[1]),
+            urn=f"urn:pulumi:dev::p::{provider[0]}::p",
+            name="p",
+        )
+    return out
+
+
+REQUESTS = [analyzer_pb2.AnalyzeRequest(**_described(*r)) for r in RESOURCES]
+STACK = analyzer_pb2.AnalyzeStackRequest(
+    resources=[analyzer_pb2.AnalyzerResource(**_described(*r)) for r in RESOURCES]
+)
+
+
+@pytest.fixture(scope="module")
+def servicer():
+    assert serving.share_conversions(), "the SDK is not the one serving.py was written against"
+    return sdk._PolicyAnalyzerServicer("ml-diagnostics", "0.1.0", POLICIES, EnforcementLevel.MANDATORY)
+
+
+def _answers(call, request) -> list[dict]:
+    return [json_format.MessageToDict(d) for d in call(request, None).diagnostics]
+
+
+def test_the_answers_are_the_sdks_own(servicer):
+    cls = type(servicer)
+    shared = [_answers(servicer.Analyze, r) for r in REQUESTS] + [_answers(servicer.AnalyzeStack, STACK)]
+    own = [_answers(lambda r, c: cls.Analyze.__wrapped__(servicer, r, c), r) for r in REQUESTS]
+    own.append(_answers(lambda r, c: cls.AnalyzeStack.__wrapped__(servicer, r, c), STACK))
+    assert shared == own
+    assert sum(map(len, shared)) > 30  # the resources violate something: the comparison means something
+
+
+def test_each_struct_is_converted_once_per_call(servicer, monkeypatch):
+    calls = []
+
+    def counting(message, *args, **kwargs):
+        calls.append(message)
+        return json_format.MessageToDict(message, *args, **kwargs)
+
+    monkeypatch.setitem(serving._ORIGINAL, "MessageToDict", counting)
+    for r, (_, _, _, provider) in zip(REQUESTS, RESOURCES, strict=True):
+        calls.clear()
+        servicer.Analyze(r, None)
+        assert len(calls) == (2 if provider else 1)
+    calls.clear()
+    servicer.AnalyzeStack(STACK, None)
+    assert len(calls) == len(RESOURCES) + sum(1 for *_, p in RESOURCES if p)
+
+
+def test_no_rule_writes_to_the_shared_inputs(servicer, monkeypatch):
+    made = []
+
+    def recording(props, proxy_secrets=False):
+        out = sdk_deserialize(props, proxy_secrets)
+        made.append((out, copy.deepcopy(out)))
+        return out
+
+    sdk_deserialize = serving._ORIGINAL["deserialize_properties"]
+    monkeypatch.setitem(serving._ORIGINAL, "deserialize_properties", recording)
+    for r in REQUESTS:
+        servicer.Analyze(r, None)
+    servicer.AnalyzeStack(STACK, None)
+    assert made and all(after == before for after, before in made)
+
+
+def test_outside_a_call_nothing_is_shared():
+    s = _struct({"a": {"b": 1}})
+    assert serving._memo() is None
+    assert sdk.deserialize_properties(sdk.json_format.MessageToDict(s)) is not sdk.deserialize_properties(
+        sdk.json_format.MessageToDict(s)
+    )
+    assert serving.once("x", s, dict) is not serving.once("x", s, dict)
