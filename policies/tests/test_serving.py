@@ -4,6 +4,7 @@ SDK's own per-policy conversions, converts each Struct once, and no rule writes 
 from __future__ import annotations
 
 import copy
+import gc
 
 import pytest
 from google.protobuf import json_format, struct_pb2
@@ -162,3 +163,16 @@ def test_outside_a_call_nothing_is_shared():
         sdk.json_format.MessageToDict(s)
     )
     assert serving.once("x", s, dict) is not serving.once("x", s, dict)
+
+
+def test_analyze_stack_gives_the_collector_back_as_it_found_it(servicer):
+    was = gc.isenabled()
+    try:
+        gc.enable()
+        servicer.AnalyzeStack(STACK, None)
+        assert gc.isenabled()
+        gc.disable()
+        servicer.AnalyzeStack(STACK, None)
+        assert not gc.isenabled()
+    finally:
+        (gc.enable if was else gc.disable)()
