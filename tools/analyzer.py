@@ -166,11 +166,12 @@ class PolicyPackProcess:
 
     def analyze(self, resources: list[RecordedResource]) -> list[Violation]:
         assert self.stub
-        requests, stack_request = analyze_requests(resources)
+        by_urn = {r.urn: r for r in resources}
+        analyzed = [r for r in resources if r.custom]
         out: list[Violation] = []
-        for req in requests:
-            out += _violations(self.stub.Analyze(req), req.urn)
-        out += _violations(self.stub.AnalyzeStack(stack_request), "")
+        for r in analyzed:  # one request alive at a time
+            out += _violations(self.stub.Analyze(_analyze_request(r, by_urn)), r.urn)
+        out += _violations(self.stub.AnalyzeStack(_stack_request(analyzed, by_urn)), "")
         return out
 
 
@@ -180,8 +181,17 @@ def analyze_requests(
     """The CLI's requests for a recorded plan: one Analyze per custom resource, then one AnalyzeStack."""
     by_urn = {r.urn: r for r in resources}
     analyzed = [r for r in resources if r.custom]
-    requests = [analyzer_pb2.AnalyzeRequest(**_described(r, by_urn)) for r in analyzed]
-    stack_request = analyzer_pb2.AnalyzeStackRequest(
+    return [_analyze_request(r, by_urn) for r in analyzed], _stack_request(analyzed, by_urn)
+
+
+def _analyze_request(r: RecordedResource, by_urn: dict[str, RecordedResource]) -> analyzer_pb2.AnalyzeRequest:
+    return analyzer_pb2.AnalyzeRequest(**_described(r, by_urn))
+
+
+def _stack_request(
+    analyzed: list[RecordedResource], by_urn: dict[str, RecordedResource]
+) -> analyzer_pb2.AnalyzeStackRequest:
+    return analyzer_pb2.AnalyzeStackRequest(
         resources=[
             analyzer_pb2.AnalyzerResource(
                 **_described(r, by_urn),
@@ -195,7 +205,6 @@ def analyze_requests(
             for r in analyzed
         ]
     )
-    return requests, stack_request
 
 
 def _struct(r: RecordedResource) -> struct_pb2.Struct:

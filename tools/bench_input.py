@@ -8,9 +8,10 @@ input of at most 1 MiB under 5 s and 300 MB).
     python tools/bench_input.py --root /tmp/base   # the plan and pack of another checkout
 
 Each input runs in its own interpreter, the whole `tools.plan` (policy pack included; bad inputs stop before
-it): `wall s` is the wall time of `tools.plan.main` (interpreter start and imports excluded), `cpu s` the
-CPU time of the plan process and its policy pack subprocess together, `plan MB` the plan process's peak
-resident memory (imports included) and `pack MB` the pack subprocess's. Prints figures; asserts nothing.
+it): `wall s` is the wall time of `tools.plan.main` (interpreter start and imports excluded); `plan cpu` and
+`pack cpu` the CPU seconds of the plan process (imports included) and of its policy pack subprocess;
+`plan MB` the plan process's peak resident memory (imports included), `pack MB` the pack's (its VmHWM just
+before it is stopped; none when the input fails before the pack runs). Prints figures; asserts nothing.
 """
 
 from __future__ import annotations
@@ -43,7 +44,19 @@ WORST = [
 CHILD = """
 import io, contextlib, json, resource, sys, time
 sys.path.insert(0, sys.argv[2])
-from tools import plan
+from tools import analyzer, plan
+
+pack_peak = []
+stop = analyzer.PolicyPackProcess.stop
+
+def stop_and_measure(self):
+    # the pack's own peak (VmHWM), read before it is stopped
+    if self.proc is not None and self.proc.poll() is None:
+        with open(f"/proc/{self.proc.pid}/status") as f:
+            pack_peak.extend(int(x.split()[1]) / 1024 for x in f if x.startswith("VmHWM:"))
+    stop(self)
+
+analyzer.PolicyPackProcess.stop = stop_and_measure
 err = io.StringIO()
 t0 = time.perf_counter()
 with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
@@ -53,10 +66,11 @@ me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource
 print(json.dumps({
     "code": code,
     "seconds": elapsed,
-    "cpu": me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime,
+    "cpu": me.ru_utime + me.ru_stime,
+    "pack_cpu": kids.ru_utime + kids.ru_stime,
     "peak_mb": me.ru_maxrss / 1024,
-    "pack_mb": kids.ru_maxrss / 1024,
-    "error": err.getvalue()[:100],
+    "pack_mb": max(pack_peak, default=float("nan")),
+    "error": err.getvalue()[-300:],
 }))
 """
 
@@ -157,6 +171,7 @@ def measure(path: Path, root: Path) -> dict:
             "code": proc.returncode,
             "seconds": nan,
             "cpu": nan,
+            "pack_cpu": nan,
             "peak_mb": nan,
             "pack_mb": nan,
             "error": proc.stderr[-200:],
@@ -181,22 +196,25 @@ def main(argv: list[str] | None = None) -> int:
         files += [(f"valid/{f.stem}", f) for f in valid_generated(Path(tmp))]
         for _, f in files:
             assert f.stat().st_size <= LIMIT_BYTES, f
-        print(f"{'input':44} {'KB':>7} {'exit':>4} {'wall s':>7} {'cpu s':>6} {'plan MB':>8} {'pack MB':>8}")
+        print(
+            f"{'input':44} {'KB':>7} {'exit':>4} {'wall s':>7} {'plan cpu':>8} {'pack cpu':>8} "
+            f"{'plan MB':>8} {'pack MB':>8}"
+        )
         worst_s = worst_mb = 0.0
         for name, f in files:
             r = measure(f, root)
             kb = f.stat().st_size / 1024
             print(
-                f"{name:44} {kb:7.0f} {r['code']:>4} {r['seconds']:7.2f} {r['cpu']:6.2f} "
+                f"{name:44} {kb:7.0f} {r['code']:>4} {r['seconds']:7.2f} {r['cpu']:8.2f} {r['pack_cpu']:8.2f} "
                 f"{r['peak_mb']:8.0f} {r['pack_mb']:8.0f}",
                 flush=True,
             )
             if name.startswith("valid/") and r["code"] not in (0, 1):
                 print(f"  {name} did not plan: {r['error']}")
-            worst_s = max(worst_s, r["seconds"], r["cpu"])
+            worst_s = max(worst_s, r["seconds"], r["cpu"] + r["pack_cpu"])
             worst_mb = max(worst_mb, r["peak_mb"], r["pack_mb"])
         print(
-            f"worst: {worst_s:.2f} s, {worst_mb:.0f} MB peak per process "
+            f"worst: {worst_s:.2f} s (wall, or plan and pack CPU together), {worst_mb:.0f} MB peak per process "
             "(target: < 5 s and < 300 MB per input <= 1 MiB)"
         )
     return 0
