@@ -52,17 +52,18 @@ class Unknowns:
 
     def __init__(self) -> None:
         self.paths: list[str] = []
+        self._seen: set[str] = set()  # a stack rule may note one path per resource
 
     def hit(self, value: Any, path: str) -> bool:
         """True (and remembers the path) when value is unknown."""
         if is_unknown(value):
-            if path not in self.paths:
-                self.paths.append(path)
+            self.note(path)
             return True
         return False
 
     def note(self, path: str) -> None:
-        if path not in self.paths:
+        if path not in self._seen:
+            self._seen.add(path)
             self.paths.append(path)
 
     def finish(self) -> None:
@@ -94,6 +95,8 @@ def config(args: Any, defaults: Mapping[str, tuple[dict[str, Any], Any]]) -> dic
     key = (id(defaults), json.dumps(given, sort_keys=True, default=repr))
     known = _OPTIONS.get(key)
     if known is None:
+        if len(_OPTIONS) >= 1024:  # only a client trying many option sets gets here
+            _OPTIONS.clear()
         known = _OPTIONS[key] = _validated(given, defaults)
     if isinstance(known, ConfigProblem):
         raise known

@@ -144,12 +144,15 @@ def _validate_no_manual_when_managed(args: StackValidationArgs, report: ReportVi
     # Which GKE cluster each Kubernetes provider talks to: a cluster resource it depends on, else the cluster
     # declared by the same component (same parent).
     cluster_of: dict[str, Any] = {}
+    by_parent: dict[str, list[Any]] = {}
+    for c in clusters.values():
+        by_parent.setdefault(c.opts.parent, []).append(c)
     for p in args.resources:
         if p.resource_type != K8S_PROVIDER_TYPE:
             continue
         linked = [clusters[d.urn] for d in _closure(p) if d.urn in clusters]  # the canonical views
         if not linked and p.opts.parent:
-            linked = [c for c in clusters.values() if c.opts.parent == p.opts.parent]
+            linked = by_parent.get(p.opts.parent, [])
         if len(linked) == 1:
             cluster_of[p.urn] = linked[0]
     for r in args.resources:
