@@ -15,20 +15,23 @@ an opted-in namespace) and measures, every figure in fresh subprocesses:
 - floor: the same policies (names, levels, option schemas) with validate functions that do nothing, over
          the same protocol: what pulumi-policy and gRPC cost before any rule runs.
 
-Each plan/plain/typed figure is the fastest of --repeat processes, each doing one warm-up run (imports and
-first-use schema builds excluded) and one measured run; memory is that run's peak RSS over the process's
-RSS before it (so no earlier run is alive). The pack figures are the fastest of --repeat passes in one
-fresh pack process. Growth compares the cost per unit between consecutive sizes (1.00 = linear).
-Prints figures and ratios; asserts nothing.
+Each figure is the fastest of --repeat fresh processes (noise only ever adds time), the jobs of one size
+taking turns so that a change in the machine's load falls on all of them alike. A plan/plain/typed process
+does one warm-up run (imports and first-use schema builds excluded) and one measured run; memory is that
+run's peak RSS over the process's RSS before it (so no earlier run is alive). A pack process starts the
+pack and makes two passes over the same requests (the first warms it), its client's own heap frozen.
+Growth compares the cost per unit between consecutive sizes (1.00 = linear). Prints figures and ratios;
+asserts nothing.
 
     .venv/bin/python tools/bench_plan.py [--sizes 10,100,500,1000] [--repeat 3] [--no-policies] [--no-floor]
     .venv/bin/python tools/bench_plan.py --gc [--sizes ...]   # run_config's garbage-collection modes
-    .venv/bin/python tools/bench_plan.py --root /tmp/base     # the program, plan runtime and pack of another
-                                                              # checkout (e.g. a worktree at a base commit)
+    .venv/bin/python tools/bench_plan.py --base /tmp/base     # side by side with another checkout (e.g. a
+                                                              # worktree at the base commit), interleaved
+    .venv/bin/python tools/bench_plan.py --root /tmp/base     # another checkout alone
 
-With --root, plan/plain/typed run that checkout's program and runtime; pack and floor run that checkout's
-`policies/` on the resources this checkout's program records, through this checkout's analyzer client,
-so two packs are compared on identical requests.
+A checkout's plan rows run its program and runtime; its pack rows run its `policies/` on the requests this
+checkout's program records, through this checkout's analyzer client, so packs are compared on identical
+requests. The floors (plain, typed, no-op pack) are this checkout's.
 """
 
 from __future__ import annotations
@@ -307,13 +310,29 @@ def child(kind: str, n: int, shape_dir: str, code_root: Path, extra: dict | None
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def best_of(
-    repeat: int, kind: str, n: int, shape_dir: str, code_root: Path, extra: dict | None = None
-) -> dict:
-    """The fastest of `repeat` fresh processes (noise only ever adds time); memory is the lowest peak."""
-    runs = [child(kind, n, shape_dir, code_root, extra) for _ in range(repeat)]
-    best = min(runs, key=lambda r: r["seconds"] + r.get("tail_seconds", 0.0))
-    return dict(best, rss_growth_mb=min(r["rss_growth_mb"] for r in runs))
+Job = tuple[str, int, str, Path, dict | None]  # kind, targets, scratch dir, code root, extra environment
+
+
+def interleaved(jobs: dict[str, Job], repeat: int) -> dict[str, dict]:
+    """Each job `repeat` times in fresh processes, the jobs taking turns (a change in the machine's load
+    falls on all of them alike). Per job the fastest run counts (noise only ever adds time); memory is the
+    lowest peak."""
+    runs: dict[str, list[dict]] = {label: [] for label in jobs}
+    for _ in range(repeat):
+        for label, job in jobs.items():
+            runs[label].append(child(*job))
+    return {label: _fastest(found) for label, found in runs.items()}
+
+
+def _fastest(runs: list[dict]) -> dict:
+    if "loop_seconds" in runs[0]:  # pack runs: the fastest Analyze loop and the fastest AnalyzeStack
+        best = dict(min(runs, key=lambda r: r["loop_seconds"]))
+        best["stack_seconds"] = min(r["stack_seconds"] for r in runs)
+        best["pack_peak_mb"] = min(r["pack_peak_mb"] for r in runs)
+        return best
+    best = dict(min(runs, key=lambda r: r["seconds"] + r.get("tail_seconds", 0.0)))
+    best["rss_growth_mb"] = min(r["rss_growth_mb"] for r in runs)
+    return best
 
 
 def _ratio(a: float, b: float) -> float:
@@ -327,64 +346,94 @@ def growth(label: str, rows: list[tuple[int, float]], unit: str) -> None:
     print(f"{label}: {', '.join(parts)}; growth {', '.join(steps)} (1.00 = linear)")
 
 
-def run_plan_table(sizes: list[int], repeat: int, code_root: Path) -> None:
+def run_plan_table(sizes: list[int], repeat: int, checkouts: dict[str, Path]) -> None:
+    """Plan vs the SDK floors; one row per checkout (the floors replay this checkout's first plan's shape)."""
     print(
-        f"{'targets':>7} {'resources':>9} | {'plan s':>7} {'plain s':>7} {'typed s':>7} | "
+        f"{'code':>5} {'targets':>7} {'resources':>9} | {'plan s':>7} {'plain s':>7} {'typed s':>7} | "
         f"{'/plain':>6} {'/typed':>6} | {'plan MB':>7} {'plain MB':>8} {'typed MB':>8} | "
         f"{'/plain':>6} {'/typed':>6} | {'ms/target':>9} {'gc s':>5}"
     )
-    rows = []
+    own = list(checkouts.values())[-1]
+    rows: dict[str, list[tuple[int, float]]] = {label: [] for label in checkouts}
     for n in sizes:
         with tempfile.TemporaryDirectory() as shape_dir:
-            plan = best_of(repeat, "plan", n, shape_dir, code_root)
-            plain = best_of(repeat, "plain", n, shape_dir, code_root)
-            typed = best_of(repeat, "typed", n, shape_dir, code_root)
-        rows.append((n, 1000 * plan["seconds"] / n))
-        print(
-            f"{n:>7} {plan['resources']:>9} | {plan['seconds']:>7.2f} {plain['seconds']:>7.2f} "
-            f"{typed['seconds']:>7.2f} | {_ratio(plan['seconds'], plain['seconds']):>6.2f} "
-            f"{_ratio(plan['seconds'], typed['seconds']):>6.2f} | {plan['rss_growth_mb']:>7.1f} "
-            f"{plain['rss_growth_mb']:>8.1f} {typed['rss_growth_mb']:>8.1f} | "
-            f"{_ratio(plan['rss_growth_mb'], plain['rss_growth_mb']):>6.2f} "
-            f"{_ratio(plan['rss_growth_mb'], typed['rss_growth_mb']):>6.2f} | "
-            f"{rows[-1][1]:>9.1f} {plan['gc_seconds']:>5.2f}",
-            flush=True,
-        )
-    if len(rows) >= 2:
-        growth("plan cost per target", rows, "ms")
-
-
-def run_pack_table(sizes: list[int], repeat: int, pack_dir: Path, floor: bool) -> None:
-    print(f"\npolicy pack {pack_dir} over the Analyzer protocol (dev levels and options)")
-    print(
-        f"{'targets':>7} {'resources':>9} {'analyzed':>8} | {'ms/analyzed':>11} {'stack s':>7} "
-        f"{'req MB':>6} {'ms/resource':>11} {'pack MB':>7} | {'floor ms/an':>11} {'floor st s':>10} | "
-        f"{'findings':>8}"
-    )
-    per_analyzed, per_stack_resource = [], []
-    with tempfile.TemporaryDirectory() as scratch:
-        for n in sizes:
-            extra = {"BENCH_PACK_DIR": str(pack_dir), "BENCH_PASSES": str(repeat)}
-            pack = child("pack", n, scratch, ROOT, extra)
-            low = child("floor", n, scratch, ROOT, extra) if floor else None
-            ms_an = 1000 * pack["loop_seconds"] / pack["analyzed"]
-            ms_res = 1000 * (pack["loop_seconds"] + pack["stack_seconds"]) / pack["resources"]
-            per_analyzed.append((n, ms_an))
-            per_stack_resource.append((n, 1000 * pack["stack_seconds"] / pack["resources"]))
-            fl_an = 1000 * low["loop_seconds"] / low["analyzed"] if low else float("nan")
-            fl_st = low["stack_seconds"] if low else float("nan")
+            # a first plan writes the shape the floors replay
+            child("plan", n, shape_dir, own)
+            jobs = {label: ("plan", n, shape_dir, root, None) for label, root in checkouts.items()}
+            jobs |= {"plain": ("plain", n, shape_dir, own, None), "typed": ("typed", n, shape_dir, own, None)}
+            found = interleaved(jobs, repeat)
+        plain, typed = found["plain"], found["typed"]
+        for label in checkouts:
+            plan = found[label]
+            rows[label].append((n, 1000 * plan["seconds"] / n))
             print(
-                f"{n:>7} {pack['resources']:>9} {pack['analyzed']:>8} | {ms_an:>11.3f} "
-                f"{pack['stack_seconds']:>7.2f} {pack['request_mb']:>6.1f} {ms_res:>11.3f} "
-                f"{pack['pack_peak_mb']:>7.0f} | {fl_an:>11.3f} {fl_st:>10.2f} | {pack['findings']:>8}",
+                f"{label:>5} {n:>7} {plan['resources']:>9} | {plan['seconds']:>7.2f} {plain['seconds']:>7.2f} "
+                f"{typed['seconds']:>7.2f} | {_ratio(plan['seconds'], plain['seconds']):>6.2f} "
+                f"{_ratio(plan['seconds'], typed['seconds']):>6.2f} | {plan['rss_growth_mb']:>7.1f} "
+                f"{plain['rss_growth_mb']:>8.1f} {typed['rss_growth_mb']:>8.1f} | "
+                f"{_ratio(plan['rss_growth_mb'], plain['rss_growth_mb']):>6.2f} "
+                f"{_ratio(plan['rss_growth_mb'], typed['rss_growth_mb']):>6.2f} | "
+                f"{rows[label][-1][1]:>9.1f} {plan['gc_seconds']:>5.2f}",
                 flush=True,
             )
     if len(sizes) >= 2:
-        growth("pack Analyze per analyzed resource", per_analyzed, "ms")
-        growth("pack AnalyzeStack per resource", per_stack_resource, "ms")
+        for label, found_rows in rows.items():
+            growth(f"plan cost per target ({label})", found_rows, "ms")
 
 
-def run_gc_table(sizes: list[int], repeat: int, code_root: Path) -> None:
+def run_pack_table(sizes: list[int], repeat: int, checkouts: dict[str, Path], floor: bool) -> None:
+    """Each checkout's policies/ over the protocol on the same requests (this checkout's program)."""
+    print("\npolicy pack over the Analyzer protocol (dev levels and options); floor: no-op rules")
+    for label, root in checkouts.items():
+        print(f"  {label}: {root / 'policies'}")
+    print(
+        f"{'code':>5} {'targets':>7} {'resources':>9} {'analyzed':>8} | {'ms/analyzed':>11} {'stack s':>7} "
+        f"{'req MB':>6} {'ms/resource':>11} {'pack MB':>7} | {'floor ms/an':>11} {'floor st s':>10} | "
+        f"{'findings':>8}"
+    )
+    per_analyzed: dict[str, list] = {label: [] for label in checkouts}
+    per_stack: dict[str, list] = {label: [] for label in checkouts}
+    own = list(checkouts.values())[-1] / "policies"
+    with tempfile.TemporaryDirectory() as scratch:
+        for n in sizes:
+            # two passes per pack process (the first warms its caches), `repeat` processes each
+            jobs: dict[str, Job] = {
+                label: (
+                    "pack",
+                    n,
+                    scratch,
+                    ROOT,
+                    {"BENCH_PACK_DIR": str(root / "policies"), "BENCH_PASSES": "2"},
+                )
+                for label, root in checkouts.items()
+            }
+            if floor:
+                jobs["floor"] = ("floor", n, scratch, ROOT, {"BENCH_PACK_DIR": str(own), "BENCH_PASSES": "2"})
+            found = interleaved(jobs, repeat)
+            low = found.get("floor")
+            fl_an = 1000 * low["loop_seconds"] / low["analyzed"] if low else float("nan")
+            fl_st = low["stack_seconds"] if low else float("nan")
+            for label in checkouts:
+                pack = found[label]
+                ms_an = 1000 * pack["loop_seconds"] / pack["analyzed"]
+                ms_res = 1000 * (pack["loop_seconds"] + pack["stack_seconds"]) / pack["resources"]
+                per_analyzed[label].append((n, ms_an))
+                per_stack[label].append((n, 1000 * pack["stack_seconds"] / pack["resources"]))
+                print(
+                    f"{label:>5} {n:>7} {pack['resources']:>9} {pack['analyzed']:>8} | {ms_an:>11.3f} "
+                    f"{pack['stack_seconds']:>7.2f} {pack['request_mb']:>6.1f} {ms_res:>11.3f} "
+                    f"{pack['pack_peak_mb']:>7.0f} | {fl_an:>11.3f} {fl_st:>10.2f} | {pack['findings']:>8}",
+                    flush=True,
+                )
+    if len(sizes) >= 2:
+        for label in checkouts:
+            growth(f"pack Analyze per analyzed resource ({label})", per_analyzed[label], "ms")
+            growth(f"pack AnalyzeStack per resource ({label})", per_stack[label], "ms")
+
+
+def run_gc_table(sizes: list[int], repeat: int, checkouts: dict[str, Path]) -> None:
+    """This checkout's run_config under each of its GC_MODES; another checkout's as it is built."""
+    own = list(checkouts.values())[-1]
     probe = subprocess.run(
         [
             sys.executable,
@@ -393,31 +442,35 @@ def run_gc_table(sizes: list[int], repeat: int, code_root: Path) -> None:
         ],
         capture_output=True,
         text=True,
-        cwd=code_root,
-        env=dict(os.environ, PYTHONPATH=str(code_root)),
+        cwd=own,
+        env=dict(os.environ, PYTHONPATH=str(own)),
     )
-    modes = [m for m in probe.stdout.strip().split(",") if m] or [""]
-    print(f"plan under each garbage-collection mode of run_config ({code_root})")
+    modes = [m for m in probe.stdout.strip().split(",") if m]
+    print(f"plan under each garbage-collection mode of run_config ({own})")
     print("run: run_config; after: the JSON report built next, then the full collection the run still owes")
     print(
-        f"{'targets':>7} {'mode':>16} | {'run s':>6} {'after s':>8} {'total s':>7} {'ms/target':>9} "
+        f"{'targets':>7} {'mode':>22} | {'run s':>6} {'after s':>8} {'total s':>7} {'ms/target':>9} "
         f"{'gc s':>6} {'full gcs':>8} | {'MB':>7}"
     )
     for n in sizes:
-        results = {}
         with tempfile.TemporaryDirectory() as shape_dir:
-            for mode in modes:
-                r = best_of(repeat, "plan", n, shape_dir, code_root, {"BENCH_GC": mode})
-                total = r["seconds"] + r["tail_seconds"]
-                results[mode or "(built in)"] = total
-                print(
-                    f"{n:>7} {mode or '(built in)':>16} | {r['seconds']:>6.2f} {r['tail_seconds']:>8.2f} "
-                    f"{total:>7.2f} {1000 * total / n:>9.1f} {r['gc_seconds']:>6.2f} {r['gc_full']:>8} | "
-                    f"{r['rss_growth_mb']:>7.1f}",
-                    flush=True,
-                )
-        fastest = min(results, key=results.__getitem__)
-        print(f"{'':>7} fastest at {n}: {fastest}")
+            jobs: dict[str, Job] = {
+                f"{label} (as built)": ("plan", n, shape_dir, root, {"BENCH_GC": ""})
+                for label, root in checkouts.items()
+                if root != own
+            }
+            jobs |= {mode: ("plan", n, shape_dir, own, {"BENCH_GC": mode}) for mode in modes or [""]}
+            found = interleaved(jobs, repeat)
+        totals = {}
+        for mode, r in found.items():
+            totals[mode] = total = r["seconds"] + r["tail_seconds"]
+            print(
+                f"{n:>7} {mode or '(as built)':>22} | {r['seconds']:>6.2f} {r['tail_seconds']:>8.2f} "
+                f"{total:>7.2f} {1000 * total / n:>9.1f} {r['gc_seconds']:>6.2f} {r['gc_full']:>8} | "
+                f"{r['rss_growth_mb']:>7.1f}",
+                flush=True,
+            )
+        print(f"{'':>7} fastest at {n}: {min(totals, key=totals.__getitem__) or '(as built)'}")
 
 
 def main() -> None:
@@ -444,17 +497,22 @@ def main() -> None:
     p.add_argument("--no-plan", action="store_true", help="only the policy pack figures")
     p.add_argument("--gc", action="store_true", help="compare run_config's garbage-collection modes")
     p.add_argument("--root", type=Path, default=ROOT, help="checkout whose program, runtime and pack run")
+    p.add_argument(
+        "--base", type=Path, help="another checkout measured side by side with --root, runs interleaved"
+    )
     args = p.parse_args()
     repeat = max(1, args.repeat)
     sizes = [int(s) for s in args.sizes.split(",")]
-    code_root = args.root.resolve()
+    checkouts = {"this": args.root.resolve()}
+    if args.base:
+        checkouts = {"base": args.base.resolve(), "this": args.root.resolve()}
     if args.gc:
-        run_gc_table(sizes, repeat, code_root)
+        run_gc_table(sizes, repeat, checkouts)
         return
     if not args.no_plan:
-        run_plan_table(sizes, repeat, code_root)
+        run_plan_table(sizes, repeat, checkouts)
     if not args.no_policies:
-        run_pack_table(sizes, repeat, code_root / "policies", not args.no_floor)
+        run_pack_table(sizes, repeat, checkouts, not args.no_floor)
 
 
 if __name__ == "__main__":
