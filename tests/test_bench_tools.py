@@ -36,3 +36,19 @@ def test_growth_compares_consecutive_sizes(capsys):
     line = capsys.readouterr().out
     assert "x2.00 (10->100)" in line and "x1.00 (100->1000)" in line
     assert "(10->1000)" not in line
+
+
+def test_the_pack_benchmark_reads_the_dev_levels_where_a_pack_keeps_them(tmp_path):
+    from tools.analyzer import load_pack_config
+
+    (tmp_path / "config" / "environments").mkdir(parents=True)
+    (tmp_path / "config" / "dev.json").write_text('{"b": {"opt": 1}, "c": "mandatory"}')
+    assert bench_plan.dev_pack_config(tmp_path, load_pack_config) == {"b": {"opt": 1}, "c": "mandatory"}
+    (tmp_path / "config" / "environments" / "dev.json").write_text(
+        '{"all": "advisory", "b": "mandatory", "c": {"enforcementLevel": "advisory", "opt": 2}}'
+    )
+    assert bench_plan.dev_pack_config(tmp_path, load_pack_config) == {
+        "all": "advisory",
+        "b": {"enforcementLevel": "mandatory", "opt": 1},
+        "c": {"enforcementLevel": "mandatory", "opt": 2},
+    }

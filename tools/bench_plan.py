@@ -246,6 +246,24 @@ def _peak_of(pid: int) -> float:
     return float("nan")
 
 
+def dev_pack_config(pack_dir: Path, load) -> dict:
+    """The dev config of a pack: config/environments/dev.json where the pack has one (levels by environment),
+    with config/dev.json over it (a rule's entry replaces the level and the options it names); else dev.json."""
+    base = load(pack_dir / "config" / "environments" / "dev.json")
+    out = dict(base)
+    for rule, value in load(pack_dir / "config" / "dev.json").items():
+        if rule == "all" or rule not in base:
+            out[rule] = value
+            continue
+
+        def entry(v):
+            return dict(v) if isinstance(v, dict) else {"enforcementLevel": v}
+
+        merged = {**entry(base[rule]), **entry(value)}
+        out[rule] = merged["enforcementLevel"] if list(merged) == ["enforcementLevel"] else merged
+    return out
+
+
 def measure_pack(n: int, pack_dir: str, floor: bool, passes: int, scratch: str) -> dict:
     """The pack in `pack_dir` (or its floor) over the protocol on the resources of N targets."""
     from pulumi.runtime.proto import analyzer_pb2
@@ -271,7 +289,7 @@ def measure_pack(n: int, pack_dir: str, floor: bool, passes: int, scratch: str) 
         (policy_dir / "__main__.py").write_text(FLOOR_PACK.replace("PACK_DIR", repr(pack_dir)))
     with PolicyPackProcess(policy_dir) as pack:
         info = pack.info()
-        pack.configure(info, load_pack_config(Path(pack_dir) / "config" / "dev.json"))
+        pack.configure(info, dev_pack_config(Path(pack_dir), load_pack_config))
         loop = stack = float("inf")
         findings = 0
         # this client's own heap (the recorded plan, the requests) does not change during the passes:
