@@ -176,3 +176,23 @@ def test_analyze_stack_gives_the_collector_back_as_it_found_it(servicer):
         assert not gc.isenabled()
     finally:
         (gc.enable if was else gc.disable)()
+
+
+def test_another_sdk_version_gets_the_sdks_own_servicer_untouched():
+    """The guard: on any pulumi-policy but the pinned one nothing is replaced (the pack is only slower)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    code = (
+        "from mldiag_policy import serving\n"
+        "from pulumi_policy import policy as sdk\n"
+        "serving.SDK_VERSION = '0.0.0'\n"
+        "before = (sdk._PolicyAnalyzerServicer.Analyze, sdk.deserialize_properties, sdk.json_format)\n"
+        "assert serving.share_conversions() is False\n"
+        "assert before == (sdk._PolicyAnalyzerServicer.Analyze, sdk.deserialize_properties, sdk.json_format)\n"
+        "print('untouched')\n"
+    )
+    pack = Path(serving.__file__).resolve().parent.parent
+    out = subprocess.run([sys.executable, "-c", code], cwd=pack, capture_output=True, text=True, timeout=60)
+    assert out.stdout.strip() == "untouched", out.stderr
