@@ -351,9 +351,18 @@ def test_cert_manager_crds(pack):
     both = res(RELEASE, "cm", cert_manager(values={"installCRDs": True, "crds": {"enabled": True}}))
     assert_levels(pack, "helm-cert-manager-crds", [both])
     assert body(one(pack, "helm-cert-manager-crds", [both])) == (
-        "Helm release 'cert-manager' (chart 'cert-manager') v1.13.0 sets both installCRDs and crds.*; the chart "
-        "refuses that combination. Remediation: keep only the style version v1.13.0 takes: {'installCRDs': True}."
+        "Helm release 'cert-manager' (chart 'cert-manager'): cert-manager v1.13.0 (before v1.15.0) takes "
+        "installCRDs, not crds.*. Remediation: keep only the style version v1.13.0 takes: {'installCRDs': True}."
     )
+    # from v1.15.0 exactly what the chart's crd-check refuses: installCRDs with crds.enabled, or crds.keep false
+    new_both = res(RELEASE, "cm", cert_manager("v1.15.0", {"installCRDs": True, "crds": {"enabled": True}}))
+    assert "refuses installCRDs together with its replacement crds.enabled" in body(
+        one(pack, "helm-cert-manager-crds", [new_both])
+    )
+    unkept = res(RELEASE, "cm", cert_manager("v1.15.0", {"installCRDs": True, "crds": {"keep": False}}))
+    assert "refuses installCRDs with crds.keep false" in body(one(pack, "helm-cert-manager-crds", [unkept]))
+    kept = res(RELEASE, "cm", cert_manager("v1.15.0", {"installCRDs": True, "crds": {"keep": True}}))
+    assert pack.findings("helm-cert-manager-crds", [kept]) == []
     # the chart's defaults: crds.keep is true from v1.15.0; installCRDs is deprecated there but honoured
     enabled_only = res(RELEASE, "cm", cert_manager("v1.15.0", {"crds": {"enabled": True}}))
     deprecated = res(RELEASE, "cm", cert_manager("v1.16.1", {"installCRDs": True}))
@@ -365,8 +374,9 @@ def test_cert_manager_crds(pack):
         "Helm release 'cert-manager' (chart 'cert-manager') v1.16.1 sets installCRDs"
     )
     old_style_new_values = res(RELEASE, "cm", cert_manager("v1.13.0", {"crds": {"enabled": True}}))
-    assert "does not install its CRDs (installCRDs: true missing)" in body(
-        one(pack, "helm-cert-manager-crds", [old_style_new_values])
+    assert (
+        "v1.13.0 (before v1.15.0) takes installCRDs, not crds.*. Remediation: keep only the style version "
+        in (body(one(pack, "helm-cert-manager-crds", [old_style_new_values])))
     )
     off = res(RELEASE, "cm", cert_manager("v1.15.0", {"crds": {"enabled": False}}))
     assert "does not install its CRDs (crds.enabled: true missing)" in body(
@@ -486,3 +496,42 @@ def test_diagon_namespace_unknown_during_preview_is_not_a_violation(pack):
         "k8s-daemonset-memory-limit", [res(DS, "d", diagon(namespace=UNKNOWN_STRING, memory=None))]
     )
     assert sorted(v.enforcement_level for v in found) == ["advisory", "mandatory"]
+
+
+# --- k8s-diagon-pod-security (stack) ----------------------------------------------------------------
+
+
+def _namespace(name: str, level: str | None, provider: str = K8S_PROVIDER) -> object:
+    labels = {} if level is None else {"pod-security.kubernetes.io/enforce": level}
+    return res(
+        NAMESPACE, f"ns-{name}-{level}", {"metadata": {"name": name, "labels": labels}}, provider=provider
+    )
+
+
+@pytest.mark.parametrize("level", ["baseline", "restricted", "Restricted"])
+def test_a_diagon_namespace_enforcing_baseline_or_restricted_is_flagged(pack, level):
+    stack = [_namespace("diagon", level), res(DS, "diagon", diagon(), provider=K8S_PROVIDER)]
+    assert_levels(pack, "k8s-diagon-pod-security", stack)
+    v = one(pack, "k8s-diagon-pod-security", stack)
+    assert v.urn == urn(DS, "diagon")
+    assert body(v) == (
+        "The Diagon DaemonSet in namespace 'diagon' runs privileged with hostNetwork, but that namespace enforces "
+        f"Pod Security '{level}' (pod-security.kubernetes.io/enforce), which rejects its pods: nothing schedules. "
+        "Remediation: label the namespace pod-security.kubernetes.io/enforce: privileged (the namespace the "
+        "program creates for Diagon carries it), or run Diagon in a namespace that admits privileged pods."
+    )
+
+
+def test_a_diagon_namespace_that_admits_it_or_is_not_in_the_stack_passes(pack):
+    p2 = res("pulumi:providers:kubernetes", "other", {"kubeconfig": "y"})
+    stacks = [
+        [_namespace("diagon", "privileged"), res(DS, "diagon", diagon(), provider=K8S_PROVIDER)],
+        [_namespace("diagon", None), res(DS, "diagon", diagon(), provider=K8S_PROVIDER)],
+        [res(DS, "diagon", diagon(), provider=K8S_PROVIDER)],  # the cluster's default: verify reports it
+        # a restricted namespace of the same name in another cluster is not this DaemonSet's
+        [p2, _namespace("diagon", "restricted", p2.urn), res(DS, "diagon", diagon(), provider=K8S_PROVIDER)],
+        # a restricted namespace without the daemon
+        [_namespace("apps", "restricted"), res(DS, "diagon", diagon(), provider=K8S_PROVIDER)],
+    ]
+    for stack in stacks:
+        assert pack.findings("k8s-diagon-pod-security", stack, "prod") == [], stack

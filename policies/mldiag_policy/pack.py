@@ -11,6 +11,7 @@ from .rules import (
     images,
     kubernetes,
     model_development,
+    pod_security,
 )
 
 POLICIES = [
@@ -22,6 +23,7 @@ POLICIES = [
     diagnostics.diagon_no_cpu_limit,
     diagnostics.host_network_dns_policy,
     diagnostics.opt_in_label_value,
+    pod_security.diagon_pod_security,
     # Helm releases
     helm.chart_version_pinned,
     helm.allowed_repositories,

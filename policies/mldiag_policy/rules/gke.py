@@ -3,8 +3,8 @@
 Source: ML Diagnostics docs, "연산자 및 웹훅 설정": `--enable-managed-mldiagnostics` / Terraform
 `managed_machine_learning_diagnostics_config { enabled = ... }` from GKE 1.35.0-gke.3065000 on; older
 clusters take the manual install. The managed feature deploys the injection-webhook and connection-operator
-itself. The threshold lives in this pack's compat.py (mldiag_policy/compat.py; components/compat.py
-re-exports it).
+itself. The threshold lives in this pack's compat.py (mldiag_policy/compat.py, a generated copy of the
+library's components/ml_diagnostics/compat.py).
 """
 
 from __future__ import annotations

@@ -5,7 +5,8 @@ helm_mldiagnostics.py; both read releases through `release_info` here).
 Source: ML Diagnostics docs, "수동 설치" (manual install): cert-manager v1.13.0 from charts.jetstack.io with
 `installCRDs=true` as the injection-webhook's prerequisite; injection-webhook 0.25.0 and connection-operator
 0.24.0 from oci://us-docker.pkg.dev/ai-on-gke/...; the JAX table. The facts themselves live in
-this pack's compat.py (components/compat.py re-exports it); this module only applies them.
+this pack's compat.py (a generated copy of the library's ml_diagnostics/compat.py); this module only
+applies them.
 """
 
 from __future__ import annotations
@@ -207,20 +208,19 @@ def _check_cert_manager_crds(
         )
         return
     version = info.version
-    style_new = dig(values, "crds")
-    style_old = dig(values, "installCRDs")
-    if style_new is not None and style_old is not None:
-        report(
-            f"{release_label(info)} {version} sets both installCRDs and crds.*; the chart refuses that combination. "
-            f"Remediation: keep only the style version {version} takes: {compat.cert_manager_crd_values(version)}."
-        )
-        unknowns.finish()
-        return
     values = values if isinstance(values, dict) else {}
     for path, _ in _leaves({k: v for k, v in values.items() if k in ("installCRDs", "crds")}):
         unknowns.hit(dig(values, *path), "values." + ".".join(path))
     if unknowns.paths:
         unknowns.finish()
+    # Exactly what the chart refuses (from v1.15.0 its crd-check: installCRDs with crds.enabled, or with
+    # crds.keep false); installCRDs alone is honoured and only deprecated.
+    if problem := compat.cert_manager_values_problem(version, values):
+        report(
+            f"{release_label(info)}: {problem}. Remediation: keep only the style version {version} takes: "
+            f"{compat.cert_manager_crd_values(version)}."
+        )
+        return
     # Judged on the chart's documented defaults: from v1.15.0 crds.keep defaults to true, and the
     # deprecated installCRDs is still honoured (helm-cert-manager-installcrds-deprecated notes it).
     effective = compat.cert_manager_effective_crd_values(version, values)
@@ -242,7 +242,8 @@ cert_manager_crds = resource_rule(
     "helm-cert-manager-crds",
     (
         "cert-manager releases install CRDs the way their chart version wants: installCRDs before v1.15.0, "
-        "crds.enabled (and crds.keep) from v1.15.0, never both (the ML Diagnostics docs install v1.13.0 with installCRDs=true)."
+        "crds.enabled (and crds.keep) from v1.15.0, refused exactly where the chart refuses them (the ML Diagnostics "
+        "docs install v1.13.0 with installCRDs=true)."
     ),
     _check_cert_manager_crds,
     applies={RELEASE_TYPE},
