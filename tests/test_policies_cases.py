@@ -275,6 +275,38 @@ case(R, "pass", NS, "exactly 'true'", res(NS, "ns", labelled("Namespace", "true"
 case(R, "pass", NS, "no opt-in label", res(NS, "ns", {"metadata": {"name": "ai", "labels": {"team": "ml"}}}))
 case(R, "pass", JOBSET, "JobSet with 'true'", res(JOBSET, "js", labelled("JobSet", "true")))
 
+R = "k8s-diagon-pod-security"
+
+
+def _psa_ns(level: str, kind: str = NS) -> object:
+    meta = {"name": "diagon", "labels": {"pod-security.kubernetes.io/enforce": level}}
+    return res(
+        kind, "diagon-ns", {"apiVersion": "v1", "kind": "Namespace", "metadata": meta}, provider=K8S_PROVIDER
+    )
+
+
+_daemon = res(DS, "ds", diagon(), provider=K8S_PROVIDER)
+case(R, "violation", NS, "Diagon namespace enforces restricted", _psa_ns("restricted"), _daemon)
+case(
+    R,
+    "violation",
+    NS_PATCH,
+    "existing Diagon namespace patched to baseline",
+    _psa_ns("baseline", NS_PATCH),
+    _daemon,
+)
+case(
+    R,
+    "violation",
+    f"{CG} objs",
+    "Diagon from a ConfigGroup into a restricted namespace",
+    _psa_ns("restricted"),
+    res(CG, "cg", {"objs": [diagon()]}, provider=K8S_PROVIDER),
+)
+case(R, "pass", NS, "Diagon namespace privileged", _psa_ns("privileged"), _daemon)
+case(R, "pass", DS, "namespace not in the stack", _daemon)
+case(R, "pass", NS, "restricted namespace without Diagon", _psa_ns("restricted"))
+
 # --- Helm releases ---------------------------------------------------------------------------------
 
 
@@ -677,6 +709,7 @@ CLAIMS = {
     **{r: DS_FORMS for r in ("k8s-images-pinned", "k8s-images-allowed-registries", "k8s-privileged-only-diagon",
                              "k8s-daemonset-memory-limit", "k8s-diagon-no-cpu-limit", "k8s-host-network-dns-policy")},
     "k8s-opt-in-label-value": {NS, NS_PATCH, JOBSET, f"{CG} yaml", f"{CG} objs"},
+    "k8s-diagon-pod-security": {NS, NS_PATCH, DS, f"{CG} objs"},
     **{r: {RELEASE, CHART} for r in EXPECTED if r.startswith("helm-")},
     "gke-managed-diagnostics-min-version": {CLUSTER, ADOPTED},
     "gke-managed-diagnostics-explicit": {CLUSTER, ADOPTED},

@@ -350,3 +350,142 @@ def deep_merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str
         else:
             out[k] = v
     return out
+
+
+# --- Azure VM sizes and the Azure ML extension's sizing ------------------------------------------------
+
+# (vCPUs, GiB of memory, GPUs) of the Azure VM sizes whose name does not give them by a series rule: the
+# Dv2/DSv2 numbering (DS3_v2 is 4 vCPUs), the Av2 and B series, and the GPU families (NC, ND, NV). Azure's size
+# pages.
+AZURE_VM_SIZES: dict[str, tuple[float, float, float]] = {
+    **{
+        f"Standard_{series}{n}_v2": spec
+        for series in ("D", "DS")
+        for n, spec in {
+            1: (1, 3.5, 0),
+            2: (2, 7, 0),
+            3: (4, 14, 0),
+            4: (8, 28, 0),
+            5: (16, 56, 0),
+            11: (2, 14, 0),
+            12: (4, 28, 0),
+            13: (8, 56, 0),
+            14: (16, 112, 0),
+            15: (20, 140, 0),
+        }.items()
+    },
+    "Standard_A1_v2": (1, 2, 0),
+    "Standard_A2_v2": (2, 4, 0),
+    "Standard_A4_v2": (4, 8, 0),
+    "Standard_A8_v2": (8, 16, 0),
+    "Standard_A2m_v2": (2, 16, 0),
+    "Standard_A4m_v2": (4, 32, 0),
+    "Standard_A8m_v2": (8, 64, 0),
+    "Standard_B1s": (1, 1, 0),
+    "Standard_B1ms": (1, 2, 0),
+    "Standard_B2s": (2, 4, 0),
+    "Standard_B2ms": (2, 8, 0),
+    "Standard_B4ms": (4, 16, 0),
+    "Standard_B8ms": (8, 32, 0),
+    "Standard_B12ms": (12, 48, 0),
+    "Standard_B16ms": (16, 64, 0),
+    "Standard_B20ms": (20, 80, 0),
+    # NCv3 (V100)
+    "Standard_NC6s_v3": (6, 112, 1),
+    "Standard_NC12s_v3": (12, 224, 2),
+    "Standard_NC24s_v3": (24, 448, 4),
+    "Standard_NC24rs_v3": (24, 448, 4),
+    # NCasT4_v3 (T4)
+    "Standard_NC4as_T4_v3": (4, 28, 1),
+    "Standard_NC8as_T4_v3": (8, 56, 1),
+    "Standard_NC16as_T4_v3": (16, 110, 1),
+    "Standard_NC64as_T4_v3": (64, 440, 4),
+    # NC A100 v4
+    "Standard_NC24ads_A100_v4": (24, 220, 1),
+    "Standard_NC48ads_A100_v4": (48, 440, 2),
+    "Standard_NC96ads_A100_v4": (96, 880, 4),
+    # NCads H100 v5
+    "Standard_NC40ads_H100_v5": (40, 320, 1),
+    "Standard_NC80adis_H100_v5": (80, 640, 2),
+    # ND (V100, A100, H100, MI300X)
+    "Standard_ND40rs_v2": (40, 672, 8),
+    "Standard_ND96asr_v4": (96, 900, 8),
+    "Standard_ND96amsr_A100_v4": (96, 1900, 8),
+    "Standard_ND96isr_H100_v5": (96, 1900, 8),
+    "Standard_ND96isr_MI300X_v5": (96, 1850, 8),
+    # NVv3 (M60), NVadsA10 v5 (A10, fractional GPUs on the small sizes)
+    "Standard_NV12s_v3": (12, 112, 1),
+    "Standard_NV24s_v3": (24, 224, 2),
+    "Standard_NV48s_v3": (48, 448, 4),
+    "Standard_NV6ads_A10_v5": (6, 55, 1 / 6),
+    "Standard_NV12ads_A10_v5": (12, 110, 1 / 3),
+    "Standard_NV18ads_A10_v5": (18, 220, 1 / 2),
+    "Standard_NV36ads_A10_v5": (36, 440, 1),
+    "Standard_NV36adms_A10_v5": (36, 880, 1),
+    "Standard_NV72ads_A10_v5": (72, 880, 2),
+}
+_AZURE_SIZE_KEYS = {k.lower(): k for k in AZURE_VM_SIZES}
+# Standard_<D|E|F><vCPUs><features>_v<generation>: the number is the vCPU count from Dv3/Ev3/Fsv2 on.
+_AZURE_SERIES = re.compile(
+    r"Standard_(?P<series>[DEF])(?P<vcpu>[0-9]+)(?P<features>[a-z]*)_v(?P<gen>[0-9]+)", re.ASCII
+)
+_GIB_PER_VCPU = {"D": 4.0, "E": 8.0, "F": 2.0}
+
+
+def azure_vm_size(name: str, extra: Mapping[str, Any] | None = None) -> tuple[float, float, float] | None:
+    """(vCPUs, GiB, GPUs) of an Azure VM size (any case), `extra` first, then the table, then the series
+    rule (D: 4 GiB per vCPU, 2 with `l` (low memory) in its features; E: 8; F: 2); None when unknown."""
+    if extra and name in extra:
+        spec = extra[name]
+        return float(spec[0]), float(spec[1]), float(spec[2]) if len(spec) > 2 else 0.0
+    key = _AZURE_SIZE_KEYS.get(name.lower())
+    if key is not None:
+        return tuple(float(x) for x in AZURE_VM_SIZES[key])  # type: ignore[return-value]
+    m = _AZURE_SERIES.fullmatch(name)
+    if m is None or int(m.group("gen")) < (2 if m.group("series") == "F" else 3):
+        return None
+    vcpu = int(m.group("vcpu"))
+    per = _GIB_PER_VCPU[m.group("series")]
+    if m.group("series") == "D" and "l" in m.group("features"):
+        per = 2.0
+    return float(vcpu), vcpu * per, 0.0
+
+
+@dataclass(frozen=True)
+class AzureMlSizing:
+    """One row of the extension's "total minimum system resources" table (reference-kubernetes.md,
+    Recommended resource planning): nodes, and the VM size each node needs at least."""
+
+    purpose: Literal["test", "production"]
+    training: bool
+    inference: bool
+    nodes: int
+    vcpus: float
+    memory_gib: float
+    example: str  # the table's AKS VM SKU
+
+    @property
+    def workload(self) -> str:
+        return " and ".join(w for w, on in (("training", self.training), ("inference", self.inference)) if on)
+
+
+AZUREML_SIZING: tuple[AzureMlSizing, ...] = (
+    AzureMlSizing("test", False, True, 1, 2, 7, "DS2_v2"),
+    AzureMlSizing("test", True, False, 1, 2, 7, "DS2_v2"),
+    AzureMlSizing("test", True, True, 1, 4, 14, "DS3_v2"),
+    AzureMlSizing("production", False, True, 3, 4, 14, "DS3_v2"),
+    AzureMlSizing("production", True, False, 1, 8, 28, "DS4_v2"),
+    # the table names DS4_v2 here but sizes it 4 vCPU / 14 GiB: the lower reading is the rule
+    AzureMlSizing("production", True, True, 3, 4, 14, "DS3_v2"),
+)
+# how-to-deploy-kubernetes-extension.md, Prerequisites: "For production purposes, the Kubernetes cluster must
+# have a minimum of 4 vCPU cores and 14-GB memory."
+AZUREML_PRODUCTION_MIN_VCPUS = 4
+AZUREML_PRODUCTION_MIN_MEMORY_GIB = 14
+
+
+def azureml_sizing(purpose: str, training: bool, inference: bool) -> AzureMlSizing | None:
+    return next(
+        (s for s in AZUREML_SIZING if (s.purpose, s.training, s.inference) == (purpose, training, inference)),
+        None,
+    )

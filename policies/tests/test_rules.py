@@ -94,6 +94,9 @@ def test_vm_sizes():
     assert vm_size("Standard_D4s_v3", {}) == (4.0, 16.0)
     assert vm_size("Standard_DS2_v2", {}) == (2.0, 7.0)
     assert vm_size("Standard_E8s_v5", {}) == (8.0, 64.0)
-    assert vm_size("Standard_B2ms", {}) == (2, 8)
+    assert vm_size("Standard_B2ms", {}) == (2.0, 8.0)
     assert vm_size("Custom_X", {"Custom_X": [16, 64]}) == (16.0, 64.0)
-    assert vm_size("Standard_NC6s_v3", {}) is None
+    assert vm_size("Standard_DS3_v2", {}) == (4.0, 14.0)  # Dv2 numbering: DS3_v2 has 4 vCPUs
+    assert vm_size("Standard_NC6s_v3", {}) == (6.0, 112.0)  # GPU sizes need no option
+    assert vm_size("Standard_ND96isr_H100_v5", {}) == (96.0, 1900.0)
+    assert vm_size("Standard_M128s", {}) is None

@@ -6,11 +6,11 @@ local accounts, no Entra pod identity, the production size minimum (4 vCPU, 14 G
 from __future__ import annotations
 
 import ipaddress
-import re
 from typing import Any
 
 from pulumi_policy import EnforcementLevel, ReportViolation, Severity
 
+from .. import compat
 from ..common import AZUREML_DOCS, Unknowns, resource_rule
 from ..forms import MANAGED_CLUSTER
 from ..values import as_bool, dig
@@ -102,29 +102,12 @@ no_pod_identity = resource_rule(
 
 # --- aks-node-size-minimum -----------------------------------------------------------------------
 
-# GiB of memory per vCPU by VM series (Standard_<series><vCPUs><features>[_v<n>]).
-_SERIES_GIB_PER_VCPU = {"D": 4.0, "E": 8.0, "F": 2.0, "A": 2.0, "M": 28.0}
-_SIZE = re.compile(r"Standard_(?P<series>[A-Z]+?)(?P<vcpu>\d+)[a-z]*(?:_v(?P<gen>\d+))?", re.IGNORECASE)
-_B_SERIES = {"b1s": (1, 1), "b1ms": (1, 2), "b2s": (2, 4), "b2ms": (2, 8), "b4ms": (4, 16), "b8ms": (8, 32)}
-
 
 def vm_size(name: str, extra: dict[str, list[float]]) -> tuple[float, float] | None:
-    """(vCPUs, GiB) of an Azure VM size, from the options' table first, then the series rule."""
-    if name in extra:
-        return float(extra[name][0]), float(extra[name][1])
-    short = name.removeprefix("Standard_").lower()
-    if short in _B_SERIES:
-        return _B_SERIES[short]
-    m = _SIZE.fullmatch(name)
-    if not m:
-        return None
-    series, vcpu, gen = m.group("series").upper(), int(m.group("vcpu")), m.group("gen")
-    per = _SERIES_GIB_PER_VCPU.get(series[0])
-    if per is None:
-        return None
-    if series.startswith("D") and (gen is None or gen == "2"):
-        per = 3.5  # Dv2/DSv2: 3.5 GiB per vCPU
-    return float(vcpu), vcpu * per
+    """(vCPUs, GiB) of an Azure VM size: the options' vmSizes first, then the table the program's sizing
+    preflight uses too (compat.azure_vm_size: Dv2/DSv2, Av2, B and the GPU families by name, D/E/F by series)."""
+    spec = compat.azure_vm_size(name, extra)
+    return None if spec is None else (spec[0], spec[1])
 
 
 SIZE_DEFAULTS = {
@@ -142,7 +125,7 @@ SIZE_DEFAULTS = {
                 "minItems": 2,
                 "maxItems": 2,
             },
-            "description": "Extra VM sizes as name -> [vCPUs, GiB] for sizes the built-in series rule misses.",
+            "description": "Extra VM sizes as name -> [vCPUs, GiB] for sizes the built-in table misses.",
         },
         {},
     ),
