@@ -2,7 +2,8 @@
 each on stacks of its own that are destroyed at the end:
 
 - a stack deployed by the previous version of the program (PREVIOUS_VERSION, from git) is refreshed and
-  updated by this version with no changes and the same URNs: the dynamic provider pickled into the state at
+  updated by this version with the same URNs, nothing replaced, and only the Diagon namespace's Pod Security
+  labels added: the dynamic provider pickled into the state at
   its old module path still reads (components/providers keeps that path importable);
 - `pulumi package get-schema` of the component plugin gives the committed components/schema.json;
 - the Pulumi YAML example (examples/yaml) runs `up` against the loopback control plane through the plugin,
@@ -55,7 +56,7 @@ def ensure_namespace(cp: ControlPlane, name: str) -> None:
     assert resp.status_code in (201, 409), resp.text
 
 
-def test_a_stack_of_the_previous_version_updates_with_no_changes(
+def test_a_stack_of_the_previous_version_updates_in_place(
     e2e_bin: Path, control_plane: ControlPlane, chart_repo: Any, vertex_fake: Any, tmp_path: Path
 ) -> None:
     old = export_commit(PREVIOUS_VERSION, tmp_path / "previous")
@@ -84,11 +85,20 @@ def test_a_stack_of_the_previous_version_updates_with_no_changes(
         project.use_program(REPO)
         # A refresh reads every resource with the provider pickled in the state: the old module path.
         project.pulumi("refresh", "--yes", "--expect-no-changes", stack=STACK)
-        preview = project.pulumi("preview", "--expect-no-changes", "--json", stack=STACK)
-        steps = {s["op"] for s in preview.json().get("steps", [])}
-        assert steps == {"same"}, preview.stdout[-4000:]
-        up2 = project.pulumi("up", "--yes", "--expect-no-changes", stack=STACK)
-        TIMINGS["upgrade: this version up (no changes)"] = up2.seconds
+        preview = project.pulumi("preview", "--json", stack=STACK)
+        changed = [s for s in preview.json().get("steps", []) if s["op"] != "same"]
+        # The one change this version makes on purpose: the Diagon namespace it creates gains the Pod
+        # Security labels that admit the privileged daemon (an in-place label update; nothing replaced).
+        kinds = [(s["op"], s["urn"].split("::")[2].rsplit("$", 1)[-1]) for s in changed]
+        assert kinds == [("update", "kubernetes:core/v1:Namespace")], preview.stdout[-4000:]
+        assert "diagon" in changed[0]["urn"].rsplit("::", 1)[1]
+        assert sorted(changed[0]["detailedDiff"]) == [
+            f'metadata.labels["pod-security.kubernetes.io/{mode}"]' for mode in ("audit", "enforce", "warn")
+        ]
+        assert {d["kind"] for d in changed[0]["detailedDiff"].values()} == {"add"}
+        up2 = project.pulumi("up", "--yes", stack=STACK)
+        TIMINGS["upgrade: this version up (labels only)"] = up2.seconds
+        project.pulumi("preview", "--expect-no-changes", stack=STACK)
         after = project.pulumi("stack", "export", "--show-secrets", stack=STACK).json()
         urns = lambda d: sorted(r["urn"] for r in d["deployment"]["resources"])  # noqa: E731
         assert urns(after) == urns(before)
