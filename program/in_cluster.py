@@ -385,13 +385,7 @@ def in_cluster_args(s: InClusterSettings) -> InClusterArgs:
         out["diagon"] = diagon
     rb = s.verify_rbac
     if rb.enabled:
-        out["verify_rbac"] = {
-            "name": rb.name,
-            "subjects": [
-                {"kind": x.kind, "name": x.name, **({"namespace": x.namespace} if x.namespace else {})}
-                for x in rb.subjects
-            ],
-        }
+        out["verify_rbac"] = rb.to_args()
     return out  # type: ignore[return-value]
 
 

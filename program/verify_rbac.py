@@ -11,12 +11,15 @@ cluster target, beside `diagon`):
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import model_validator
 
 from program import validators
 from program.config_base import Model, raise_issues
+
+if TYPE_CHECKING:
+    from ml_diagnostics.rbac_args import VerifyRbacArgs
 
 
 class RbacSubject(Model):
@@ -66,3 +69,13 @@ class VerifyRbacSettings(Model):
             problems.append(("name", p))
         raise_issues(problems)
         return self
+
+    def to_args(self) -> VerifyRbacArgs:
+        """As the library's VerifyRbacArgs."""
+        return {
+            "name": self.name,
+            "subjects": [
+                {"kind": x.kind, "name": x.name, **({"namespace": x.namespace} if x.namespace else {})}  # type: ignore[typeddict-item]
+                for x in self.subjects
+            ],
+        }

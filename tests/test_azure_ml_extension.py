@@ -624,3 +624,72 @@ def test_plan_command_prints_no_relay_secret(fmt: str, tmp_path: Path, capsys: p
     for text in [captured.out, captured.err, *files]:
         for secret in (azure_mocks._FAKE_RELAY_KEY, "SharedAccessKey="):
             assert secret not in text
+
+
+# --- nginx controller class, the verify role (issue 28) ----------------------------------------------------
+
+
+def test_nginx_ingress_controller_is_sent_as_the_charts_setting():
+    t = {**SCENARIO_1, "nginxIngressController": "k8s.io/amlarc-ingress-nginx"}
+    (ext,) = [r for r in plan([t]).resources if r.type == EXT]
+    assert ext.inputs["configurationSettings"]["nginxIngress.controller"] == "k8s.io/amlarc-ingress-nginx"
+    (plain,) = [r for r in plan([SCENARIO_1]).resources if r.type == EXT]
+    assert "nginxIngress.controller" not in plain.inputs["configurationSettings"]
+
+
+SUBJECTS = [{"kind": "Group", "name": "ml-oncall"}]
+
+
+@pytest.mark.parametrize(
+    "access, via",
+    [
+        ({"aksUserCredentials": True}, "azure-native:containerservice:listManagedClusterUserCredentials"),
+        ({"kubeconfig": "apiVersion: v1\nkind: Config\n", "context": "admin"}, None),
+    ],
+)
+def test_the_verify_role_holds_what_verify_reads_and_waits_for_the_extension(access, via):
+    from ml_diagnostics.verify_rbac import azure_verify_rules
+
+    t = {**SCENARIO_1, "verifyAccess": access, "verifyRbac": {"enabled": True, "subjects": SUBJECTS}}
+    result = plan([t])
+    by_name = {r.name: r for r in result.resources}
+    provider = by_name["azureml-poc-k8s"]
+    assert provider.type == "pulumi:providers:kubernetes"
+    assert provider.inputs.get("context") == access.get("context")
+    role = by_name["azureml-poc-verify-rbac-cluster-role"]
+    cluster_rules, namespaced = azure_verify_rules(ingress_classes=True)
+    assert role.inputs["rules"] == cluster_rules
+    ns_role = by_name["azureml-poc-verify-rbac-role-azureml"]
+    assert ns_role.inputs["metadata"]["namespace"] == "azureml"
+    assert ns_role.inputs["rules"] == namespaced["azureml"]
+    assert by_name["azureml-poc-extension"].urn in ns_role.dependencies  # the extension creates azureml
+    assert ns_role.provider.startswith(provider.urn)
+    # the kubeconfig stays a secret in the plan; which one it is shows in its digest
+    assert provider.inputs["kubeconfig"] == "[secret]"
+
+    expected = (
+        base64.b64decode(
+            azure_mocks.INVOKES[via]({"resourceName": "aks-poc"})["kubeconfigs"][0]["value"]
+        ).decode()
+        if via
+        else access["kubeconfig"].strip()  # config values arrive stripped
+    )
+    assert provider.secret_digests["kubeconfig"] == plan_runtime._digest(expected)
+
+
+def test_without_verify_rbac_no_kubernetes_provider_is_registered():
+    resources = plan([{**SCENARIO_1, "verifyAccess": {"aksUserCredentials": True}}]).resources
+    assert not [r for r in resources if r.type.startswith(("pulumi:providers:kubernetes", "kubernetes:"))]
+
+
+def test_the_plan_shows_what_version_each_extension_and_release_runs():
+    text = plan_render.render_table(plan_stack("prod", skip_policies=True))
+    assert (
+        "azure-native:kubernetesconfiguration:Extension  azureml-aks-prod-extension  version 1.1.39\n" in text
+    )
+    assert (
+        "kubernetes:helm.sh/v3:Release  k8s-onprem-prod-mldiag-cert-manager-release  cert-manager v1.13.0"
+        in text
+    )
+    dev = plan_render.render_table(plan_stack("dev", skip_policies=True))
+    assert "Extension  azureml-aks-poc-extension  version: unpinned, follows release train stable" in dev

@@ -15,6 +15,7 @@ from pulumi_azure_native import kubernetesconfiguration, relay
 from pulumi_azure_native.provider import Provider as AzureProvider
 
 from ml_diagnostics import lifecycle
+from ml_diagnostics.rbac_args import VerifyRbacArgs
 
 EXTENSION_TYPE = "Microsoft.AzureML.Kubernetes"
 RELEASE_NAMESPACE = "azureml"
@@ -101,6 +102,18 @@ class AzureMlExtensionArgs(TypedDict):
     """stable (default) or preview."""
     domain: NotRequired[str]
     """Inference domain (default <location>.cloudapp.azure.com)."""
+    nginx_ingress_controller: NotRequired[str]
+    """AKS: the ingress class controller of the extension's nginx (nginxIngress.controller; the chart's default
+    k8s.io/ingress-nginx clashes with an nginx ingress controller the cluster already runs)."""
+    verify_rbac: NotRequired[VerifyRbacArgs]
+    """A read-only role for verify's in-cluster checks (the reads of `azure_verify_rules`); needs `kubeconfig`
+    or `aks_user_credentials` to reach the cluster."""
+    kubeconfig: NotRequired[pulumi.Input[str]]
+    """Kubeconfig (a secret) the verify role is created through."""
+    kubeconfig_context: NotRequired[str]
+    """Context of that kubeconfig (default: its current context)."""
+    aks_user_credentials: NotRequired[bool]
+    """AKS: create the verify role through the cluster user credentials ARM lists (listClusterUserCredential)."""
     adopt: NotRequired[bool]
     """Import what `az k8s-extension create` made (the extension and, on Arc, the relay resources)."""
 
@@ -178,6 +191,9 @@ def configuration_settings(args: AzureMlExtensionArgs) -> dict[str, str]:
             and not (inf.get("ssl_cert_pem") and inf.get("ssl_key_pem"))
         ):
             s["scoringFe.sslSecret"] = inf["ssl_secret"]
+
+    if args.get("nginx_ingress_controller"):
+        s["nginxIngress.controller"] = args["nginx_ingress_controller"]
 
     s["enableTraining"] = _flag(args.get("training", False))
     s["enableInference"] = _flag(enabled)
@@ -340,6 +356,8 @@ class AzureMlExtension(pulumi.ComponentResource):
             ),
         )
         self.extension = ext
+        if args.get("verify_rbac") is not None:
+            self._verify_rbac(name, args, ext)
         self.extension_id = ext.id
         self.cluster_resource_id = pulumi.Output.from_input(resource_id)
         self.register_outputs(
@@ -348,4 +366,41 @@ class AzureMlExtension(pulumi.ComponentResource):
                 "clusterResourceId": resource_id,
                 "relayNamespace": self.relay_namespace.name if self.relay_namespace else None,
             }
+        )
+
+    def _verify_rbac(self, name: str, args: AzureMlExtensionArgs, ext: pulumi.Resource) -> None:
+        # Imported here: most stacks create no verify role, and the Kubernetes SDK is large.
+        import pulumi_kubernetes as k8s
+        from pulumi_azure_native import containerservice
+
+        from ml_diagnostics.verify_rbac import VerifyRbac, azure_verify_rules
+
+        cluster = args["cluster"]
+        if args.get("kubeconfig") is not None:
+            kubeconfig: pulumi.Input[str] = pulumi.Output.secret(args["kubeconfig"])
+        elif args.get("aks_user_credentials") and cluster["kind"] == "aks":
+            creds = containerservice.list_managed_cluster_user_credentials_output(
+                resource_group_name=cluster["resource_group"],
+                resource_name=cluster["name"],
+                opts=pulumi.InvokeOutputOptions(parent=self, provider=self.provider),
+            )
+            kubeconfig = pulumi.Output.secret(
+                creds.kubeconfigs.apply(lambda ks: base64.b64decode(ks[0].value).decode() if ks else "")
+            )
+        else:
+            raise ValueError(
+                "verify_rbac needs kubeconfig, or aks_user_credentials on an AKS cluster, to reach the cluster"
+            )
+        provider = k8s.Provider(
+            f"{name}-k8s",
+            kubeconfig=kubeconfig,
+            context=args.get("kubeconfig_context"),
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        VerifyRbac(
+            f"{name}-verify-rbac",
+            args["verify_rbac"],
+            pulumi.ResourceOptions(parent=self, provider=provider),
+            rules=azure_verify_rules(ingress_classes=cluster["kind"] == "aks"),
+            after=[ext],
         )

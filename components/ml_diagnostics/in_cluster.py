@@ -8,6 +8,8 @@ from ml_diagnostics.cert_manager import CertManagerArgs
 from ml_diagnostics.compat import quote
 from ml_diagnostics.diagon import DiagonArgs
 from ml_diagnostics.mldiagnostics_manual import MlDiagnosticsManualArgs
+from ml_diagnostics.rbac_args import RbacSubjectArgs as RbacSubjectArgs
+from ml_diagnostics.rbac_args import VerifyRbacArgs
 from ml_diagnostics.workload_opt_in import WorkloadNamespaceArgs
 
 
@@ -18,26 +20,6 @@ class MlDiagnosticsMode(StrEnum):
     """GKE >= 1.35.0-gke.3065000 with the managed flag: GKE runs the webhook and operator."""
     MANUAL = "manual"
     """cert-manager, the injection-webhook and the connection-operator as Helm releases."""
-
-
-class RbacSubjectArgs(TypedDict):
-    """Who the verify role is bound to."""
-
-    kind: str
-    """User, Group or ServiceAccount."""
-    name: str
-    """User or group name as the cluster authenticates it, or the ServiceAccount's name."""
-    namespace: NotRequired[str]
-    """ServiceAccount only: the namespace it lives in."""
-
-
-class VerifyRbacArgs(TypedDict):
-    """A ClusterRole and Roles holding exactly the reads `mldiag verify` makes, bound to `subjects`."""
-
-    subjects: list[RbacSubjectArgs]
-    """Who runs verify against this cluster."""
-    name: NotRequired[str]
-    """Name of the ClusterRole, the Roles and their bindings (default ml-diagnostics-verify)."""
 
 
 class InClusterArgs(TypedDict):

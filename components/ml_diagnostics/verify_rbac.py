@@ -5,8 +5,9 @@ make: `get` on the workload namespaces (by name); in manual mode `list` of Mutat
 and, in the release namespaces, `list` of Deployments and of Secrets (Helm keeps its release records
 there: this grant reads chart values too, like `helm status` does); for Diagon `get` of its DaemonSet,
 `list` of pods, `get` of their logs, `list` of events (pods refused by admission) and `get` of the Diagon
-namespace (its Pod Security level). Cluster-wide rules go to one ClusterRole, the rest to one Role per
-namespace, each with its binding to the configured subjects.
+namespace (its Pod Security level). `azure_verify_rules` does the same for the Azure ML extension's checks.
+Cluster-wide rules go to one ClusterRole, the rest to one Role per namespace, each with its binding to the
+configured subjects.
 """
 
 from __future__ import annotations
@@ -80,6 +81,52 @@ def verify_rules(
     return cluster, namespaced
 
 
+AZUREML_NAMESPACE = "azureml"
+AZUREML_HEALTHCHECK_CONFIGMAP = "arcml-healthcheck"
+# CRDs whose Helm owner tells whether the extension installed them or another release did (a clash)
+AZUREML_CLASH_CRDS = {
+    "prometheus": "prometheuses.monitoring.coreos.com",
+    "volcano": "jobs.batch.volcano.sh",
+}
+
+
+def azure_verify_rules(*, ingress_classes: bool) -> tuple[list[Rule], dict[str, list[Rule]]]:
+    """(ClusterRole rules, namespace -> Role rules) for verify's in-cluster checks of an Azure ML extension:
+    `get` of the azureml namespace (terminating?) and of the CRDs that reveal a clash, `list` of
+    IngressClasses (AKS, where the extension brings its nginx controller), and in azureml `get` of the
+    health check report (configmap arcml-healthcheck) and `list` of the extension's pods."""
+    cluster: list[Rule] = [
+        {
+            "apiGroups": [""],
+            "resources": ["namespaces"],
+            "verbs": ["get"],
+            "resourceNames": [AZUREML_NAMESPACE],
+        },
+        {
+            "apiGroups": ["apiextensions.k8s.io"],
+            "resources": ["customresourcedefinitions"],
+            "verbs": ["get"],
+            "resourceNames": sorted(AZUREML_CLASH_CRDS.values()),
+        },
+    ]
+    if ingress_classes:
+        cluster.append(
+            {"apiGroups": ["networking.k8s.io"], "resources": ["ingressclasses"], "verbs": ["list"]}
+        )
+    namespaced = {
+        AZUREML_NAMESPACE: [
+            {
+                "apiGroups": [""],
+                "resources": ["configmaps"],
+                "verbs": ["get"],
+                "resourceNames": [AZUREML_HEALTHCHECK_CONFIGMAP],
+            },
+            {"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]},
+        ]
+    }
+    return cluster, namespaced
+
+
 def _rules(rules: list[Rule]) -> list[rbac.PolicyRuleArgs]:
     return [
         rbac.PolicyRuleArgs(
@@ -99,12 +146,14 @@ class VerifyRbac(pulumi.ComponentResource):
         args: VerifyRbacArgs,
         opts: pulumi.ResourceOptions | None = None,
         *,
-        in_cluster: InClusterArgs,
-        mode: MlDiagnosticsMode | str,
+        in_cluster: InClusterArgs | None = None,
+        mode: MlDiagnosticsMode | str | None = None,
+        rules: tuple[list[Rule], dict[str, list[Rule]]] | None = None,
         after: Sequence[pulumi.Resource] = (),
     ):
-        """`in_cluster`, `mode`: what verify checks on this cluster (the rules follow them).
-        `after`: what creates the namespaces the Roles go to (cert-manager, manual install, Diagon)."""
+        """`in_cluster`, `mode`: what verify checks on this cluster (the rules follow them); or `rules` as
+        given (`azure_verify_rules`). `after`: what creates the namespaces the Roles go to (cert-manager,
+        manual install, Diagon, the Azure ML extension)."""
         super().__init__("mldiag:index:VerifyRbac", name, None, opts)
         rb_name = args.get("name", DEFAULT_NAME)
         subjects: list[Any] = [
@@ -116,7 +165,11 @@ class VerifyRbac(pulumi.ComponentResource):
             )
             for s in args["subjects"]
         ]
-        cluster_rules, namespaced = verify_rules(in_cluster, mode)
+        if rules is None:
+            if in_cluster is None or mode is None:
+                raise ValueError("VerifyRbac needs in_cluster and mode, or rules")
+            rules = verify_rules(in_cluster, mode)
+        cluster_rules, namespaced = rules
         child = pulumi.ResourceOptions(parent=self)
         if cluster_rules:
             role = rbac.ClusterRole(
@@ -133,11 +186,11 @@ class VerifyRbac(pulumi.ComponentResource):
                 opts=child,
             )
         waits = pulumi.ResourceOptions(parent=self, depends_on=list(after))
-        for ns, rules in sorted(namespaced.items()):
+        for ns, ns_rules in sorted(namespaced.items()):
             ns_role = rbac.Role(
                 f"{name}-role-{ns}",
                 metadata=ObjectMetaArgs(name=rb_name, namespace=ns, labels=LABELS),
-                rules=_rules(rules),
+                rules=_rules(ns_rules),
                 opts=waits,
             )
             rbac.RoleBinding(
