@@ -280,6 +280,12 @@ def parse(
     for kind in KINDS:
         problems += _unique_names(kind.key, getattr(cfg, kind.field))
     problems += [f"{NAMESPACE}:{p}" for p in checks.cross_target_problems(cfg, KINDS)]
+    for kind in KINDS:
+        for i, t in enumerate(getattr(cfg, kind.field)):
+            problems += [
+                f"{NAMESPACE}:{_join(f'{kind.key}[{i}]', rel)}: {msg}"
+                for rel, msg in kind.preflight(t, cfg.environment)
+            ]
     _raise(problems)
     return cfg
 

@@ -396,7 +396,8 @@ def test_unknown_key_lists_allowed_keys():
     assert out == [
         f"{P}.inferenceRouterHA: unknown key (did you mean 'inference'?); allowed keys: adopt, autoUpgradeMinorVersion, cluster, domain, "
         "extensionName, inference, installDcgmExporter, installNvidiaDevicePlugin, installPromOp, installVolcano, "
-        "name, nodeSelector, previousName, releaseTrain, scope, training, version"
+        "name, nginxIngressController, nodeSelector, previousName, releaseTrain, scope, training, verifyAccess, "
+        "verifyRbac, version"
     ]
 
 
@@ -412,4 +413,108 @@ def test_every_rule_reported_at_once():
         "azureMl[1].inference.internalLoadBalancerProvider",
         "azureMl[1].inference.routerHA",
         "azureMl[1].inference.routerServiceType",
+    ]
+
+
+# --- sizing preflight, nginx controller class, verify access (issue 28) ----------------------------------
+
+
+def env_problems(environment: str, t: dict[str, Any]) -> list[str]:
+    with pytest.raises(ConfigError) as e:
+        parse({f"{NS}:environment": environment, KEY: [t]}, [KEY])
+    return e.value.problems
+
+
+def test_prod_inference_needs_three_nodes_of_the_production_size():
+    small = aks(inference=https())
+    small["cluster"] = {**small["cluster"], "nodeCount": 2, "vmSize": "Standard_DS2_v2"}
+    assert env_problems("prod", small) == [
+        f"{NS}:azureMl[0].cluster.nodeCount: 2 node(s): production training and inference on the Azure ML "
+        "extension needs 3 node(s) of at least 4 vCPU / 14 GiB (e.g. DS3_v2); reference-kubernetes.md, "
+        "Recommended resource planning",
+        f"{NS}:azureMl[0].cluster.vmSize: 2 vCPU / 7 GiB per node: production training and inference on the "
+        "Azure ML extension needs 3 node(s) of at least 4 vCPU / 14 GiB (e.g. DS3_v2); reference-kubernetes.md, "
+        "Recommended resource planning",
+    ]
+
+
+def test_the_same_cluster_passes_the_test_rows_in_dev_and_gpu_sizes_are_known():
+    t = aks()
+    t["cluster"] = {**t["cluster"], "nodeCount": 1, "vmSize": "Standard_DS2_v2"}
+    assert (
+        parse({f"{NS}:environment": "dev", KEY: [t]}, [KEY]).azure_ml[0].cluster.vm_size == "Standard_DS2_v2"
+    )
+    gpu = aks()
+    gpu["cluster"] = {**gpu["cluster"], "nodeCount": 1, "vmSize": "Standard_NC24ads_A100_v4"}
+    parse({f"{NS}:environment": "prod", KEY: [gpu]}, [KEY])  # 24 vCPU / 220 GiB: a production training node
+
+
+def test_an_unknown_vm_size_asks_for_node_resources_and_those_are_checked():
+    t = aks()
+    t["cluster"] = {**t["cluster"], "vmSize": "Standard_Custom99"}
+    assert env_problems("prod", t) == [
+        f"{NS}:azureMl[0].cluster.vmSize: 'Standard_Custom99' is not in the built-in VM size table; give "
+        "cluster.nodeResources {vcpus, memoryGiB} for it (or remove vmSize to skip the size check)"
+    ]
+    t["cluster"]["nodeResources"] = {"vcpus": 4, "memoryGiB": 16}
+    assert env_problems("prod", t) == [
+        f"{NS}:azureMl[0].cluster.nodeResources: 4 vCPU / 16 GiB per node: production training on the Azure ML "
+        "extension needs 1 node(s) of at least 8 vCPU / 28 GiB (e.g. DS4_v2); reference-kubernetes.md, "
+        "Recommended resource planning"
+    ]
+    t["cluster"]["nodeResources"] = {"vcpus": 8, "memoryGiB": 32}
+    parse({f"{NS}:environment": "prod", KEY: [t]}, [KEY])
+
+
+def test_the_vm_size_and_node_facts_are_never_sent_to_the_component():
+    from program.kinds.azure_ml.build import args
+
+    t = aks()
+    t["cluster"] = {
+        **t["cluster"],
+        "vmSize": "Standard_D8s_v3",
+        "nodeResources": {"vcpus": 8, "memoryGiB": 32},
+    }
+    cfg = parse({f"{NS}:environment": "dev", KEY: [t]}, [KEY])
+    assert set(args(cfg.azure_ml[0])["cluster"]) == {
+        "kind", "subscription_id", "resource_group", "name", "location", "node_count", "openshift",
+    }  # fmt: skip
+
+
+def test_nginx_ingress_controller_is_aks_only_and_shaped_like_a_class():
+    assert problems(aks(nginxIngressController="nginx")) == [
+        f"{P}.nginxIngressController: must be an ingress controller class <domain>/<name>, e.g. "
+        "k8s.io/amlarc-ingress-nginx"
+    ]
+    arc = with_cluster(kind="arc")
+    arc["nginxIngressController"] = "k8s.io/amlarc-ingress-nginx"
+    assert problems(arc) == [
+        f"{P}.nginxIngressController: only for kind aks: the extension installs its nginx ingress on AKS, not on Arc"
+    ]
+
+
+@pytest.mark.parametrize(
+    "access, kind, expected",
+    [
+        ({}, "aks", "verifyAccess: give either kubeconfig (a secret) or aksUserCredentials: true, not both"),
+        (
+            {"aksUserCredentials": True, "kubeconfig": "apiVersion: v1"},
+            "aks",
+            "verifyAccess: give either kubeconfig (a secret) or aksUserCredentials: true, not both",
+        ),
+        ({"aksUserCredentials": True}, "arc", "verifyAccess.aksUserCredentials: only for kind aks"),
+        ({"aksUserCredentials": True, "context": "x"}, "aks", "verifyAccess.context: only with kubeconfig"),
+    ],
+)
+def test_verify_access_takes_one_way_in(access, kind, expected):
+    t = with_cluster(kind=kind)
+    t["verifyAccess"] = access
+    assert any(p.startswith(f"{P}.{expected}") for p in problems(t)), problems(t)
+
+
+def test_verify_rbac_needs_verify_access():
+    t = aks(verifyRbac={"enabled": True, "subjects": [{"kind": "Group", "name": "ml-oncall"}]})
+    assert problems(t) == [
+        f"{P}.verifyRbac: needs verifyAccess (a kubeconfig secret, or aksUserCredentials on AKS): the role is "
+        "created through it"
     ]

@@ -78,6 +78,23 @@ def lifecycle(r: dict[str, Any]) -> str:
     return f"  [{', '.join(flags)}]" if flags else ""
 
 
+_EXTENSION = "azure-native:kubernetesconfiguration:"
+_HELM = ("kubernetes:helm.sh/v3:Release", "kubernetes:helm.sh/v4:Chart")
+
+
+def version_note(r: dict[str, Any]) -> str:
+    """What version a release or an Azure extension will run: pinned, or which train follows upgrades."""
+    inputs = r.get("inputs") or {}
+    if r["type"].startswith(_EXTENSION) and r["type"].endswith(":Extension"):
+        if inputs.get("version"):
+            auto = " (auto-upgrade on!)" if inputs.get("autoUpgradeMinorVersion") is not False else ""
+            return f"  version {inputs['version']}{auto}"
+        return f"  version: unpinned, follows release train {inputs.get('releaseTrain') or 'stable'}"
+    if r["type"] in _HELM and isinstance(inputs.get("version"), str):
+        return f"  {str(inputs.get('chart')).rsplit('/', 1)[-1]} {inputs['version']}"
+    return ""
+
+
 def render_table(report: dict[str, Any]) -> str:
     out: list[str] = []
     res = report["resources"]
@@ -89,7 +106,9 @@ def render_table(report: dict[str, Any]) -> str:
         mark = "" if r["custom"] else " (component)"
         flag = f"  !{findings_by_urn[r['urn']]}" if findings_by_urn.get(r["urn"]) else ""
         op = "= " if r.get("importId") else "+ "
-        out.append(f"{'  ' * depth}{op if depth else ''}{r['type']}  {r['name']}{mark}{lifecycle(r)}{flag}")
+        out.append(
+            f"{'  ' * depth}{op if depth else ''}{r['type']}  {r['name']}{mark}{version_note(r)}{lifecycle(r)}{flag}"
+        )
     cp = report["criticalPath"]
     out.append("")
     out.append(f"critical path: {cp['depth']} step(s)")
@@ -156,7 +175,7 @@ def render_markdown(report: dict[str, Any]) -> str:
         out += [mermaid_block(report), counts, "", *types, *findings]
     out += ["<details><summary>Resources</summary>", "", "```"]
     for depth, r, _ in _tree(report):
-        out.append(f"{'  ' * depth}{r['type']}  {r['name']}{lifecycle(r)}")
+        out.append(f"{'  ' * depth}{r['type']}  {r['name']}{version_note(r)}{lifecycle(r)}")
     out += ["```", "", "</details>", ""]
     return "\n".join(out)
 

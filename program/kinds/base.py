@@ -74,6 +74,8 @@ class TargetKind:
     """The physical resources a target manages (two targets may not manage one)."""
     generated_names: Callable[[Any], list[tuple[str, str]]] = lambda target: []
     """(resource name, relative key path) of resources whose names include a part the user chooses."""
+    preflight: Callable[[Any, str], list[tuple[str, str]]] = lambda target, environment: []
+    """(relative key path, problem) of a target that depend on the stack's environment (e.g. sizing)."""
     verify_label: str = ""
     """How verify reports name the kind (default: the key)."""
 

@@ -34,6 +34,7 @@ POLICY_DEFAULTS: dict[str, dict[str, Any]] = {
     },
     "staging": {
         "azureml-inference-https": {"enforcementLevel": "mandatory", "allowInsecureConnections": True},
+        "azureml-version-pinned": "advisory",
         "aks-node-size-minimum": "advisory",
         "aks-authorized-ip-ranges": "advisory",
     },
@@ -55,4 +56,5 @@ KIND = TargetKind(
     mock_answers=Lazy("program.kinds.azure_ml.mocks"),
     policy_defaults=POLICY_DEFAULTS,
     claims=claims,
+    preflight=Lazy("program.kinds.azure_ml.preflight:sizing_problems"),
 )

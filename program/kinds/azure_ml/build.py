@@ -13,7 +13,7 @@ from program.kinds.base import BuildContext
 
 def args(target: AzureMlTarget) -> AzureMlExtensionArgs:
     c = target.cluster
-    cluster: dict[str, Any] = c.model_dump(exclude_none=True)
+    cluster: dict[str, Any] = c.model_dump(exclude_none=True, exclude={"vm_size", "node_resources"})
     inf = target.inference
     inference: dict[str, Any] = inf.model_dump(exclude_none=True, exclude={"ssl_cert_pem", "ssl_key_pem"})
     if inf.ssl_cert_pem is not None:
@@ -37,9 +37,19 @@ def args(target: AzureMlTarget) -> AzureMlExtensionArgs:
         "auto_upgrade_minor_version",
         "release_train",
         "domain",
+        "nginx_ingress_controller",
     ):
         if getattr(target, key) is not None:
             out[key] = getattr(target, key)
+    access = target.verify_access
+    if target.verify_rbac.enabled and access is not None:
+        out["verify_rbac"] = target.verify_rbac.to_args()
+        if access.kubeconfig is not None:
+            out["kubeconfig"] = secret_output(access.kubeconfig)
+            if access.context:
+                out["kubeconfig_context"] = access.context
+        else:
+            out["aks_user_credentials"] = True
     return out  # type: ignore[return-value]
 
 

@@ -16,6 +16,7 @@ because it keeps every client-side rule of that one command together, next to th
         tenantId: <guid>                  # optional: the subscription's tenant (explicit provider)
         cloudEnvironment: public          # optional: public | usgovernment | china
         nodeCount: 5                      # < 3: clusterPurpose=DevTest, inferenceRouterHA=false (as the CLI)
+        vmSize: Standard_D4s_v3           # optional: sizing preflight by environment (preflight.py)
         openshift: false                  # arc only
       training: true                      # enableTraining
       inference:
@@ -30,8 +31,11 @@ because it keeps every client-side rule of that one command together, next to th
         routerHA: true                    # true needs nodeCount >= 3; unset: derived
       nodeSelector: {pool: gpu}           # nodeSelector.<key>
       installNvidiaDevicePlugin / installPromOp / installVolcano / installDcgmExporter: bool
-      version: 1.1.62                     # needs autoUpgradeMinorVersion: false
+      version: 1.1.39                     # needs autoUpgradeMinorVersion: false; prod requires a pin
       autoUpgradeMinorVersion: false
+      nginxIngressController: k8s.io/amlarc-ingress-nginx   # aks only: when the cluster runs its own nginx
+      verifyAccess: {aksUserCredentials: true}   # or {kubeconfig: {secure: ...}}: verify's in-cluster checks
+      verifyRbac: {enabled: true, subjects: [...]}   # the read-only role for them (access.py)
       releaseTrain: stable                # default stable
       scope: cluster                      # the only scope allowed
       domain: ml.contoso.internal         # default: <location>.cloudapp.azure.com
@@ -46,6 +50,8 @@ from pydantic import Field, SecretStr, field_validator, model_validator
 
 from program import validators
 from program.config_base import Model, SecretText, TargetBase, is_placeholder, raise_issues
+from program.kinds.azure_ml.access import AzureVerifyAccess, NodeResources
+from program.verify_rbac import VerifyRbacSettings
 
 ROUTER_SERVICE_TYPES = ("LoadBalancer", "NodePort", "ClusterIP")
 _ROUTER_BY_LOWER = {t.lower(): t for t in ROUTER_SERVICE_TYPES}
@@ -60,6 +66,13 @@ _RELEASE_TRAIN = re.compile(r"[A-Za-z][A-Za-z0-9-]*")
 _DNS_NAME = re.compile(
     r"(\*\.)?([A-Za-z0-9]([-A-Za-z0-9]{0,61}[A-Za-z0-9])?\.)*[A-Za-z0-9]([-A-Za-z0-9]{0,61}[A-Za-z0-9])?"
 )
+
+_VM_SIZE = re.compile(r"[A-Za-z][A-Za-z0-9_-]{1,63}", re.ASCII)
+# nginxIngress.controller: an IngressClass controller value, <domain>/<path> (the chart default k8s.io/ingress-nginx)
+_INGRESS_CONTROLLER = re.compile(
+    r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?/[A-Za-z0-9][-A-Za-z0-9_./]{0,62}", re.ASCII
+)
+NGINX_DEFAULT_CONTROLLER = "k8s.io/ingress-nginx"
 
 _PEM_LABEL = re.compile(r"[A-Z0-9 ]{1,40}")
 _PEM_BODY = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=:,- \t\r\n")
@@ -130,6 +143,18 @@ class AzureClusterRef(Model):
     """Entra tenant of the subscription (the target's azure-native provider authenticates there); unset: ambient."""
     cloud_environment: Literal["public", "usgovernment", "china"] | None = None
     """Azure cloud of the subscription (the provider's `environment`); unset: public."""
+    vm_size: str | None = None
+    """The nodes' VM size (the smallest pool's), e.g. Standard_D4s_v3: checked against the extension's
+    recommended sizes (reference-kubernetes.md) for the stack's environment; never sent anywhere."""
+    node_resources: NodeResources | None = None
+    """{vcpus, memoryGiB} of one node, for a vmSize the built-in table does not know (or instead of it)."""
+
+    @field_validator("vm_size")
+    @classmethod
+    def _vm_size(cls, v: str | None) -> str | None:
+        if v is not None and not _VM_SIZE.fullmatch(v):
+            raise ValueError("must be an Azure VM size name such as Standard_D4s_v3")
+        return v
 
     @field_validator("tenant_id")
     @classmethod
@@ -255,13 +280,24 @@ class AzureMlTarget(TargetBase):
     install_nvidia_device_plugin: bool | None = None
     """Install the NVIDIA device plugin (default false)."""
     install_prom_op: bool | None = None
-    """Install the Prometheus operator (default true)."""
+    """Install the Prometheus operator (default true). Set false when the cluster already runs one: two
+    operators clash (health check E45002 PROMETHEUS_CONFLICT); the existing one must then watch the azureml
+    namespace (troubleshooting guide, Prometheus operator)."""
     install_volcano: bool | None = None
-    """Install the Volcano scheduler (default true)."""
+    """Install the Volcano scheduler (default true). Set false when the cluster already runs Volcano: its CRDs
+    (jobs.batch.volcano.sh, ...) then belong to another release and the install fails with "invalid ownership
+    metadata" (troubleshooting guide, Volcano Scheduler); the existing one needs the extension's scheduler config."""
+    nginx_ingress_controller: str | None = None
+    """AKS: the controller class of the extension's nginx ingress (nginxIngress.controller, default
+    k8s.io/ingress-nginx). Set another one, e.g. k8s.io/amlarc-ingress-nginx, when the cluster already runs an
+    nginx ingress controller of the default class: two would clash (troubleshooting guide, Ingress Nginx
+    controller)."""
     install_dcgm_exporter: bool | None = None
     """Install dcgm-exporter for GPU metrics (default false)."""
     version: str | None = None
-    """Pin the extension version (needs autoUpgradeMinorVersion: false)."""
+    """Pin the extension version (needs autoUpgradeMinorVersion: false; prod requires a pin, policy
+    azureml-version-pinned). `az k8s-extension extension-types list-versions-by-cluster` lists the versions a
+    cluster offers; one it does not fails with "Chart path not found"."""
     auto_upgrade_minor_version: bool | None = None
     """Let Azure upgrade minor versions (default true)."""
     release_train: str | None = None
@@ -272,6 +308,19 @@ class AzureMlTarget(TargetBase):
     """The extension's `domain` setting, sent as given; unset: `<cluster.location>.cloudapp.azure.com`."""
     adopt: bool = False
     """Take over what `az k8s-extension create` made: the extension and, on Arc, its relay resources."""
+    verify_access: AzureVerifyAccess | None = None
+    """How `mldiag verify` reads inside the cluster (health report, pods, clashes); unset: ARM checks only."""
+    verify_rbac: VerifyRbacSettings = VerifyRbacSettings()
+    """A read-only role holding exactly what verify reads in the cluster, created through verifyAccess."""
+
+    @field_validator("nginx_ingress_controller")
+    @classmethod
+    def _nginx_controller(cls, v: str | None) -> str | None:
+        if v is not None and not _INGRESS_CONTROLLER.fullmatch(v):
+            raise ValueError(
+                "must be an ingress controller class <domain>/<name>, e.g. k8s.io/amlarc-ingress-nginx"
+            )
+        return v
 
     @field_validator("domain")
     @classmethod
@@ -377,6 +426,30 @@ class AzureMlTarget(TargetBase):
                     "cluster.openshift",
                     "only for kind arc (OpenShift and ARO clusters are connected through Azure Arc); "
                     "allowed for kind aks: false",
+                )
+            )
+
+        if self.nginx_ingress_controller is not None and cluster.kind != "aks":
+            problems.append(
+                (
+                    "nginxIngressController",
+                    "only for kind aks: the extension installs its nginx ingress on AKS, not on Arc",
+                )
+            )
+        access = self.verify_access
+        if access is not None and access.aks_user_credentials and cluster.kind != "aks":
+            problems.append(
+                (
+                    "verifyAccess.aksUserCredentials",
+                    "only for kind aks; an Arc cluster needs a kubeconfig secret",
+                )
+            )
+        if self.verify_rbac.enabled and access is None:
+            problems.append(
+                (
+                    "verifyRbac",
+                    "needs verifyAccess (a kubeconfig secret, or aksUserCredentials on AKS): the role is created "
+                    "through it",
                 )
             )
 
