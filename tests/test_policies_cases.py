@@ -498,6 +498,30 @@ ext_forms(
 case(R, "pass", EXT, "Arc with relay", res(EXT, "e", extension(TRAINING, kind="arc")))
 case(R, "pass", EXT_V, "AKS needs no relay", res(EXT_V, "e", extension(TRAINING)))
 
+R = "azureml-version-pinned"
+ext_forms(R, "violation", "follows the release train", extension(TRAINING))
+case(
+    R,
+    "violation",
+    EXT,
+    "pinned with auto-upgrade on",
+    res(EXT, "e", extension(TRAINING, version="1.1.39", autoUpgradeMinorVersion=True)),
+)
+case(
+    R,
+    "pass",
+    EXT,
+    "pinned",
+    res(EXT, "e", extension(TRAINING, version="1.1.39", autoUpgradeMinorVersion=False)),
+)
+case(
+    R,
+    "pass",
+    EXT_V,
+    "pinned, newer API token",
+    res(EXT_V, "e", extension(TRAINING, version="1.1.39", autoUpgradeMinorVersion=False)),
+)
+
 R = "azureml-allowed-subscriptions"
 ext_forms(R, "violation", "cluster in another subscription", extension(TRAINING, sub=OTHER_SUB))
 case(R, "pass", EXT, "workspace subscription", res(EXT, "e", extension(TRAINING)))

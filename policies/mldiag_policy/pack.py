@@ -41,6 +41,7 @@ POLICIES = [
     azure_ml.secrets_protected,
     azure_ml.cluster_scope,
     azure_ml.arc_relay,
+    azure_ml.version_pinned,
     azure_ml_settings.allowed_subscriptions,
     aks.aks_identity,
     azure_ml_settings.setting_keys_case,

@@ -333,3 +333,41 @@ arc_relay = resource_rule(
     severity=Severity.HIGH,
     remediation="Create the Azure Relay for the Arc cluster and pass its settings.",
 )
+
+# --- azureml-version-pinned ----------------------------------------------------------------------
+
+
+def _check_version(args: Any, props: dict, cfg: dict, unknowns: Unknowns, report: ReportViolation) -> None:
+    version, auto = props.get("version"), props.get("autoUpgradeMinorVersion")
+    if unknowns.hit(version, "version") or unknowns.hit(auto, "autoUpgradeMinorVersion"):
+        return
+    name = extension_label(args, props)
+    if not version:
+        report(
+            f"{name} is not pinned to a version: it follows release train "
+            f"'{props.get('releaseTrain') or 'stable'}', so an upgrade can arrive with any deployment, and version "
+            "resolution under auto-upgrade has failed installs (azure-cli-extensions#5325). Remediation: set the "
+            "target's version (one `az k8s-extension extension-types list-versions-by-cluster` lists; a version "
+            'that does not exist fails with "Chart path not found") and autoUpgradeMinorVersion: false.'
+        )
+    elif auto is not False:
+        report(
+            f"{name} pins version {version} but leaves autoUpgradeMinorVersion on; ARM (API 2023-05-01 on) refuses "
+            "that combination. Remediation: set autoUpgradeMinorVersion: false."
+        )
+
+
+version_pinned = resource_rule(
+    "azureml-version-pinned",
+    (
+        "The Azure ML extension runs a pinned version with autoUpgradeMinorVersion false (troubleshooting guide: "
+        "a bad --version fails with 'Chart path not found'; azure-cli-extensions#5325: version resolution fails "
+        "under auto-upgrade; ARM refuses a version with auto-upgrade on)."
+    ),
+    _check_version,
+    applies={EXTENSION_TYPE_TOKEN},
+    when=is_azureml,
+    docs=AZUREML_DOCS,
+    severity=Severity.MEDIUM,
+    remediation="Set version and autoUpgradeMinorVersion: false on the extension.",
+)
