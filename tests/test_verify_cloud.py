@@ -335,7 +335,15 @@ def test_aks_extension_succeeded_passes(
             "ok": True,
             "detail": "azureml Succeeded (1.1.62)",
             "fix": "",
-        }
+        },
+        # without verifyAccess only ARM is read; the report says what the in-cluster checks would need
+        "azureml.in-cluster": {
+            "name": "azureml.in-cluster",
+            "ok": True,
+            "detail": "not checked: set verifyAccess (a kubeconfig secret, or aksUserCredentials on AKS) for the "
+            "health report, pods and clashes",
+            "fix": "",
+        },
     }
     assert arm.requests == [("GET", ext_id("aks"), "2023-05-01")]
 

@@ -8,6 +8,7 @@ endpoint on the loopback interface (a local fake) is called without a token.
 
 from __future__ import annotations
 
+import base64
 import logging
 from typing import Any
 
@@ -28,6 +29,42 @@ CREDENTIAL_HINT = (
 )
 ROLE_HINT = "the identity needs Reader on the cluster's resource group (and its relay namespace on Arc)"
 RELAY_API = "2021-11-01"
+AKS_API = "2024-05-01"
+_GUIDE = "how-to-troubleshoot-kubernetes-extension.md"
+# The deployment errors the troubleshooting guide names (matched in the extension's status, lowercase) and its fix.
+DEPLOYMENT_ERRORS = (
+    (
+        "can't reuse a name that is still in use",
+        f"the extension name is in use: by an earlier Azure ML extension, wait about an hour and run `pulumi up`; "
+        f"by another Helm release (`helm list -Aa`), set another extensionName ({_GUIDE})",
+    ),
+    (
+        "still in progress",
+        f"an earlier Helm operation of the extension is still in progress: wait about an hour, then `pulumi up` "
+        f"({_GUIDE})",
+    ),
+    (
+        "being terminated",
+        f"an uninstall has not finished: wait until `az k8s-extension show` no longer finds the extension, then "
+        f"`pulumi up` ({_GUIDE})",
+    ),
+    (
+        "chart path not found",
+        f"the pinned version does not exist: set version to one `az k8s-extension extension-types "
+        f"list-versions-by-cluster` lists, or remove version (and autoUpgradeMinorVersion) to follow the release "
+        f"train ({_GUIDE})",
+    ),
+    (
+        "invalid ownership metadata",
+        f"a resource the extension installs belongs to another release (often Volcano's CRDs): set installVolcano: "
+        f"false or installPromOp: false for the component the cluster already runs, or hand the resource to the "
+        f"extension with the labels and annotations the guide gives ({_GUIDE})",
+    ),
+)
+AKS_USER_HINT = (
+    "verify's identity needs the Azure Kubernetes Service Cluster User Role on the cluster "
+    "(Microsoft.ContainerService/managedClusters/listClusterUserCredential/action), or give verifyAccess.kubeconfig"
+)
 
 
 class Arm:
@@ -57,10 +94,17 @@ class Arm:
         return {"Authorization": f"Bearer {token}"}
 
     def get(self, path: str, api_version: str) -> dict[str, Any] | None:
+        return self._call("GET", path, api_version)
+
+    def post(self, path: str, api_version: str) -> dict[str, Any] | None:
+        """An ARM action (e.g. listClusterUserCredential): POST without a body, a read for RBAC purposes."""
+        return self._call("POST", path, api_version)
+
+    def _call(self, method: str, path: str, api_version: str) -> dict[str, Any] | None:
         url = f"{self.endpoint}{path}"
         try:
-            resp = self.session.get(
-                url, params={"api-version": api_version}, headers=self._headers(), timeout=(5, 30)
+            resp = self.session.request(
+                method, url, params={"api-version": api_version}, headers=self._headers(), timeout=(5, 30)
             )
         except requests.RequestException as e:
             raise Unreachable(f"ARM not reachable: {type(e).__name__}") from None
@@ -73,12 +117,26 @@ class Arm:
                 err = {}
             fix = {401: f" To fix: {CREDENTIAL_HINT}", 403: f" To fix: {ROLE_HINT}"}.get(resp.status_code, "")
             raise Unreachable(
-                f"ARM GET {path}: HTTP {resp.status_code} {err.get('code', '')}: {err.get('message', resp.reason)}.{fix}"
+                f"ARM {method} {path}: HTTP {resp.status_code} {err.get('code', '')}: {err.get('message', resp.reason)}.{fix}"
             )
         return resp.json()
 
 
-def check_extension(target: AzureMlTarget, arm: Arm, result: TargetResult) -> None:
+def aks_user_kubeconfig(target: AzureMlTarget, arm: Arm) -> str:
+    """The cluster user kubeconfig ARM lists for verify's identity (AKS; kept in memory only)."""
+    c = target.cluster
+    body = arm.post(f"{c.resource_id}/listClusterUserCredential", AKS_API) or {}
+    configs = body.get("kubeconfigs") or []
+    if not configs or not configs[0].get("value"):
+        raise Unreachable(f"ARM listed no cluster user credentials for {c.name}. To fix: {AKS_USER_HINT}")
+    try:
+        return base64.b64decode(configs[0]["value"]).decode()
+    except (ValueError, UnicodeDecodeError):
+        raise Unreachable(f"ARM's cluster user kubeconfig for {c.name} is not base64 text") from None
+
+
+def check_extension(target: AzureMlTarget, arm: Arm, result: TargetResult) -> str:
+    """The extension's ARM checks; returns its provisioningState ("NotFound" when it does not exist)."""
     c = target.cluster
     path = (
         f"/subscriptions/{c.subscription_id}/resourceGroups/{c.resource_group}/providers/{c.cluster_rp}/"
@@ -96,14 +154,22 @@ def check_extension(target: AzureMlTarget, arm: Arm, result: TargetResult) -> No
             f"extension {target.extension} not found on {c.name}",
             "run `pulumi up`",
         )
-        return
+        return "NotFound"
     props = ext.get("properties") or {}
     state = props.get("provisioningState", "Unknown")
     if state == "Succeeded":
         version = props.get("currentVersion") or props.get("version") or ""
-        result.add(
-            "azureml.extension", True, f"{target.extension} Succeeded{f' ({version})' if version else ''}"
-        )
+        if target.version and version and version != target.version:
+            result.add(
+                "azureml.extension",
+                False,
+                f"{target.extension} Succeeded but runs {version}, not the pinned {target.version}",
+                "run `pulumi up` (a change made outside the stack drifted the version), or pin the one it runs",
+            )
+        else:
+            result.add(
+                "azureml.extension", True, f"{target.extension} Succeeded{f' ({version})' if version else ''}"
+            )
     elif state in ("Creating", "Updating", "Pending", "Accepted", "Deleting"):
         result.add(
             "azureml.extension",
@@ -113,17 +179,26 @@ def check_extension(target: AzureMlTarget, arm: Arm, result: TargetResult) -> No
         )
     else:
         info = props.get("errorInfo") or {}
-        messages = [s.get("message", "") for s in props.get("statuses") or [] if s.get("level") == "Error"]
+        messages = [
+            f"{s.get('code') or s.get('level') or 'status'}: {s.get('message', '')}"
+            if s.get("level") != "Error"
+            else s.get("message", "")
+            for s in props.get("statuses") or []
+            if s.get("message")
+        ]
         why = "; ".join(m for m in [info.get("message", ""), *messages] if m)
+        known = next((fix for pattern, fix in DEPLOYMENT_ERRORS if pattern in why.lower()), None)
         result.add(
             "azureml.extension",
             False,
             f"{target.extension} is {state}{f': {why}' if why else ''}",
-            f"`{show}` and `kubectl get pods -n azureml` show the failing component; fix the cause (nodes, "
+            known
+            or f"`{show}` and `kubectl get pods -n azureml` show the failing component; fix the cause (nodes, "
             "settings, outbound network) and run `pulumi up` again",
         )
     if c.kind == "arc":
         _relay(target, arm, result, props)
+    return state
 
 
 def _relay(target: AzureMlTarget, arm: Arm, result: TargetResult, ext_props: dict[str, Any]) -> None:

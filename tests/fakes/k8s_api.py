@@ -1,7 +1,8 @@
 """Loopback fake of the Kubernetes API server: a real HTTP(S) server in the test process.
 
 Serves what `tools.verify` reads: `/version`, namespaces, secrets (Helm release records), pods and their
-logs, Deployments, DaemonSets and MutatingWebhookConfigurations, with list label selectors (`a=b`,
+logs, events, configmaps, Deployments, DaemonSets, MutatingWebhookConfigurations, CustomResourceDefinitions and
+IngressClasses, with list label selectors (`a=b`,
 `a!=b`, `a in (x,y)`, `a`) and the `type=` field selector on secrets. It answers only GET: anything else
 is 405 and recorded, so a test can assert that nothing was changed. Optional TLS (`start(tls=...)`) and a
 required bearer token (`token=`) model a real cluster endpoint.
@@ -33,6 +34,8 @@ KINDS = {
     ("/apis/apps/v1", "deployments"): True,
     ("/apis/apps/v1", "daemonsets"): True,
     ("/apis/admissionregistration.k8s.io/v1", "mutatingwebhookconfigurations"): False,
+    ("/apis/apiextensions.k8s.io/v1", "customresourcedefinitions"): False,
+    ("/apis/networking.k8s.io/v1", "ingressclasses"): False,
 }
 VERSION = {
     "major": "1",
@@ -393,4 +396,66 @@ def event(
         "reason": reason,
         "message": message,
         "type": "Warning",
+    }
+
+
+def helm_owned(release: str | None, ns: str = "azureml") -> dict[str, Any]:
+    return {"meta.helm.sh/release-name": release, "meta.helm.sh/release-namespace": ns} if release else {}
+
+
+def config_map(name: str, ns: str, data: dict[str, str]) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": name, "namespace": ns},
+        "data": data,
+    }
+
+
+def terminating_namespace(name: str) -> dict[str, Any]:
+    obj = namespace(name)
+    obj["metadata"]["deletionTimestamp"] = "2026-11-30T10:00:00Z"
+    obj["status"] = {"phase": "Terminating"}
+    return obj
+
+
+def crd(name: str, *, release: str | None = None, release_ns: str = "azureml") -> dict[str, Any]:
+    plural, group = name.split(".", 1)
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": name, "annotations": helm_owned(release, release_ns)},
+        "spec": {
+            "group": group,
+            "names": {"plural": plural, "kind": plural.capitalize().rstrip("s")},
+            "scope": "Namespaced",
+            "versions": [{"name": "v1", "served": True, "storage": True}],
+        },
+    }
+
+
+def ingress_class(
+    name: str, controller: str, *, release: str | None = None, release_ns: str = "azureml"
+) -> dict[str, Any]:
+    return {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "IngressClass",
+        "metadata": {"name": name, "annotations": helm_owned(release, release_ns)},
+        "spec": {"controller": controller},
+    }
+
+
+def pending_pod(name: str, ns: str, message: str) -> dict[str, Any]:
+    """A pod the scheduler cannot place (e.g. `0/3 nodes are available: 3 Insufficient cpu.`)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": ns, "labels": {}},
+        "spec": {"containers": [{"name": "main", "image": "example.com/x:1"}]},
+        "status": {
+            "phase": "Pending",
+            "conditions": [
+                {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": message}
+            ],
+        },
     }

@@ -29,7 +29,9 @@ class StackConfigUnavailable(Exception):
     """The stack's config cannot be read (missing file, the Pulumi CLI failed)."""
 
 
-def read_config(stack: str, config_file: Path | None, pulumi_stack: str | None) -> StackConfig:
+def read_config(
+    stack: str, config_file: Path | None, pulumi_stack: str | None, project: Path | None = None
+) -> StackConfig:
     """The stack config through `program.config.load()`, fed as `tools/plan` feeds it.
 
     From the stack file, `secure:` values become placeholders (secrets are not needed to verify, except a
@@ -42,7 +44,7 @@ def read_config(stack: str, config_file: Path | None, pulumi_stack: str | None) 
     from tools.plan import StackFileError, read_stack_file
 
     if pulumi_stack:
-        raw, secret_keys = pulumi_cli_config(pulumi_stack)
+        raw, secret_keys = pulumi_cli_config(pulumi_stack, project or ROOT)
     else:
         try:
             raw, secret_keys = read_stack_file(config_file or ROOT / "stacks" / f"Pulumi.{stack}.yaml")
@@ -56,11 +58,11 @@ def read_config(stack: str, config_file: Path | None, pulumi_stack: str | None) 
         runtime_config.set_all_config({}, [])
 
 
-def pulumi_cli_config(pulumi_stack: str) -> tuple[dict[str, Any], list[str]]:
+def pulumi_cli_config(pulumi_stack: str, project: Path = ROOT) -> tuple[dict[str, Any], list[str]]:
     cmd = ["pulumi", "config", "--json", "--show-secrets", "--stack", pulumi_stack]
     try:
         run = subprocess.run(
-            cmd, cwd=ROOT, capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL
+            cmd, cwd=project, capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL
         )
     except FileNotFoundError:
         raise StackConfigUnavailable(
@@ -82,6 +84,7 @@ class Options(argparse.Namespace):
     stack: str
     config_file: Path | None
     pulumi_stack: str | None
+    project: Path | None
     format: str
     output: Path | None
     wait: float
@@ -119,6 +122,12 @@ def parse_args(argv: list[str] | None) -> Options:
         metavar="ORG/PROJECT/STACK",
         help="read the config through the Pulumi CLI with secrets decrypted (needed for a secret kubeconfig)",
     )
+    p.add_argument(
+        "--project",
+        type=Path,
+        metavar="DIR",
+        help="the Pulumi project whose stack --pulumi-stack reads (default: this repository)",
+    )
     p.add_argument("--format", choices=("table", "json", "markdown"), default="table")
     p.add_argument("--output", type=Path, help="write the report to this file instead of stdout")
     p.add_argument("--wait", type=float, default=0.0, metavar="SECONDS", help="poll until every check passes")
@@ -133,7 +142,7 @@ def parse_args(argv: list[str] | None) -> Options:
 def main(argv: list[str] | None = None) -> int:
     opts = parse_args(argv)
     try:
-        cfg = read_config(opts.stack, opts.config_file, opts.pulumi_stack)
+        cfg = read_config(opts.stack, opts.config_file, opts.pulumi_stack, opts.project)
     except (ConfigError, StackConfigUnavailable) as e:
         print(f"error: {e}", file=sys.stderr)
         return report.EXIT_CONFIG

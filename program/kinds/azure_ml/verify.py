@@ -1,12 +1,42 @@
-"""Verify checks of an azureMl target: the extension (and Arc relay) as ARM reports them."""
+"""Verify checks of an azureMl target: the extension (and Arc relay) as ARM reports them, then, with
+verifyAccess, what the extension reports and runs inside the cluster (program/verify/azure_cluster.py)."""
 
 from __future__ import annotations
 
+from program.config_base import is_placeholder
 from program.kinds.azure_ml.model import AzureMlTarget
-from program.verify.azure import check_extension
+from program.verify.azure import aks_user_kubeconfig, check_extension
 from program.verify.context import VerifyContext
-from program.verify.result import TargetResult
+from program.verify.result import TargetResult, Unreachable
 
 
 def verify(target: AzureMlTarget, ctx: VerifyContext, result: TargetResult) -> None:
-    check_extension(target, ctx.arm(), result)
+    arm = ctx.arm()
+    state = check_extension(target, arm, result)
+    access = target.verify_access
+    if access is None:
+        result.add(
+            "azureml.in-cluster",
+            True,
+            "not checked: set verifyAccess (a kubeconfig secret, or aksUserCredentials on AKS) for the health "
+            "report, pods and clashes",
+        )
+        return
+    if access.kubeconfig is not None:
+        kubeconfig = access.kubeconfig.get_secret_value()
+        if is_placeholder(kubeconfig):
+            raise Unreachable(
+                "its verifyAccess.kubeconfig is a secret the stack file holds encrypted: pass --pulumi-stack "
+                "ORG/ml-diagnostics/STACK (the Pulumi CLI decrypts it)"
+            )
+    else:
+        kubeconfig = aks_user_kubeconfig(target, arm)
+    from program.verify.azure_cluster import check_in_cluster
+    from program.verify.kube import kube_client, probe
+
+    api = kube_client(kubeconfig, access.context)
+    try:
+        probe(api)
+        check_in_cluster(target, api, result, state)
+    finally:
+        api.close()
