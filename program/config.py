@@ -15,7 +15,7 @@ from typing import Any, Literal
 import pulumi
 from pydantic import BaseModel, Field, ValidationError, create_model, field_validator
 
-from program import checks, config_input, regions
+from program import checks, config_input, fleet_member, regions
 from program.config_base import (
     NAMESPACE,
     PLACEHOLDER_SECRET,
@@ -332,10 +332,15 @@ def load() -> StackConfig:
 
     raw = {**runtime_config.get_config_env(), **runtime_config.CONFIG.get()}
     secret = set(runtime_config.get_config_secret_keys_env()) | set(runtime_config._SECRET_KEYS.get())
+    # A fleet member stack (program/fleet_member.py) holds its environment's config, stack file and all.
+    raw, member = fleet_member.take(raw)
     paths = None
     if any(not config_input.has_placeholders(raw.get(k)) for k in secret if k.startswith(NAMESPACE + ":")):
         try:
-            paths = config_input.engine_stack_file_paths(pulumi.get_stack())
+            paths = config_input.engine_stack_file_paths(
+                member.environment_stack if member else pulumi.get_stack()
+            )
         except StackFileError as e:
             raise ConfigError([str(e)]) from None
-    return parse(raw, secret, paths)
+    cfg = parse(raw, secret, paths)
+    return fleet_member.keep(cfg, member) if member else cfg
