@@ -1,0 +1,332 @@
+"""The rollout's waves and gates with the simulated executor and clock (tools/fleet/simulated.py): tolerance,
+soak, approval, resume after a crash or a failed gate, lock conflicts, the lease, gate timeouts."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from tools.fleet import model, progress
+from tools.fleet.planner import EnvTarget, Plan, resolve
+from tools.fleet.progress import Record
+from tools.fleet.rollout import Options, Rollout
+from tools.fleet.simulated import Script, SimulatedClock, SimulatedCrash, SimulatedExecutor
+
+K8S = "kubernetesClusters"
+T0 = 1_800_000_000.0
+
+
+def make_plan(tmp_path: Path, waves: str, names: str = "abcdef", revision: str = "r1") -> Plan:
+    path = tmp_path / "fleet.yaml"
+    path.write_text(f"environment: prod\nwaves:\n{waves}")
+    targets = [EnvTarget(K8S, n, "k8s", {}) for n in names]
+    return resolve(model.read(path), "prod", targets, {(K8S, n): revision for n in names})
+
+
+def stack(name: str) -> str:
+    return f"prod.k8s-{name}"
+
+
+def run(plan: Plan, sim: SimulatedExecutor, clock: SimulatedClock, **options: object):
+    return Rollout(plan, sim, clock, Options(**options)).run()  # type: ignore[arg-type]
+
+
+def states(sim: SimulatedExecutor) -> dict[str, str]:
+    return {s: Record.decode(t).state for s, t in sorted(sim.tags.items())}  # type: ignore[union-attr]
+
+
+TWO_WAVES = (
+    "  - {name: one, targets: [a, b, c, d], failureTolerance: 1, gate: {verifyWait: 60s, verifyInterval: 10s}}\n"
+    "  - {name: two, targets: [e, f]}\n"
+)
+
+
+def test_a_failure_inside_the_tolerance_does_not_stop_its_wave_or_the_next(tmp_path: Path) -> None:
+    plan = make_plan(tmp_path, TWO_WAVES)
+    clock = SimulatedClock()
+    sim = SimulatedExecutor({stack("b"): Script(deploy=["fail"])}, clock)
+    report = run(plan, sim, clock)
+    assert (report.exit_code, report.message) == (0, "every wave passed")
+    assert sim.deployed() == [stack(n) for n in "abcdef"]
+    assert states(sim) == {**{stack(n): "verified" for n in "acdef"}, stack("b"): "failed"}
+    assert (
+        Record.decode(sim.tags[stack("b")]).why == "update failed: simulated: the update of prod.k8s-b failed"
+    )  # type: ignore[union-attr]
+    assert [w.status for w in report.waves] == ["passed", "passed"]
+
+
+def test_a_failure_over_the_tolerance_stops_the_wave_and_the_next_never_starts(tmp_path: Path) -> None:
+    plan = make_plan(tmp_path, TWO_WAVES)
+    clock = SimulatedClock()
+    sim = SimulatedExecutor({stack("a"): Script(deploy=["fail"]), stack("b"): Script(checks=[False])}, clock)
+    report = run(plan, sim, clock)
+    assert report.exit_code == 1
+    assert sim.deployed() == [stack("a"), stack("b")]  # c and d never start, nor wave two
+    assert set(sim.tags) == {stack("a"), stack("b")}
+    assert report.message == (
+        "wave one failed its gate: 2 cluster(s) failed, 1 tolerated (prod.k8s-a: update failed: simulated: the update "
+        "of prod.k8s-a failed; prod.k8s-b: verify did not pass within 1m (7 check(s)): kubernetesClusters/b "
+        "simulated.check: not ready); not updated: prod.k8s-c, prod.k8s-d; the next wave was not started; fix the cause "
+        "and rerun to resume this wave"
+    )
+    assert [(o.member.name, o.state) for o in report.waves[0].members] == [
+        ("a", "failed"),
+        ("b", "failed"),
+        ("c", "not started"),
+        ("d", "not started"),
+    ]
+    assert [w.status for w in report.waves] == ["failed", "not started"]
+
+
+def test_a_gate_that_times_out_polls_every_interval_until_the_wait_is_over(tmp_path: Path) -> None:
+    plan = make_plan(
+        tmp_path, "  - {name: one, targets: [a], gate: {verifyWait: 60s, verifyInterval: 25s}}\n", "a"
+    )
+    clock = SimulatedClock()
+    sim = SimulatedExecutor({stack("a"): Script(checks=[False])}, clock)
+    report = run(plan, sim, clock)
+    assert report.exit_code == 1
+    assert clock.slept == [25, 25, 10]  # the last pause ends at the deadline
+    assert sim.calls.count(("check", stack("a"))) == 4
+    assert Record.decode(sim.tags[stack("a")]).why == (  # type: ignore[union-attr]
+        "verify did not pass within 1m (4 check(s)): kubernetesClusters/a simulated.check: not ready"
+    )
+
+
+def test_a_gate_that_passes_late_passes(tmp_path: Path) -> None:
+    plan = make_plan(
+        tmp_path, "  - {name: one, targets: [a], gate: {verifyWait: 60s, verifyInterval: 25s}}\n", "a"
+    )
+    clock = SimulatedClock()
+    sim = SimulatedExecutor({stack("a"): Script(checks=[False, False, True])}, clock)
+    assert run(plan, sim, clock).exit_code == 0
+    assert clock.slept == [25, 25]
+
+
+def test_soak_waits_after_the_last_pass_then_verifies_again(tmp_path: Path) -> None:
+    plan = make_plan(
+        tmp_path, "  - {name: one, targets: [a, b], soak: 10m}\n  - {name: two, targets: [c]}\n", "abc"
+    )
+    clock = SimulatedClock()
+    sim = SimulatedExecutor(
+        {stack("a"): Script(deploy_seconds=40), stack("b"): Script(deploy_seconds=20)}, clock
+    )
+    report = run(plan, sim, clock)
+    assert report.exit_code == 0
+    assert sum(clock.slept) == 40 + 20 + 600
+    one = [c for c in sim.calls if c[0] in ("deploy", "check")]
+    assert one[:6] == [
+        ("deploy", stack("a")),
+        ("check", stack("a")),
+        ("deploy", stack("b")),
+        ("check", stack("b")),
+        ("check", stack("a")),  # after the soak
+        ("check", stack("b")),
+    ]
+    assert Record.decode(sim.tags[stack("a")]).soaked == T0 + 660  # type: ignore[union-attr]
+    assert report.waves[0].soak_seconds == 600
+    assert report.ideal_seconds == 40 + 600 + 0  # wave one's slowest (a) plus its soak; wave two's c takes 0
+
+
+def test_a_cluster_failing_after_the_soak_fails_the_wave(tmp_path: Path) -> None:
+    plan = make_plan(
+        tmp_path, "  - {name: one, targets: [a], soak: 5m}\n  - {name: two, targets: [b]}\n", "ab"
+    )
+    clock = SimulatedClock()
+    sim = SimulatedExecutor({stack("a"): Script(checks=[True, False])}, clock)
+    report = run(plan, sim, clock)
+    assert report.exit_code == 1
+    assert sim.deployed() == [stack("a")]
+    assert Record.decode(sim.tags[stack("a")]).why == (  # type: ignore[union-attr]
+        "verify failed after the soak: kubernetesClusters/a simulated.check: not ready"
+    )
+
+
+def test_a_crash_mid_wave_resumes_at_the_unfinished_clusters(tmp_path: Path) -> None:
+    plan = make_plan(
+        tmp_path, "  - {name: one, targets: [a, b, c], soak: 1m}\n  - {name: two, targets: [d]}\n", "abcd"
+    )
+    clock = SimulatedClock()
+    sim = SimulatedExecutor({stack("b"): Script(deploy=["crash", "ok"])}, clock)
+    with pytest.raises(SimulatedCrash):
+        run(plan, sim, clock)
+    assert states(sim) == {stack("a"): "verified", stack("b"): "deploying"}
+    # The process died holding the lease: a lease of a process of this host that is gone.
+    gone = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True
+    )
+    sim.lease = progress.lease_value(
+        progress.Holder("gone", socket.gethostname(), int(gone.stdout)), T0, 3600
+    )
+    sim.calls.clear()
+    report = run(plan, sim, clock)
+    assert report.exit_code == 0
+    assert sim.deployed() == [stack("b"), stack("c"), stack("d")]  # a was done
+    assert states(sim) == {stack(n): "verified" for n in "abcd"}
+    assert sim.lease is None  # given back
+
+
+def test_a_failed_gate_resumes_after_the_fix_without_redoing_what_passed(tmp_path: Path) -> None:
+    plan = make_plan(tmp_path, "  - {name: one, targets: [a, b]}\n  - {name: two, targets: [c]}\n", "abc")
+    clock = SimulatedClock()
+    sim = SimulatedExecutor({stack("b"): Script(checks=[False] * 62 + [True])}, clock)
+    assert run(plan, sim, clock).exit_code == 1
+    assert sim.deployed() == [stack("a"), stack("b")]
+    sim.calls.clear()
+    report = run(plan, sim, clock)
+    assert report.exit_code == 0
+    assert sim.deployed() == [stack("b"), stack("c")]
+    assert [w.status for w in report.waves] == ["passed", "passed"]
+    sim.calls.clear()
+    again = run(plan, sim, clock)  # everything done: nothing runs
+    assert (again.exit_code, sim.deployed()) == (0, [])
+    assert [w.status for w in again.waves] == ["done earlier", "done earlier"]
+
+
+def test_a_new_revision_reruns_only_the_clusters_it_changes(tmp_path: Path) -> None:
+    plan = make_plan(tmp_path, "  - {name: one, targets: [a, b]}\n  - {name: two, targets: [c]}\n", "abc")
+    clock = SimulatedClock()
+    sim = SimulatedExecutor(clock=clock)
+    assert run(plan, sim, clock).exit_code == 0
+    changed = make_plan(tmp_path, "  - {name: one, targets: [a, b]}\n  - {name: two, targets: [c]}\n", "abc")
+    waves = [
+        type(w)(
+            w.name,
+            tuple(
+                type(m)(m.kind, m.name, m.prefix, m.stack, m.labels, "r2" if m.name == "c" else m.revision)
+                for m in w.members
+            ),
+            w.max_parallel,
+            w.tolerance,
+            w.tolerance_text,
+            w.soak,
+            w.gate,
+        )
+        for w in changed.waves
+    ]
+    changed = Plan(changed.fleet, "prod", "prod", None, True, tuple(waves))
+    sim.calls.clear()
+    assert run(changed, sim, clock).exit_code == 0
+    assert sim.deployed() == [stack("c")]
+
+
+def test_a_lock_conflict_stops_the_rollout_with_exit_3(tmp_path: Path) -> None:
+    plan = make_plan(tmp_path, TWO_WAVES)
+    clock = SimulatedClock()
+    sim = SimulatedExecutor({stack("b"): Script(deploy=["lock"])}, clock)
+    report = run(plan, sim, clock)
+    assert report.exit_code == 3
+    assert (
+        report.message == "wave one: stack prod.k8s-b is locked by another update; nothing else was started"
+    )
+    assert sim.deployed() == [stack("a"), stack("b")]
+    assert [w.status for w in report.waves] == ["stopped", "not started"]
+    assert sim.lease is None
+
+
+def test_two_rollouts_of_one_environment_never_run_at_once(tmp_path: Path) -> None:
+    plan = make_plan(tmp_path, "  - {name: one, targets: [a]}\n", "a")
+    clock = SimulatedClock()
+    sim = SimulatedExecutor(clock=clock)
+    sim.lease = progress.lease_value(progress.Holder("other", "ci-runner-7", 4242), T0 - 60, 3600)
+    report = run(plan, sim, clock)
+    assert report.exit_code == 3
+    assert report.message == (
+        "another rollout holds this environment: holder other on ci-runner-7 (pid 4242) since 1799999940, lease until "
+        "1800003540 (unix time); wait for it, or if that run is gone, rerun with --take-over"
+    )
+    assert sim.deployed() == []
+    assert run(plan, sim, clock, take_over=True).exit_code == 0
+    sim.lease_locked = True  # another update holds the coordination stack's lock right now
+    locked = run(plan, sim, clock)
+    assert (locked.exit_code, locked.message) == (
+        3,
+        "the lease of prod could not be taken: the coordination stack is locked by another update",
+    )
+
+
+def test_an_expired_lease_is_taken_and_a_long_rollout_renews_its_own(tmp_path: Path) -> None:
+    plan = make_plan(tmp_path, "  - {name: one, targets: [a], soak: 2h}\n", "a")
+    clock = SimulatedClock()
+    sim = SimulatedExecutor(clock=clock)
+    sim.lease = progress.lease_value(progress.Holder("other", "ci-runner-7", 4242), T0 - 7200, 3600)
+    assert run(plan, sim, clock).exit_code == 0
+    # taken, renewed whenever less than half of its hour is left (3 times in the two hours), given back
+    assert sim.calls.count(("lease", "")) == 1 + 3 + 1
+
+
+def test_approval_stops_the_rollout_until_given_and_is_kept(tmp_path: Path) -> None:
+    plan = make_plan(
+        tmp_path,
+        "  - {name: one, targets: [a], gate: {approval: true}}\n  - {name: two, targets: [b]}\n",
+        "ab",
+    )
+    clock = SimulatedClock()
+    sim = SimulatedExecutor(clock=clock)
+    report = run(plan, sim, clock)
+    assert (report.exit_code, report.message) == (
+        1,
+        "wave one passed and waits for approval: rerun with --approve one",
+    )
+    assert sim.deployed() == [stack("a")]
+    asked: list[str] = []
+    report = run(plan, sim, clock, approver=lambda w: asked.append(w.name) or True)
+    assert (report.exit_code, asked, sim.deployed()) == (0, ["one"], [stack("a"), stack("b")])
+    assert Record.decode(sim.tags[stack("a")]).approved is not None  # type: ignore[union-attr]
+    assert run(plan, sim, clock).exit_code == 0  # approved once is approved
+
+
+def test_at_most_max_parallel_clusters_run_at_once(tmp_path: Path) -> None:
+    plan = make_plan(tmp_path, "  - {name: one, targets: [a, b, c, d, e, f], maxParallel: 3}\n")
+    clock = SimulatedClock()
+    barrier = threading.Barrier(3, timeout=30)
+
+    def first_three_meet(op: str, name: str) -> None:
+        if op == "deploy" and name in (stack("a"), stack("b"), stack("c")):
+            barrier.wait()  # breaks (and the test fails) unless three updates run at once
+
+    sim = SimulatedExecutor(clock=clock, on_call=first_three_meet)
+    assert run(plan, sim, clock).exit_code == 0
+    assert sim.max_running <= 3
+    assert sorted(sim.deployed()) == [stack(n) for n in "abcdef"]
+
+
+def test_one_cluster_and_one_gate_as_the_workflow_runs_them(tmp_path: Path) -> None:
+    plan = make_plan(
+        tmp_path,
+        "  - {name: one, targets: [a, b], soak: 5m, gate: {approval: true}}\n  - {name: two, targets: [c]}\n",
+        "abc",
+    )
+    clock = SimulatedClock()
+    sim = SimulatedExecutor(clock=clock)
+    c = plan.waves[1].members[0]
+    early = Rollout(plan, sim, clock).run_one(c)
+    assert (early.exit_code, early.message) == (
+        1,
+        "prod.k8s-c is in wave two; earlier wave(s) not complete: one",
+    )
+    for m in plan.waves[0].members:
+        assert Rollout(plan, sim, clock).run_one(m).exit_code == 0
+    gate = Rollout(plan, sim, clock).run_gate(plan.waves[0])
+    assert (gate.exit_code, gate.message) == (0, "wave one passed; its approval is the next job")
+    assert sum(clock.slept) == 300
+    assert Rollout(plan, sim, clock).run_one(c).exit_code == 1  # not approved yet
+    assert Rollout(plan, sim, clock).run_gate(plan.waves[0], approve=True).exit_code == 0
+    assert Rollout(plan, sim, clock).run_one(c).exit_code == 0
+    assert sim.deployed() == [stack("a"), stack("b"), stack("c")]
+    assert Rollout(plan, sim, clock).run_one(c).message == "prod.k8s-c is verified at revision r1"
+
+
+def test_records_round_trip_and_unknown_ones_count_as_nothing() -> None:
+    rec = Record("abc123", "failed", "one", 17, why="a;b=c\nd" + "x" * 400)
+    text = rec.encode()
+    assert len(text) <= progress.MAX_TAG_CHARS
+    back = Record.decode(text)
+    assert back is not None and back.why.startswith("a b c d") and back.state == "failed"
+    assert Record.decode("v2;rev=x") is None and Record.decode("v1;rev=x;state=odd;wave=w;at=1") is None
+    assert progress.current(back, "other") is None
