@@ -69,7 +69,7 @@ def test_waves_by_name_kind_name_and_label_in_order(tmp_path: Path) -> None:
     ]
     assert [w.tolerance for w in plan.waves] == [0, 1, 0]
     assert plan.waves[2].soak == 5400
-    assert plan.waves[1].describe_gate() == "verify (wait 10m), tolerate 1 failed"
+    assert plan.waves[1].describe_gate() == "verify (wait 10m), tolerate 1 failed (50%)"
 
 
 def test_a_target_in_two_waves_an_empty_wave_a_large_tolerance_and_an_unknown_target(tmp_path: Path) -> None:
@@ -83,7 +83,8 @@ def test_a_target_in_two_waves_an_empty_wave_a_large_tolerance_and_an_unknown_ta
         "  - name: four\n    targets: [tpuu, train, gkeClusters/train, modelDevelopmentClusters/train]\n",
     )
     assert found == [
-        "waves[0].failureTolerance: 3 is larger than the wave (2 cluster(s): onprem, lab)",
+        "waves[0].failureTolerance: 3 is larger than the wave (2 cluster(s): onprem, lab); allowed: 0 to 2, or a "
+        'percentage ("25%")',
         "waves[1].selector: kubernetesClusters/onprem is already in wave 'one'; a target is in one wave only",
         "waves[2].selector: {ring: nowhere} selects no target; the targets' labels: onprem {kind: kubernetesClusters, "
         "ring: canary}; lab {kind: kubernetesClusters}; tpu {kind: gkeClusters}; train {kind: gkeClusters}; "

@@ -62,7 +62,8 @@ class Wave:
         parts = [
             f"verify (wait {format_duration(self.gate.verify_wait)})" if self.gate.verify else "no verify"
         ]
-        parts.append(f"tolerate {self.tolerance} failed")
+        percent = f" ({self.tolerance_text})" if self.tolerance_text.endswith("%") else ""
+        parts.append(f"tolerate {self.tolerance} failed{percent}")
         if self.soak:
             parts.append(f"soak {format_duration(self.soak)}")
         if self.gate.approval:
@@ -285,7 +286,8 @@ def resolve(
         if members and spec.tolerance.count is not None and spec.tolerance.count > len(members):
             problems.append(
                 f"{spec.path}.failureTolerance: {spec.tolerance.count} is larger than the wave "
-                f"({len(members)} cluster(s): {', '.join(t.name for t in members)})"
+                f"({len(members)} cluster(s): {', '.join(t.name for t in members)}); allowed: 0 to {len(members)}, "
+                'or a percentage ("25%")'
             )
         waves.append(
             Wave(
