@@ -1,0 +1,158 @@
+"""Per-cluster member stacks (program/fleet_member.py): a member's config is its environment's, whole, plus
+`fleetMember`; the program keeps that one target, with the resources, names and inputs the environment
+stack gives it. The environment stacks themselves are untouched."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from program import fleet_member
+from program.config import ConfigError
+from program.kinds.table import BY_KEY
+from tools.fleet import planner
+from tools.fleet.executor import Workspaces
+from tools.plan import plan_stack
+from tools.plan_common import ROOT
+
+PROD = planner.load(ROOT / "fleet" / "prod.yaml", ROOT)
+
+
+def normalized(report: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
+    def urn(u: str | None) -> str | None:
+        if not u:
+            return u
+        u = re.sub(r"^urn:pulumi:[^:]+::", "urn:pulumi:STACK::", u)
+        u = re.sub(r"pulumi:pulumi:Stack::ml-diagnostics-.*$", "pulumi:pulumi:Stack::ROOT", u)
+        # the program's StackReference to its own stack (program/previous_deployment.py)
+        return re.sub(
+            r"pulumi:pulumi:StackReference::organization/ml-diagnostics/.*$", "StackReference::SELF", u
+        )
+
+    out = {}
+    for r in report["resources"]:
+        if r["type"] in ("pulumi:pulumi:Stack", "pulumi:pulumi:StackReference"):
+            continue
+        out[(r["type"], r["name"])] = {
+            "urn": urn(r["urn"]),
+            "parent": urn(r["parent"]),
+            "provider": urn(r["provider"]),
+            "dependencies": sorted(urn(d) or "" for d in r["dependencies"]),
+            "inputs": r["inputs"],
+            "protect": r["protect"],
+            "retainOnDelete": r["retainOnDelete"],
+        }
+    return out
+
+
+@pytest.fixture(scope="module")
+def derived(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    work = Workspaces(PROD, ROOT, tmp_path_factory.mktemp("fleet-work"))
+    return {m.stack: work.derive(m) / f"Pulumi.{m.stack}.yaml" for m in PROD.members}
+
+
+def test_each_member_plans_exactly_its_targets_resources_as_the_environment_does(
+    derived: dict[str, Path],
+) -> None:
+    env = normalized(plan_stack("prod", skip_policies=True))
+    seen: set[tuple[str, str]] = set()
+    for m in PROD.members:
+        report = plan_stack(m.stack, config_file=derived[m.stack], skip_policies=True)
+        mine = normalized(report)
+        assert mine, m.stack
+        assert {k: env[k] for k in mine} == mine, m.stack  # same URNs (but the stack), parents, inputs
+        assert all(name.startswith(f"{m.prefix}-{m.name}") for _, name in mine), m.stack
+        assert report["outputs"]["environment"] == "prod"
+        assert [k for k in report["outputs"] if ":" in k] == [f"{BY_KEY[m.kind].export}:{m.name}"]
+        seen |= set(mine)
+    assert seen == set(env)  # the members together are the environment
+
+
+def test_the_member_stack_file_is_the_environments_config_plus_its_member_key(
+    derived: dict[str, Path],
+) -> None:
+    env = yaml.safe_load((ROOT / "stacks" / "Pulumi.prod.yaml").read_text())
+    path = derived["prod.k8s-onprem-prod"]
+    member = yaml.safe_load(path.read_text())
+    assert member["encryptionsalt"] == env["encryptionsalt"]
+    assert member["config"].pop(fleet_member.KEY) == {
+        "environmentStack": "prod",
+        "kind": "kubernetesClusters",
+        "name": "onprem-prod",
+    }
+    assert member["config"] == env["config"]  # secrets: the environment's ciphertexts, as they are
+    assert path.read_text().startswith("# Derived by `mldiag fleet` from stacks/Pulumi.prod.yaml")
+    project = yaml.safe_load((path.parent / "Pulumi.yaml").read_text())
+    assert (path.parent / project["main"]).resolve() == ROOT
+    assert project["runtime"]["options"]["virtualenv"] == str((ROOT / ".venv").resolve())
+
+
+def config_of(member: Any) -> dict[str, Any]:
+    return {"ml-diagnostics:environment": "dev", fleet_member.KEY: json.dumps(member)}
+
+
+@pytest.mark.parametrize(
+    ("member", "problems"),
+    [
+        (
+            {"environmentStack": "../etc", "kind": "aks", "name": "Lab", "extra": 1},
+            [
+                "ml-diagnostics:fleetMember.extra: unknown key; allowed keys: environmentStack, kind, name",
+            ],
+        ),
+        (
+            {"environmentStack": "../etc", "kind": "aks", "name": "Lab"},
+            [
+                "ml-diagnostics:fleetMember.environmentStack: '../etc' is not a stack name (letters, digits, '_', "
+                "'.', '-'; at most 100)",
+                "ml-diagnostics:fleetMember.kind: must be one of kubernetesClusters, gkeClusters, azureMl, "
+                "modelDevelopmentClusters",
+                "ml-diagnostics:fleetMember.name: 'Lab' is not allowed: must be 1-40 lowercase letters, digits and "
+                "'-', starting with a letter and not ending with '-'",
+            ],
+        ),
+        (
+            {"kind": "azureMl", "name": 3},
+            [
+                "ml-diagnostics:fleetMember.environmentStack: required key is missing",
+                "ml-diagnostics:fleetMember.name: must be a string",
+            ],
+        ),
+        ("prod", ["ml-diagnostics:fleetMember: must be a map with environmentStack, kind, name"]),
+    ],
+)
+def test_a_bad_member_key_is_a_config_error_with_its_key_path(member: Any, problems: list[str]) -> None:
+    with pytest.raises(ConfigError) as e:
+        fleet_member.take(config_of(member))
+    assert e.value.problems == problems
+
+
+def test_a_member_whose_target_is_gone_says_which_there_are() -> None:
+    from program.config import parse
+
+    raw, member = fleet_member.take(
+        {
+            "ml-diagnostics:environment": "dev",
+            "ml-diagnostics:kubernetesClusters": [
+                {"name": "lab", "context": "lab", "manualInstall": {"jaxVersion": "0.8"}}
+            ],
+            fleet_member.KEY: {"environmentStack": "dev", "kind": "kubernetesClusters", "name": "gone"},
+        }
+    )
+    assert member is not None
+    with pytest.raises(ConfigError) as e:
+        fleet_member.keep(parse(raw), member)
+    assert e.value.problems == [
+        "ml-diagnostics:fleetMember.name: the config has no kubernetesClusters target 'gone' (its kubernetesClusters: "
+        "lab); rerun `mldiag fleet` to derive the member stack again"
+    ]
+
+
+def test_without_the_key_nothing_changes() -> None:
+    raw = {"ml-diagnostics:environment": "dev"}
+    assert fleet_member.take(raw) == (raw, None)
