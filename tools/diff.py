@@ -5,7 +5,8 @@
 Without STACK, every `stacks/Pulumi.*.yaml` of the working tree. Each stack's section starts with its
 headline (every costly replace or delete, the counts, whether it is blocked); a stack with nothing to review
 is that one line. Markdown stays under GitHub's comment limit for all stacks together (the one-line stacks
-first, the others share the rest equally; a stack's details are truncated first).
+first, the others share the rest equally; a stack's details are truncated first); it ends with the rollout
+plan of each fleet file (fleet/*.yaml) the working tree changes, or whose environment stack file it changes.
 Exit codes: 2 if any plan or git step failed, else 1 if any working-tree plan has a mandatory policy
 violation, else 0.
 """
@@ -41,8 +42,13 @@ def all_stacks(project_dir: Path = ROOT) -> list[str]:
 
 
 def render_all(
-    diffs: list[dict], fmt: str, base_ref: str, max_chars: int = GITHUB_COMMENT_LIMIT - 1536
+    diffs: list[dict],
+    fmt: str,
+    base_ref: str,
+    max_chars: int = GITHUB_COMMENT_LIMIT - 1536,
+    fleets: str = "",
 ) -> str:
+    """`fleets`: Markdown appended to the comment (the rollout plans of the fleet files the PR changes)."""
     if fmt == "json":
         return json.dumps(diffs, indent=2) + "\n"
     if fmt in ("table", "dot"):
@@ -55,12 +61,12 @@ def render_all(
     # A stack with nothing to review is one line: those first, then the others share what is left equally
     # (what one leaves goes to the next), each section starting with its headline.
     sections = {i: render_markdown(d) for i, d in enumerate(diffs) if is_quiet(d)}
-    left = max_chars - len(header) - sum(len(t) + 1 for t in sections.values())
+    left = max_chars - len(header) - len(fleets) - sum(len(t) + 1 for t in sections.values())
     rest = [i for i in range(len(diffs)) if i not in sections]
     for n, i in enumerate(rest):
         sections[i] = render_markdown(diffs[i], max_chars=left // (len(rest) - n))
         left -= len(sections[i]) + 1
-    return header + "".join(sections[i] + "\n" for i in range(len(diffs)))
+    return header + "".join(sections[i] + "\n" for i in range(len(diffs))) + fleets
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -85,7 +91,12 @@ def main(argv: list[str] | None = None) -> int:
     for d in diffs:
         if "error" in d:
             print(f"error: stack {d['stack']}: {d['error']}", file=sys.stderr)
-    text = render_all(diffs, args.format, args.base)
+    fleets = ""
+    if args.format == "markdown":
+        from tools.fleet.picture import comment_section
+
+        fleets = comment_section(args.project_dir, args.base, max_chars=GITHUB_COMMENT_LIMIT // 4)
+    text = render_all(diffs, args.format, args.base, fleets=fleets)
     if args.output:
         args.output.write_text(text)
     else:
