@@ -30,6 +30,10 @@ class Script:
     """Each verify pass: passes or fails."""
     deploy_seconds: float = 0.0
     """Simulated time an update takes (the clock advances by it)."""
+    refresh: str = "clean"
+    """What `refresh_preview` (drift) finds: clean | drift | unavailable."""
+    tags: str = "ok"
+    """ok | unavailable: reading the stack's progress tag fails (`status`)."""
 
 
 class SimulatedClock:
@@ -112,6 +116,8 @@ class SimulatedExecutor:
         return Check(True) if ok else Check(False, [f"{member.ref} simulated.check: not ready"])
 
     def read_record(self, member: Member) -> str | None:
+        if self.script(member).tags == "unavailable":
+            raise StackUnavailable(f"the tags of {member.stack} could not be read")
         with self._lock:
             return self.tags.get(member.stack)
 
@@ -130,6 +136,20 @@ class SimulatedExecutor:
             return self.lease
         finally:
             self._lease_lock.release()
+
+    def refresh_preview(self, member: Member) -> dict[str, Any]:
+        found = self._next("refresh", member.stack, [self.script(member).refresh])
+        if found == "unavailable":
+            raise StackUnavailable(f"stack {member.stack} does not exist (never updated)")
+        if found == "clean":
+            return {"changes": {}, "resources": []}
+        urn = f"urn:pulumi:{member.stack}::ml-diagnostics::kubernetes:core/v1:Namespace::{member.prefix}-{member.name}-ns"
+        return {
+            "changes": {"update": 1},
+            "resources": [
+                {"urn": urn, "type": "kubernetes:core/v1:Namespace", "op": "update", "diffs": ["metadata"]}
+            ],
+        }
 
     def deployed(self) -> list[str]:
         return [s for op, s in self.calls if op == "deploy"]
