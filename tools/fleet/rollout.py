@@ -172,6 +172,10 @@ class Options:
     lease_ttl: float = LEASE_TTL
 
 
+def _not_started(wave: Wave) -> WaveOutcome:
+    return WaveOutcome(wave, "not started", [MemberOutcome(m, "not started") for m in wave.members])
+
+
 class _Abort(Exception):
     def __init__(self, cause: Exception, outcomes: dict[Member, MemberOutcome]) -> None:
         super().__init__(str(cause))
@@ -281,7 +285,7 @@ class Rollout:
             lease.held = False  # taken over: it is not ours to give back
             code, message = EXIT_STACK, f"the lease was lost: {e}"
         finally:
-            outcomes += [WaveOutcome(w, "not started") for w in self.plan.waves[len(outcomes) :]]
+            outcomes += [_not_started(w) for w in self.plan.waves[len(outcomes) :]]
             try:
                 lease.release()
             except (LockConflict, StackUnavailable, LeaseHeld) as e:
