@@ -330,3 +330,10 @@ def test_records_round_trip_and_unknown_ones_count_as_nothing() -> None:
     assert back is not None and back.why.startswith("a b c d") and back.state == "failed"
     assert Record.decode("v2;rev=x") is None and Record.decode("v1;rev=x;state=odd;wave=w;at=1") is None
     assert progress.current(back, "other") is None
+
+
+def test_a_lease_read_back_from_a_stack_output_has_float_numbers_and_says_them_as_integers() -> None:
+    lease = {"holder": "other", "host": "ci-runner-7", "pid": 4242.0, "since": T0, "expires": T0 + 3600.0}
+    with pytest.raises(progress.LeaseHeld) as e:
+        progress.decide(lease, progress.Holder("me", socket.gethostname(), 1), T0 + 10, 3600)
+    assert "holder other on ci-runner-7 (pid 4242) since 1800000000, lease until 1800003600" in str(e.value)

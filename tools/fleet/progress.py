@@ -128,11 +128,12 @@ def decide(
     if lease is None or ours or take_over:
         return lease_value(holder, now, ttl)
     expired = float(lease.get("expires", 0)) <= now
-    dead_here = lease.get("host") == holder.host and not _alive(int(lease.get("pid", 0) or 0))
+    pid = int(lease.get("pid", 0) or 0)  # stack outputs give numbers back as floats
+    dead_here = lease.get("host") == holder.host and not _alive(pid)
     if expired or dead_here:
         return lease_value(holder, now, ttl)
     raise LeaseHeld(
         f"another rollout holds this environment: holder {lease.get('holder')} on {lease.get('host')} (pid "
-        f"{lease.get('pid')}) since {int(lease.get('since', 0))}, lease until {int(lease.get('expires', 0))} "
+        f"{pid}) since {int(lease.get('since', 0))}, lease until {int(lease.get('expires', 0))} "
         "(unix time); wait for it, or if that run is gone, rerun with --take-over"
     )
