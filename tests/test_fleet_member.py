@@ -156,3 +156,18 @@ def test_a_member_whose_target_is_gone_says_which_there_are() -> None:
 def test_without_the_key_nothing_changes() -> None:
     raw = {"ml-diagnostics:environment": "dev"}
     assert fleet_member.take(raw) == (raw, None)
+
+
+def test_a_lock_conflict_says_who_holds_the_lock() -> None:
+    from tools.fleet.executor import _lock_text
+
+    # what `pulumi up` of a local-backend stack says when another update holds its lock
+    error = Exception(
+        "\n code: 1\n stdout: \n stderr: error: the stack is currently locked by 1 lock(s). Either wait for the "
+        "other process(es) to end or delete the lock file with `pulumi cancel`.\n  file:///state/.pulumi/locks/"
+        "organization/ml-diagnostics/prod.k8s-a/x.json: created by ci@ci-runner-7 (pid 4242) at 2026-01-01T00:00:00Z"
+    )
+    assert _lock_text(error) == (
+        "error: the stack is currently locked by 1 lock(s). Either wait for the other process(es) to end or delete "
+        "the lock file with `pulumi cancel`.; held by ci@ci-runner-7 (pid 4242) at 2026-01-01T00:00:00Z"
+    )

@@ -151,11 +151,22 @@ def _write(path: Path, text: str) -> None:
 def _error_lines(e: Exception, limit: int = 6) -> str:
     """The engine's error lines of a failed command (never its whole output: that may be long)."""
     text = str(e)
-    lines = [ln.strip() for ln in text.splitlines() if _ERROR_LINE.match(ln) and "code:" not in ln]
+    lines = [
+        ln.strip().removeprefix("stderr: ").removeprefix("stdout: ")
+        for ln in text.splitlines()
+        if _ERROR_LINE.match(ln) and "code:" not in ln
+    ]
     picked = [ln for ln in dict.fromkeys(lines) if ln][-limit:]
     if picked:
         return " | ".join(picked)[:800]
     return text.strip().splitlines()[-1][:300] if text.strip() else type(e).__name__
+
+
+def _lock_text(e: Exception) -> str:
+    """A lock conflict's error lines and who holds the lock, when the backend says (`created by u@host (pid n)`)."""
+    holders = re.findall(r"created by (\S+ \(pid \d+\)(?: at \S+)?)", str(e))
+    held = f"; held by {', '.join(dict.fromkeys(holders))}" if holders else ""
+    return _error_lines(e) + held
 
 
 class AutomationExecutor:
@@ -220,7 +231,7 @@ class AutomationExecutor:
         except auto.StackNotFoundError:
             return None
         except auto.ConcurrentUpdateError as e:
-            raise LockConflict(f"stack {name} is locked: {_error_lines(e)}") from None
+            raise LockConflict(f"stack {name} is locked: {_lock_text(e)}") from None
         except auto.CommandError as e:
             raise StackUnavailable(
                 f"stack {name} could not be selected or created: {_error_lines(e)}"
@@ -263,7 +274,7 @@ class AutomationExecutor:
                 result = stack.up(color="never", message=message, suppress_progress=True, **args)
             except auto.ConcurrentUpdateError as e:
                 raise LockConflict(
-                    f"stack {name} is locked by another update ({_error_lines(e)}); if none runs: `pulumi cancel -s {name}`"
+                    f"stack {name} is locked by another update ({_lock_text(e)}); if none runs: `pulumi cancel -s {name}`"
                 ) from None
             except auto.CommandError as e:
                 text = str(e)
@@ -384,7 +395,7 @@ class AutomationExecutor:
                 )
                 stack.up(color="never", message="mldiag fleet: lease", suppress_progress=True)
             except auto.ConcurrentUpdateError as e:
-                raise LockConflict(f"stack {name} is locked by another update ({_error_lines(e)})") from None
+                raise LockConflict(f"stack {name} is locked by another update ({_lock_text(e)})") from None
             except auto.CommandError as e:
                 if "held" in box:
                     raise box["held"] from None
@@ -421,7 +432,7 @@ class AutomationExecutor:
         try:
             result = stack.preview_refresh(color="never", on_event=on_event, suppress_progress=True)
         except auto.ConcurrentUpdateError as e:
-            raise LockConflict(f"stack {name} is locked by another update ({_error_lines(e)})") from None
+            raise LockConflict(f"stack {name} is locked by another update ({_lock_text(e)})") from None
         except auto.CommandError as e:
             raise StackUnavailable(f"stack {name} could not be refreshed: {_error_lines(e)}") from None
         changes = {
