@@ -1,0 +1,376 @@
+"""Fleet rollouts on the real engine (issue 29): three loopback control planes are three clusters of one
+environment stack; `mldiag fleet run` rolls them out in two waves through the Automation API, one member
+stack each, with verify as the gate. The tests build on each other, in file order:
+
+1. wave 1's gate fails on one cluster (its webhook has no CA): the rollout stops, and nothing of wave 2
+   changes (no stack, nothing in its API server);
+2. the CA arrives (the fix, made in that cluster): a rerun resumes at wave 1's unfinished cluster, leaves
+   the one that passed alone and completes wave 2; `fleet status` says so;
+3. drift made directly in one cluster's API server is reported for that cluster only;
+4. another rollout holding the environment's lease stops this one before anything runs (`--take-over` takes it);
+5. a member stack locked by another update is reported (exit 3) and not retried; once the lock is gone, a rerun
+   updates only the cluster whose entry changed.
+
+The rollout's wall time is printed against the ideal (each wave's slowest cluster plus its soak) and kept in
+the e2e figures of the terminal summary.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import json
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ml_diagnostics import compat
+from tests.fixtures.e2e import E2E_ENABLED, SKIP_REASON, TIMINGS
+from tools import policy_config
+from tools.e2e.control_plane import ControlPlane
+from tools.e2e.harness import REPO, Project, Result
+
+pytestmark = pytest.mark.skipif(not E2E_ENABLED, reason=SKIP_REASON)
+
+ENV = "fleet-e2e"
+CLUSTERS = ("a", "b", "c")
+NAMESPACE = "ai-workloads"
+FLEET = """\
+environment: fleet-e2e
+waves:
+  - name: first
+    targets: [a, b]
+    maxParallel: 2
+    soak: 5s
+    gate: {verifyWait: 25s, verifyInterval: 5s}
+  - name: second
+    targets: [c]
+    gate: {verifyWait: 90s, verifyInterval: 5s}
+"""
+
+
+@dataclass
+class Fleet:
+    project: Project
+    planes: dict[str, ControlPlane]
+    fleet: Path
+    repo_url: str
+
+    def mldiag(self, *args: str, timeout: float = 1200) -> Result:
+        argv = [
+            sys.executable,
+            "-m",
+            "tools.fleet",
+            *args,
+            str(self.fleet),
+            "--project-dir",
+            str(self.project.root),
+        ]
+        proc = subprocess.run(
+            argv, cwd=REPO, env=self.project.env, capture_output=True, text=True, timeout=timeout
+        )
+        return Result(argv, proc.returncode, proc.stdout, proc.stderr, 0.0)
+
+    def stacks(self) -> list[str]:
+        return sorted(s["name"] for s in self.project.pulumi("stack", "ls", "--json").json())
+
+    def lease(self) -> Any:
+        return self.project.pulumi("stack", "output", "--json", stack=f"{ENV}.fleet").json().get("lease")
+
+    def hold_lease(self, lease: dict[str, Any]) -> None:
+        """Another rollout's lease, written the way a rollout writes its own (an update of <env>.fleet)."""
+        code = (
+            "import json, sys\n"
+            "from pathlib import Path\n"
+            "from tools.fleet.executor import AutomationExecutor\n"
+            "from tools.fleet.planner import load\n"
+            "root = Path(sys.argv[2])\n"
+            "AutomationExecutor(load(Path(sys.argv[1]), root), root).exclusive(lambda held: json.loads(sys.argv[3]))\n"
+        )
+        argv = [sys.executable, "-c", code, str(self.fleet), str(self.project.root), json.dumps(lease)]
+        subprocess.run(argv, cwd=REPO, env=self.project.env, check=True, capture_output=True, timeout=300)
+
+    def lock(self, stack: str) -> Path:
+        """A lock of the local backend held by another update of `stack` (what `pulumi cancel` removes)."""
+        lock = (
+            self.project.root
+            / "state"
+            / ".pulumi"
+            / "locks"
+            / "organization"
+            / "ml-diagnostics"
+            / stack
+            / "other.json"
+        )
+        lock.parent.mkdir(parents=True, exist_ok=True)
+        content = {
+            "pid": 4242,
+            "username": "ci",
+            "hostname": "ci-runner-7",
+            "timestamp": "2026-01-01T00:00:00Z",
+        }
+        lock.write_text(json.dumps(content))
+        return lock
+
+
+def ca_injected(cp: ControlPlane) -> None:
+    """What cert-manager's cainjector leaves in a real cluster: the injection webhook's configuration, owned
+    by its Helm release, with the CA in it (nothing serves it, and it matches no object)."""
+    ca = base64.b64encode((cp.dir / "pki" / "ca.crt").read_bytes()).decode()
+    body = {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "MutatingWebhookConfiguration",
+        "metadata": {
+            "name": "mldiagnostics-injection-webhook",
+            "annotations": {"meta.helm.sh/release-name": compat.INJECTION_WEBHOOK_RELEASE},
+        },
+        "webhooks": [
+            {
+                "name": "inject.mldiagnostics.example",
+                "admissionReviewVersions": ["v1"],
+                "sideEffects": "None",
+                "failurePolicy": "Ignore",
+                "objectSelector": {"matchLabels": {"mldiag-e2e": "never-set"}},
+                "rules": [
+                    {
+                        "apiGroups": [""],
+                        "apiVersions": ["v1"],
+                        "operations": ["CREATE"],
+                        "resources": ["pods"],
+                    }
+                ],
+                "clientConfig": {
+                    "service": {"namespace": compat.MLDIAGNOSTICS_NAMESPACE, "name": "webhook", "port": 443},
+                    "caBundle": ca,
+                },
+            }
+        ],
+    }
+    cp.api(
+        "POST", "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations", json=body
+    ).raise_for_status()
+
+
+def target(name: str, repo_url: str) -> dict[str, Any]:
+    return {
+        "name": name,
+        "mode": "manual",
+        "workloadNamespaces": [{"name": NAMESPACE, "create": True}],
+        "certManager": {"repository": repo_url},
+        "manualInstall": {"jaxVersion": "0.8", "repository": repo_url},
+        "diagon": {"enabled": False},  # no node runs it on a loopback control plane
+    }
+
+
+@pytest.fixture(scope="module")
+def fleet(e2e_bin: Path, chart_repo: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fleet]:
+    planes: dict[str, ControlPlane] = {}
+    errors: list[BaseException] = []
+    with contextlib.ExitStack() as stack:
+
+        def start(name: str) -> None:
+            try:
+                planes[name] = ControlPlane(e2e_bin)
+                planes[name].start()
+            except BaseException as e:  # noqa: BLE001 - reported below, after every start has ended
+                errors.append(e)
+
+        threads = [threading.Thread(target=start, args=(n,)) for n in CLUSTERS]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        for cp in planes.values():
+            stack.callback(cp.stop)
+        if errors:
+            raise errors[0]
+        project = Project(tmp_path_factory.mktemp("fleet-project"), e2e_bin)
+        config = {
+            "environment": "staging",
+            "kubernetesClusters": [target(n, chart_repo.url) for n in CLUSTERS],
+        }
+        project.init_stack(
+            ENV,
+            config,
+            {
+                f"kubernetesClusters[{i}].kubeconfig": planes[n].kubeconfig.read_text()
+                for i, n in enumerate(CLUSTERS)
+            },
+        )
+        # The stack's own policy config (policies/config/<stack>.json): the loopback chart repository is allowed.
+        own = project.root / "policies" / "config" / f"{ENV}.json"
+        own.write_text(json.dumps({"helm-allowed-repositories": {"allowedRepositories": [chart_repo.url]}}))
+        assert (
+            policy_config.effective(ENV, stack_file=project.stack_file(ENV), config_dir=own.parent)[0][
+                "helm-allowed-repositories"
+            ]["enforcementLevel"]
+            == "mandatory"
+        )
+        for name in ("a", "c"):
+            ca_injected(planes[name])
+        path = project.root / "fleet" / "e2e.yaml"
+        path.parent.mkdir()
+        path.write_text(FLEET)
+        yield Fleet(project, planes, path, chart_repo.url)
+
+
+def clusters(report: dict[str, Any]) -> dict[str, tuple[str, str]]:
+    return {
+        c["target"].split("/")[1]: (w["name"], c["state"]) for w in report["waves"] for c in w["clusters"]
+    }
+
+
+def note_times(label: str, report: dict[str, Any]) -> None:
+    wall, ideal = report["wallSeconds"], report["idealSeconds"]
+    per_wave = ", ".join(
+        f"{w['name']}: slowest {max((c['seconds'] for c in w['clusters']), default=0):.1f}s + soak {w['soakSeconds']:.1f}s"
+        for w in report["waves"]
+        if w["status"] not in ("done earlier", "not started")
+    )
+    overhead = f"{wall / ideal:.2f}x" if ideal else "n/a"
+    print(f"\nfleet e2e {label}: wall {wall:.1f}s vs ideal {ideal:.1f}s ({overhead}; {per_wave})")
+    TIMINGS[f"fleet {label} wall"] = float(wall)
+    TIMINGS[f"fleet {label} ideal"] = float(ideal)
+
+
+def test_1_a_failing_gate_in_wave_1_stops_the_rollout_and_wave_2_is_untouched(fleet: Fleet) -> None:
+    plan = fleet.mldiag("plan", "--format", "json")
+    assert plan.returncode == 0, plan.stderr
+    assert [[c["stack"] for c in w["clusters"]] for w in plan.json()["waves"]] == [
+        [f"{ENV}.k8s-a", f"{ENV}.k8s-b"],
+        [f"{ENV}.k8s-c"],
+    ]
+    res = fleet.mldiag("run", "--format", "json")
+    assert res.returncode == 1, res.output[-6000:]
+    report = res.json()
+    assert clusters(report) == {
+        "a": ("first", "verified"),
+        "b": ("first", "failed"),
+        "c": ("second", "not started"),
+    }
+    assert [w["status"] for w in report["waves"]] == ["failed", "not started"]
+    why = next(c["why"] for w in report["waves"] for c in w["clusters"] if c["target"].endswith("/b"))
+    assert why.startswith("verify did not pass within 25s"), why
+    assert (
+        "webhook.ca-injected: no MutatingWebhookConfiguration of release mldiagnostics-injection-webhook"
+        in why
+    )
+    assert "wave first failed its gate: 1 cluster(s) failed, 0 tolerated" in res.stderr
+    note_times("failing run", report)
+    # Nothing of wave 2: no stack, and its API server holds none of the program's objects.
+    assert f"{ENV}.k8s-c" not in fleet.stacks()
+    assert {f"{ENV}.k8s-a", f"{ENV}.k8s-b", f"{ENV}.fleet"} <= set(fleet.stacks())
+    c = fleet.planes["c"]
+    assert c.api("GET", f"/api/v1/namespaces/{NAMESPACE}").status_code == 404
+    assert c.api("GET", f"/api/v1/namespaces/{compat.MLDIAGNOSTICS_NAMESPACE}").status_code == 404
+    a = fleet.planes["a"]
+    assert a.get(f"/api/v1/namespaces/{NAMESPACE}")["metadata"]["labels"][compat.OPT_IN_LABEL] == "true"
+    status = fleet.mldiag("status", "--format", "json")
+    assert status.returncode == 1, status.output
+    assert [w["status"] for w in status.json()["waves"]] == ["failed its gate", "not started"]
+
+
+def test_2_after_the_fix_a_rerun_resumes_and_completes(fleet: Fleet) -> None:
+    ca_injected(fleet.planes["b"])
+    res = fleet.mldiag("run", "--format", "json")
+    assert res.returncode == 0, res.output[-6000:]
+    report = res.json()
+    # a passed before: not updated again; b resumes; wave 2 runs
+    assert clusters(report) == {
+        "a": ("first", "done earlier"),
+        "b": ("first", "verified"),
+        "c": ("second", "verified"),
+    }
+    assert [w["status"] for w in report["waves"]] == ["passed", "passed"]
+    assert "updating" not in "".join(line for line in res.stderr.splitlines() if f"{ENV}.k8s-a " in line)
+    note_times("resumed run", report)
+    c = fleet.planes["c"]
+    assert c.get(f"/api/v1/namespaces/{NAMESPACE}")["metadata"]["labels"][compat.OPT_IN_LABEL] == "true"
+    status = fleet.mldiag("status", "--format", "json")
+    assert status.returncode == 0, status.output
+    assert [w["status"] for w in status.json()["waves"]] == ["complete", "complete"]
+    again = fleet.mldiag("run", "--format", "json")
+    assert again.returncode == 0 and [w["status"] for w in again.json()["waves"]] == [
+        "done earlier",
+        "done earlier",
+    ]
+
+
+def test_3_drift_in_one_clusters_api_server_is_reported_for_that_cluster_only(fleet: Fleet) -> None:
+    clean = fleet.mldiag("drift", "--format", "json")
+    assert clean.returncode == 0, clean.output[-4000:]
+    patch = {"metadata": {"labels": {compat.OPT_IN_LABEL: "false"}}}
+    fleet.planes["b"].api(
+        "PATCH",
+        f"/api/v1/namespaces/{NAMESPACE}",
+        json=patch,
+        headers={"Content-Type": "application/merge-patch+json"},
+    ).raise_for_status()
+    res = fleet.mldiag("drift", "--format", "json")
+    assert res.returncode == 1, res.output[-4000:]
+    found = {c["target"].split("/")[1]: c for c in res.json()["clusters"]}
+    assert {n: c["status"] for n, c in found.items()} == {"a": "no drift", "b": "drift", "c": "no drift"}
+    drifted = found["b"]["resources"]
+    assert [(r["type"], r["urn"].rsplit("::", 1)[1]) for r in drifted] == [
+        ("kubernetes:core/v1:Namespace", f"k8s-b-mldiag-opt-in-{NAMESPACE}")
+    ], drifted
+    table = fleet.mldiag("drift")
+    assert table.returncode == 1 and "1 of 3 cluster(s) of fleet-e2e drifted" in table.stdout
+
+
+def test_4_a_rollout_holding_the_lease_stops_another_before_anything_runs(fleet: Fleet) -> None:
+    now = int(time.time())
+    fleet.hold_lease(
+        {"holder": "other", "host": "ci-runner-7", "pid": 4242, "since": now, "expires": now + 3600}
+    )
+    res = fleet.mldiag("run", "--format", "json")
+    assert res.returncode == 3, res.output[-4000:]
+    assert (
+        f"error: another rollout holds this environment: holder other on ci-runner-7 (pid 4242) since {now}"
+        in res.stderr
+    )
+    assert res.json()["waves"] == [] and "updating" not in res.stderr
+    assert fleet.lease()["holder"] == "other"  # left as it was
+    taken = fleet.mldiag("run", "--take-over", "--format", "json")
+    assert taken.returncode == 0, taken.output[-4000:]
+    assert [w["status"] for w in taken.json()["waves"]] == ["done earlier", "done earlier"]
+    assert fleet.lease() is None  # given back
+
+
+def test_5_a_locked_member_stack_is_reported_not_retried_and_the_rerun_updates_only_it(fleet: Fleet) -> None:
+    entries = [target(n, fleet.repo_url) for n in CLUSTERS]
+    entries[2]["workloadNamespaces"].append({"name": "ai-extra", "create": True})
+    fleet.project.set_config(ENV, {"kubernetesClusters": entries})
+    lock = fleet.lock(f"{ENV}.k8s-c")
+    res = fleet.mldiag("run", "--format", "json")
+    assert res.returncode == 3, res.output[-4000:]
+    assert [w["status"] for w in res.json()["waves"]] == ["done earlier", "stopped"]
+    assert f"error: wave second: stack {ENV}.k8s-c is locked by another update (" in res.stderr
+    assert "the stack is currently locked by 1 lock(s)" in res.stderr
+    assert (
+        "held by ci@ci-runner-7 (pid 4242) at 2026-01-01T00:00:00Z); if none runs: `pulumi cancel -s"
+        in res.stderr
+    )
+    assert res.stderr.count(f"{ENV}.k8s-c updating") == 1  # reported, not retried
+    c = fleet.planes["c"]
+    assert c.api("GET", "/api/v1/namespaces/ai-extra").status_code == 404
+    lock.unlink()  # the other update ended
+    again = fleet.mldiag("run", "--format", "json")
+    assert again.returncode == 0, again.output[-6000:]
+    assert clusters(again.json()) == {
+        "a": ("first", "done earlier"),
+        "b": ("first", "done earlier"),
+        "c": ("second", "verified"),
+    }
+    assert [ln for ln in again.stderr.splitlines() if " updating" in ln] == [
+        next(ln for ln in again.stderr.splitlines() if f"{ENV}.k8s-c updating" in ln)
+    ]
+    assert c.get("/api/v1/namespaces/ai-extra")["metadata"]["labels"][compat.OPT_IN_LABEL] == "true"
+    note_times("run after the lock", again.json())
