@@ -374,3 +374,13 @@ def test_5_a_locked_member_stack_is_reported_not_retried_and_the_rerun_updates_o
     ]
     assert c.get("/api/v1/namespaces/ai-extra")["metadata"]["labels"][compat.OPT_IN_LABEL] == "true"
     note_times("run after the lock", again.json())
+
+
+def test_6_the_environment_stack_itself_still_previews_every_cluster(fleet: Fleet) -> None:
+    # A team without waves keeps `pulumi up -s <env>`: the stack file is unchanged and plans all three clusters.
+    steps = fleet.project.pulumi("preview", "--json", stack=ENV).json()["steps"]
+    namespaces = sorted(
+        s["urn"].rsplit("::", 1)[1] for s in steps if s["urn"].endswith(f"-opt-in-{NAMESPACE}")
+    )
+    assert namespaces == [f"k8s-{n}-mldiag-opt-in-{NAMESPACE}" for n in CLUSTERS]
+    assert all(s["urn"].startswith(f"urn:pulumi:{ENV}::") for s in steps)
