@@ -256,11 +256,13 @@ def resolve(
     waves: list[Wave] = []
     for spec in fleet.waves:
         members: list[EnvTarget] = []
+        chosen: set[tuple[str, str]] = set()
         for j, ref in enumerate(spec.targets):
             at = f"{spec.path}.targets[{j}]"
             named = lookup(ref, at)
             if named is not None and _place(named, spec, at, placed, problems):
                 members.append(named)
+                chosen.add((named.kind, named.name))
         if spec.selector:
             selected = [
                 t
@@ -268,7 +270,7 @@ def resolve(
                 if all(labels[(t.kind, t.name)].get(k) == v for k, v in spec.selector.items())
             ]
             for t in selected:
-                if t in members:
+                if (t.kind, t.name) in chosen:
                     continue
                 if _place(t, spec, f"{spec.path}.selector", placed, problems):
                     members.append(t)
