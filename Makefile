@@ -32,6 +32,7 @@ test: lint mermaid-deps
 bench: venv
 	$(PY) tools/bench_plan.py
 	$(PY) tools/bench_lro.py
+	$(PY) tools/bench_fleet.py
 
 clean:
 	rm -rf .venv .pytest_cache .ruff_cache .mypy_cache plan-out $(MERMAID)/node_modules
