@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -170,4 +171,23 @@ def test_a_lock_conflict_says_who_holds_the_lock() -> None:
     assert _lock_text(error) == (
         "error: the stack is currently locked by 1 lock(s). Either wait for the other process(es) to end or delete "
         "the lock file with `pulumi cancel`.; held by ci@ci-runner-7 (pid 4242) at 2026-01-01T00:00:00Z"
+    )
+
+
+def test_secrets_bound_to_one_stack_cannot_be_shared_by_its_members(tmp_path: Path) -> None:
+    shutil.copy(ROOT / "Pulumi.yaml", tmp_path / "Pulumi.yaml")
+    (tmp_path / "stacks").mkdir()
+    stack = tmp_path / "stacks" / "Pulumi.team.yaml"
+    # a Pulumi Cloud ciphertext: no encryptionsalt, no secretsprovider
+    stack.write_text(
+        "config:\n  ml-diagnostics:environment: dev\n  ml-diagnostics:kubernetesClusters:\n"
+        "    - name: lab\n      kubeconfig:\n        secure: AAABAHNlY3JldA==\n"
+    )
+    plan = planner.Plan(tmp_path / "fleet.yaml", "team", "dev", None, True, ())
+    with pytest.raises(planner.EnvironmentError) as e:
+        Workspaces(plan, tmp_path)
+    assert str(e.value) == (
+        f"{stack}: it has `secure:` values but neither encryptionsalt nor secretsprovider, so its secrets are the "
+        "Pulumi Cloud provider's, bound to that one stack: member stacks cannot share them. Give the stack a "
+        "passphrase or cloud KMS provider (`pulumi stack change-secrets-provider`)"
     )
