@@ -318,6 +318,10 @@ def test_drift_exit_codes_and_what_each_format_says(tmp_path: Path, mldiag: Run,
         (["run", "--approve", "canry"], "error: --approve: no wave 'canry'; waves: canary, rest"),
         (["gate", "--wave", "nope"], "error: --wave: no wave 'nope'; waves: canary, rest"),
         (["drift", "--parallel", "0"], "error: --parallel must be at least 1"),
+        (
+            ["run", "--policy-pack-config", "nosuch.json"],
+            "error: --policy-pack-config: nosuch.json is not a file (a policy pack config, JSON)",
+        ),
     ],
 )
 def test_bad_arguments_are_exit_2_and_nothing_runs(
@@ -344,3 +348,13 @@ def test_one_cluster_and_one_gate_as_the_workflow_legs_run_them(
     assert mldiag("gate", path, "--wave", "canary")[0] == 0
     assert mldiag("run", path, "--cluster", "modelDevelopmentClusters/train")[0] == 0
     assert sim.deployed() == [ONPREM, TRAIN]
+
+
+def test_a_relative_policy_pack_config_reaches_the_engine_as_an_absolute_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "pack.json").write_text("{}")
+    monkeypatch.chdir(tmp_path)
+    args = cli._parser().parse_args(["run", str(write(tmp_path)), "--policy-pack-config", "pack.json"])
+    executor = cli._executor(cli.load_plan(args), args)
+    assert executor.policy_config == tmp_path / "pack.json"

@@ -115,7 +115,10 @@ def _executor(plan: Plan, args: argparse.Namespace) -> Any:
         plan,
         args.project_dir,
         work_root=args.work_dir,
-        policy_config=getattr(args, "policy_pack_config", None),
+        # absolute: the CLI runs in each member's work directory
+        policy_config=args.policy_pack_config.resolve()
+        if getattr(args, "policy_pack_config", None)
+        else None,
         log=_log,
     )
 
@@ -208,6 +211,10 @@ def main(argv: list[str] | None = None) -> int:
         else:
             _emit(report.plan_text(plan, args.format), args.output)
         return EXIT_OK
+    pack_config = getattr(args, "policy_pack_config", None)
+    if pack_config is not None and not pack_config.is_file():
+        _err(f"--policy-pack-config: {pack_config} is not a file (a policy pack config, JSON)")
+        return EXIT_INVALID
     try:
         executor = _executor(plan, args)
     except EnvironmentError as e:
