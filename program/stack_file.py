@@ -14,9 +14,12 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
+import gc
 import hashlib
 import math
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -277,8 +280,27 @@ class _Builder:
         raise StackFileError(f"{where}: tag {tag[:60]!r} is not allowed")
 
 
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    # The node graph and the values built from it hold no garbage cycles, but their millions of young
+    # objects make the collector walk the whole heap again and again: parsing grew faster than the file
+    # (1,000 -> 4,000 targets: x8.7 with it, x4.0 without).
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def parse_text(text: str, name: str = "stack file") -> tuple[Any, set[Path_]]:
     """Parses one YAML document under the limits; returns (value, paths of `secure:` leaves)."""
+    with _collector_paused():
+        return _parse_text(text, name)
+
+
+def _parse_text(text: str, name: str) -> tuple[Any, set[Path_]]:
     loader = None
     try:
         loader = _loader(text)

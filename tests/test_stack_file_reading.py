@@ -3,6 +3,7 @@ one set of limits whichever loader reads, bounded error output (issue 25, items 
 
 from __future__ import annotations
 
+import gc
 from pathlib import Path
 
 import pytest
@@ -190,3 +191,17 @@ def test_a_problem_line_is_bounded_whatever_it_quotes():
         config._raise(["ml-diagnostics:x: " + "y" * 50_000])
     (line,) = e.value.problems
     assert len(line) <= config.MAX_PROBLEM_CHARS and line.endswith("characters, cut)")
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_parsing_leaves_the_garbage_collector_as_it_found_it(enabled):
+    was = gc.isenabled()
+    (gc.enable if enabled else gc.disable)()
+    try:
+        assert stack_file.parse_text("config:\n  a: 1\n") == ({"config": {"a": 1}}, set())
+        assert gc.isenabled() is enabled
+        with pytest.raises(stack_file.StackFileError):
+            stack_file.parse_text("config:\n  a: 1\n  a: 2\n")
+        assert gc.isenabled() is enabled
+    finally:
+        (gc.enable if was else gc.disable)()
