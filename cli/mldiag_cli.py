@@ -18,9 +18,9 @@ def main() -> int:
         print(f"mldiag: {CHECKOUT} is not an ml-diagnostics checkout (no Pulumi.yaml)", file=sys.stderr)
         return 2
     sys.path.insert(0, str(CHECKOUT))
-    from tools.cli import main as run
+    from tools.cli import run
 
-    return run(sys.argv[1:])
+    run(sys.argv[1:])
 
 
 if __name__ == "__main__":

@@ -45,7 +45,9 @@ WORST = [
 CHILD = """
 import io, contextlib, json, resource, sys, time
 sys.path.insert(0, sys.argv[2])
-from tools import analyzer, plan
+from tools import analyzer, plan, plan_runtime
+# as `mldiag plan` runs (tools/cli.py run): one stack, then the process ends (a --base checkout may predate it)
+getattr(plan_runtime, "one_shot", lambda: None)()
 
 pack_peak = []
 stop = analyzer.PolicyPackProcess.stop
@@ -73,6 +75,7 @@ print(json.dumps({
     "pack_mb": max(pack_peak, default=float("nan")),
     "error": err.getvalue()[-300:],
 }))
+getattr(plan_runtime, "end_process", sys.exit)(0)
 """
 
 HEAD = "config:\n  ml-diagnostics:environment: dev\n"

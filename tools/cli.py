@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
+from typing import NoReturn
 
 EXIT_USAGE = 2
 
@@ -107,5 +108,16 @@ def main(argv: list[str] | None = None) -> int:
         return 130
 
 
+def run(argv: list[str]) -> NoReturn:
+    """The process: `main`, then exit with its code. A plan of one stack is the whole process, so it runs
+    with the collector off and ends without walking its heap (plan_runtime.one_shot)."""
+    if argv[:1] == ["plan"] and "--diff-base" not in argv:  # --diff-base plans twice in one process
+        from tools import plan_runtime
+
+        plan_runtime.one_shot()
+        plan_runtime.end_process(main(argv))
+    sys.exit(main(argv))
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    run(sys.argv[1:])

@@ -309,4 +309,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from tools import cli
+
+    cli.run(["plan", *sys.argv[1:]])
