@@ -109,13 +109,11 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def run(argv: list[str]) -> NoReturn:
-    """The process: `main`, then exit with its code. A plan of one stack is the whole process, so it runs
-    with the collector off and ends without walking its heap (plan_runtime.one_shot)."""
-    if argv[:1] == ["plan"] and "--diff-base" not in argv:  # --diff-base plans twice in one process
-        from tools import plan_runtime
+    """The process: `main`, then exit with its code; a plan ends as tools.plan.run_process ends it."""
+    if argv[:1] == ["plan"]:
+        from tools import plan
 
-        plan_runtime.one_shot()
-        plan_runtime.end_process(main(argv))
+        plan.run_process(argv[1:])
     sys.exit(main(argv))
 
 

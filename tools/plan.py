@@ -16,14 +16,14 @@ import sys
 import time
 import traceback
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import pulumi
 
 from program import stack_file
 from program.config import ConfigError
 from program.stack_file import StackFileError
-from tools import plan_render
+from tools import plan_render, plan_runtime
 from tools.analyzer import PolicyConfigError, Violation, load_pack_config, run_policies
 from tools.plan_common import EXIT_ERROR, EXIT_MANDATORY, EXIT_OK, PROJECT, ROOT
 from tools.plan_runtime import PlanResult, RecordedResource, run_config
@@ -308,7 +308,14 @@ def main(argv: list[str] | None = None) -> int:
     return EXIT_MANDATORY if has_mandatory(report) else EXIT_OK
 
 
-if __name__ == "__main__":
-    from tools import cli
+def run_process(argv: list[str]) -> NoReturn:
+    """A process that plans and ends. A plan of one stack runs with the collector off and ends without
+    walking its heap (plan_runtime.one_shot); --diff-base plans twice in one process, so it collects."""
+    if "--diff-base" in argv:
+        sys.exit(main(argv))
+    plan_runtime.one_shot()
+    plan_runtime.end_process(main(argv))
 
-    cli.run(["plan", *sys.argv[1:]])
+
+if __name__ == "__main__":
+    run_process(sys.argv[1:])
