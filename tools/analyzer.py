@@ -7,7 +7,6 @@ defaults filled in), Analyze per resource and AnalyzeStack once. The subprocess 
 
 from __future__ import annotations
 
-import json
 import os
 import selectors
 import subprocess
@@ -23,6 +22,7 @@ from google.protobuf import empty_pb2, json_format, struct_pb2
 from pulumi.runtime.proto import analyzer_pb2, analyzer_pb2_grpc
 
 from tools.plan_runtime import ROOT, RecordedResource
+from tools.policy_config import read_json
 
 POLICY_DIR = ROOT / "policies"
 LEVELS = {
@@ -250,15 +250,10 @@ def _violations(resp: analyzer_pb2.AnalyzeResponse, default_urn: str) -> list[Vi
 
 
 def load_pack_config(path: Path | None) -> dict[str, Any]:
+    """The pack config file's object ({} without one); a malformed file is a PolicyConfigInputError."""
     if path is None or not path.exists():
         return {}
-    try:
-        data = json.loads(path.read_text())
-    except json.JSONDecodeError as e:
-        raise PolicyConfigError(f"{path}: not valid JSON ({e.msg} at line {e.lineno})") from None
-    if not isinstance(data, dict):
-        raise PolicyConfigError(f"{path}: must be a JSON object of policy name -> level or settings")
-    return data
+    return read_json(path)
 
 
 def build_configure_request(
