@@ -321,6 +321,35 @@ def test_one_source_of_truth_the_library_owns_the_rules_and_the_pack_carries_a_c
         )
 
 
+@pytest.mark.parametrize(
+    ("name", "sent"),
+    [
+        ("eastus", "eastus"),
+        ("EastUS", "eastus"),
+        ("East US", "eastus"),
+        ("east us", "eastus"),
+        ("East US 2", "eastus2"),
+        ("Korea Central", "koreacentral"),
+        ("KoreaCentral", "koreacentral"),
+        ("KOREACENTRAL", "koreacentral"),
+    ],
+)
+def test_arm_location_is_the_form_the_cli_sends(name, sent):
+    assert compat.arm_location(name) == sent
+
+
+def test_azure_locations_are_normalised_in_one_place():
+    # The library's component, the program's validators and models use compat.arm_location; nothing else
+    # lowercases and strips a location on its own.
+    holders = sorted(
+        p.relative_to(ROOT).as_posix()
+        for d in ("components", "program", "policies")
+        for p in (ROOT / d).rglob("*.py")
+        if '.replace(" ", "")' in p.read_text()
+    )
+    assert holders == ["components/ml_diagnostics/compat.py", "policies/mldiag_policy/compat.py"]
+
+
 def test_compat_imports_no_pulumi():
     tree = ast.parse(PACK_COMPAT.read_text())
     imported = {

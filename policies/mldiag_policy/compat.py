@@ -16,6 +16,8 @@ pulumi or cloud SDK imports here.
 - Automatic workload monitoring (JobSet, Job) from 1.36.4-gke.1247000 on; never on self-managed clusters.
 - JAX version -> connection-operator chart version and controller args (CONNECTION_OPERATOR_BY_JAX).
 - cert-manager chart: `installCRDs: true` before v1.15.0, `crds.enabled/keep: true` from v1.15.0.
+- Azure location names: ARM takes them in any case, with or without spaces; `arm_location` gives the form
+  `az k8s-extension create` sends (lowercase, no spaces), for the program, the library and the pack alike.
 """
 
 from __future__ import annotations
@@ -350,6 +352,20 @@ def deep_merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str
         else:
             out[k] = v
     return out
+
+
+# --- Azure location names ----------------------------------------------------------------------------------
+
+
+def arm_location(name: str) -> str:
+    """An Azure location name in the form `az k8s-extension create` sends it: lowercase, without spaces.
+
+    ARM reads location names without regard to case or spaces (`East US`, `EastUS` and `eastus` are one
+    region, `eastus`) and returns a cluster's location without spaces, in either case (`EastUS` in some
+    responses); the CLI lowercases what ARM returns and sends that as `location` and `jobSchedulerLocation`,
+    in `domain` (`eastus.cloudapp.azure.com`) and as the Arc relay namespace's location. Whether the result
+    names a region is not checked here."""
+    return name.lower().replace(" ", "")
 
 
 # --- Azure VM sizes and the Azure ML extension's sizing ------------------------------------------------
