@@ -693,3 +693,73 @@ def test_the_plan_shows_what_version_each_extension_and_release_runs():
     )
     dev = plan_render.render_table(plan_stack("dev", skip_policies=True))
     assert "Extension  azureml-aks-poc-extension  version: unpinned, follows release train stable" in dev
+
+
+# --- a location in any form ARM takes, from a direct library caller (issue 36) ------------------------------
+# `Create` sends the cluster's location lowercased, as ARM returns it (no spaces), whichever form was given.
+
+LIBRARY_PROGRAM = f"""
+import pulumi
+from ml_diagnostics import AzureMlExtension
+
+for kind, name, location in (("aks", "aks-lib", "East US"), ("arc", "arc-lib", "KoreaCentral")):
+    AzureMlExtension(
+        f"lib-{{kind}}",
+        {{
+            "cluster": {{
+                "kind": kind,
+                "subscription_id": "{SUB}",
+                "resource_group": "rg-lib",
+                "name": name,
+                "location": location,
+                "node_count": 3,
+            }},
+            "extension_name": "azureml",
+            "training": True,
+        }},
+    )
+"""
+
+
+def test_a_library_caller_passing_a_display_name_gets_the_clis_settings(tmp_path: Path):
+    # No program, no stack file: the component itself sends what the CLI sends.
+    program = tmp_path / "__main__.py"
+    program.write_text(LIBRARY_PROGRAM)
+    result = run_config({}, program=program)
+    by_name = {r.name: r for r in result.resources}
+    aks = by_name["lib-aks-extension"].unmasked_inputs["configurationSettings"]
+    arc = by_name["lib-arc-extension"].unmasked_inputs["configurationSettings"]
+    assert (aks["location"], aks["jobSchedulerLocation"], aks["domain"]) == (
+        "eastus",
+        "eastus",
+        "eastus.cloudapp.azure.com",
+    )
+    assert (arc["location"], arc["jobSchedulerLocation"], arc["domain"]) == (
+        "koreacentral",
+        "koreacentral",
+        "koreacentral.cloudapp.azure.com",
+    )
+    assert by_name["lib-arc-relay"].unmasked_inputs["location"] == "koreacentral"
+    assert "lib-aks-relay" not in by_name
+
+
+def test_configuration_settings_normalise_the_location_for_a_direct_caller():
+    s = configuration_settings(
+        {
+            "cluster": {
+                "kind": "aks",
+                "subscription_id": SUB,
+                "resource_group": "rg",
+                "name": "aks",
+                "location": "Korea Central",
+                "node_count": 3,
+            },
+            "extension_name": "azureml",
+            "training": True,
+        }
+    )
+    assert (s["location"], s["jobSchedulerLocation"], s["domain"]) == (
+        "koreacentral",
+        "koreacentral",
+        "koreacentral.cloudapp.azure.com",
+    )

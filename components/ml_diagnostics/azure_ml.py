@@ -15,6 +15,7 @@ from pulumi_azure_native import kubernetesconfiguration, relay
 from pulumi_azure_native.provider import Provider as AzureProvider
 
 from ml_diagnostics import lifecycle
+from ml_diagnostics.compat import arm_location
 from ml_diagnostics.rbac_args import VerifyRbacArgs
 
 EXTENSION_TYPE = "Microsoft.AzureML.Kubernetes"
@@ -39,7 +40,8 @@ class AzureClusterArgs(TypedDict):
     name: str
     """The cluster's name."""
     location: str
-    """The cluster's Azure region, lowercase (e.g. westeurope)."""
+    """The cluster's Azure region in any form ARM takes (westeurope, WestEurope, West Europe); sent as the CLI
+    sends it, lowercase without spaces (westeurope)."""
     node_count: int
     """Nodes of the cluster: fewer than 3 gets the CLI's small-cluster defaults."""
     openshift: NotRequired[bool]
@@ -101,7 +103,8 @@ class AzureMlExtensionArgs(TypedDict):
     release_train: NotRequired[str]
     """stable (default) or preview."""
     domain: NotRequired[str]
-    """Inference domain (default <location>.cloudapp.azure.com)."""
+    """Inference domain (default <location>.cloudapp.azure.com with the location as sent, e.g.
+    eastus.cloudapp.azure.com for East US)."""
     nginx_ingress_controller: NotRequired[str]
     """AKS: the ingress class controller of the extension's nginx (nginxIngress.controller; the chart's default
     k8s.io/ingress-nginx clashes with an nginx ingress controller the cluster already runs)."""
@@ -205,7 +208,7 @@ def configuration_settings(args: AzureMlExtensionArgs) -> dict[str, str]:
     if cluster.get("openshift", False):
         s["openshift"] = "true"
 
-    location = cluster["location"]
+    location = arm_location(cluster["location"])  # as the CLI sends it, whichever form ARM was given
     s["cluster_name"] = cluster_resource_id(cluster)
     # The CLI accepts a domain but then overwrites it (it reads a misspelled key); we send the user's.
     s["domain"] = args.get("domain") or f"{location}.cloudapp.azure.com"
@@ -276,7 +279,7 @@ class AzureMlExtension(pulumi.ComponentResource):
         depends_on: list[pulumi.Resource] = []
         self.relay_namespace: relay.Namespace | None = None
         self.hybrid_connection: relay.HybridConnection | None = None
-        c_name, rg, location = cluster["name"], cluster["resource_group"], cluster["location"]
+        c_name, rg, location = cluster["name"], cluster["resource_group"], arm_location(cluster["location"])
         if cluster["kind"] == "arc":
             ns_name = relay_namespace_name(c_name, cluster["subscription_id"], rg)
             ns_id, hc_id, rule_id = lifecycle.azure_relay_ids(
