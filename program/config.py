@@ -15,7 +15,7 @@ from typing import Any, Literal
 import pulumi
 from pydantic import BaseModel, Field, ValidationError, create_model, field_validator
 
-from program import checks, config_input, fleet_member, regions
+from program import checks, config_input, fleet_member, regions, validators
 from program.config_base import (
     NAMESPACE,
     PLACEHOLDER_SECRET,
@@ -55,7 +55,8 @@ class ExtraRegions(Model):
     gcp: list[str] = []
     """Google Cloud regions or zones, e.g. europe-west15 or europe-west15-a."""
     azure: list[str] = []
-    """Azure region names, e.g. newzealandsouth."""
+    """Azure region names in any form ARM takes (newzealandsouth, NewZealandSouth, New Zealand South); kept
+    lowercase without spaces, as a location is checked and sent."""
 
     @field_validator("gcp")
     @classmethod
@@ -74,12 +75,12 @@ class ExtraRegions(Model):
     def _azure(cls, v: list[str]) -> list[str]:
         raise_issues(
             [
-                (f"[{i}]", f"{quote(r)} must be an Azure region name: lowercase letters and digits")
+                (f"[{i}]", p)
                 for i, r in enumerate(v)
-                if not re.fullmatch(r"[a-z][a-z0-9]{1,40}", r)
+                if (p := validators.azure_location_shape_problem(r)) is not None
             ]
         )
-        return v
+        return [validators.arm_location(r) for r in v]
 
 
 _REGION_SHAPE = re.compile(r"[a-z]{2,20}-[a-z]{2,20}[0-9]{1,2}(-[a-z])?")
@@ -295,10 +296,16 @@ def _extra_regions(raw: Any) -> dict[str, frozenset[str]]:
     if not isinstance(raw, Mapping):
         return {}
     out = {}
-    for cloud, shape in (("gcp", _REGION_SHAPE), ("azure", re.compile(r"[a-z][a-z0-9]{1,40}"))):
-        names = raw.get(cloud)
-        if isinstance(names, list):
-            out[cloud] = frozenset(n for n in names if isinstance(n, str) and shape.fullmatch(n))
+    names = raw.get("gcp")
+    if isinstance(names, list):
+        out["gcp"] = frozenset(n for n in names if isinstance(n, str) and _REGION_SHAPE.fullmatch(n))
+    names = raw.get("azure")
+    if isinstance(names, list):
+        out["azure"] = frozenset(
+            validators.arm_location(n)
+            for n in names
+            if isinstance(n, str) and validators.azure_location_shape_problem(n) is None
+        )
     return out
 
 

@@ -7,6 +7,10 @@ https://learn.microsoft.com/azure/reliability/regions-list (public, US Governmen
 
 A region newer than the list: add it to the stack's `extraRegions` (`{gcp: [...], azure: [...]}`; GCP zones
 too), which is read before the targets are checked.
+
+Azure names are listed as ARM's location names, lowercase without spaces (`koreacentral`); a location (or an
+extra region) in another form ARM takes (`KoreaCentral`, `Korea Central`) is looked up, and sent, in this form
+(`ml_diagnostics.compat.arm_location`, the CLI's own normalisation).
 """
 
 from __future__ import annotations

@@ -3,7 +3,8 @@
 Each `*_problem(value)` returns why the value is not allowed (None when fine); `check(problem, value)` raises it
 as the ValueError pydantic reports with the key path. Every check bounds the length before any regex, and the
 regexes have no nested unbounded repetition, so their cost is linear in the (bounded) input.
-This module imports nothing from the project but the library's `quote`: targets, the stack config and components may all use it.
+This module imports nothing from the project but the library's compat (`quote`, `arm_location`): targets, the stack
+config and components may all use it.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 
 from ml_diagnostics.compat import QUOTE_LIMIT as QUOTE_LIMIT
+from ml_diagnostics.compat import arm_location as arm_location
 from ml_diagnostics.compat import quote as quote
 
 
@@ -297,18 +299,34 @@ def azure_cluster_name_problem(v: str) -> str | None:
     )
 
 
+AZURE_LOCATION_FORMS = "eastus, EastUS or East US"
+
+
+def azure_location_shape_problem(v: str) -> str | None:
+    """Whether `v` is shaped like an Azure location name in a form ARM takes: ASCII letters and digits in any
+    case, spaces anywhere (ARM drops them: `East US` is eastus). Says nothing of whether a region has it."""
+    if len(v) > 100 or not v.isascii() or not _AZURE_LOCATION.fullmatch(arm_location(v)):
+        return (
+            f"{quote(v)} is not an Azure region name: letters and digits in any case, spaces allowed "
+            f"({AZURE_LOCATION_FORMS})"
+        )
+    return None
+
+
 def azure_location_problem(v: str) -> str | None:
-    """An Azure region's name as ARM spells it (lowercase, no spaces: westeurope, not West Europe)."""
+    """An Azure region's name in any form ARM takes: any case, with or without spaces (eastus, EastUS and
+    East US are one region). Checked in the form the CLI sends, `arm_location(v)`; refused only when no
+    region (of the list or the stack's extraRegions.azure) has that name."""
     from program import regions
 
-    if v in regions.known("azure"):
+    shape = azure_location_shape_problem(v)
+    if shape is None and arm_location(v) in regions.known("azure"):
         return None
-    hint = closest(v, sorted(regions.AZURE_REGIONS))
-    if hint:
-        return f"{quote(v)} is not an Azure region name (did you mean {hint!r}?)"
-    return _shaped(
-        v, 41, _AZURE_LOCATION, "must be an Azure region name such as eastus or westeurope (no spaces)"
-    ) or _listed(v, "azure", regions.AZURE_REGIONS, "an Azure region")
+    if shape is not None:
+        hint = closest(v, sorted(regions.AZURE_REGIONS)) if len(v) <= 100 else None
+        return f"{quote(v)} is not an Azure region name (did you mean {hint!r}?)" if hint else shape
+    # well shaped (so at most 100 characters), named by no region: perhaps one newer than the list
+    return _listed(v, "azure", regions.AZURE_REGIONS, "an Azure region")
 
 
 def extension_version_problem(v: str) -> str | None:

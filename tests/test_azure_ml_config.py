@@ -337,8 +337,8 @@ def test_arc_cluster_name_must_start_with_a_letter():
             "letter or digit",
         ),
         (
-            {"location": "Korea Central"},
-            "cluster.location: 'Korea Central' is not an Azure region name (did you mean 'koreacentral'?)",
+            {"location": "Korea-Central"},
+            "cluster.location: 'Korea-Central' is not an Azure region name (did you mean 'koreacentral'?)",
         ),
         ({"nodeCount": 0}, "cluster.nodeCount: must be at least 1"),
     ],
@@ -346,6 +346,16 @@ def test_arc_cluster_name_must_start_with_a_letter():
 )
 def test_cluster_fields(over: dict[str, Any], message: str):
     assert problems(with_cluster(**over)) == [f"{P}.{message}"]
+
+
+@pytest.mark.parametrize("kind", ["aks", "arc"])
+@pytest.mark.parametrize(
+    "location", ["koreacentral", "KoreaCentral", "Korea Central", "KOREA CENTRAL", "korea central"]
+)
+def test_cluster_location_in_any_form_arm_takes_is_kept_as_the_cli_sends_it(kind: str, location: str):
+    # ARM takes location names in any case, with or without spaces; the CLI sends them lowercase, no spaces.
+    cfg = parse(raw(with_cluster(kind=kind, location=location)), [KEY])
+    assert cfg.azure_ml[1].cluster.location == "koreacentral"
 
 
 def test_cluster_node_count_is_required():

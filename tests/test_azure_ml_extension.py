@@ -695,8 +695,72 @@ def test_the_plan_shows_what_version_each_extension_and_release_runs():
     assert "Extension  azureml-aks-poc-extension  version: unpinned, follows release train stable" in dev
 
 
-# --- a location in any form ARM takes, from a direct library caller (issue 36) ------------------------------
-# `Create` sends the cluster's location lowercased, as ARM returns it (no spaces), whichever form was given.
+# --- every form of a location ARM takes (issue 36) ----------------------------------------------------------
+# ARM reads location names without regard to case or spaces (`KoreaCentral`, `Korea Central` and `koreacentral`
+# are one region) and returns a cluster's location without spaces, in either case; `Create` sends it lowercased
+# (`cluster_location = resource.location.lower()`) as location, jobSchedulerLocation, in domain, and as the
+# location of the Arc relay namespace it creates. Whichever form the stack file gives, that is what is sent.
+
+LOCATION_FORMS = [
+    ("koreacentral", "koreacentral"),
+    ("KoreaCentral", "koreacentral"),
+    ("Korea Central", "koreacentral"),
+    ("KOREA CENTRAL", "koreacentral"),
+    ("eastus", "eastus"),
+    ("EastUS", "eastus"),
+    ("East US", "eastus"),
+    ("East US 2", "eastus2"),
+]
+
+
+def _with_location(target: dict[str, Any], location: str) -> dict[str, Any]:
+    return {**target, "cluster": {**target["cluster"], "location": location}}
+
+
+def _inputs(result: plan_runtime.PlanResult) -> dict[str, Any]:
+    return {r.urn: (r.unmasked_inputs, r.dependencies, r.provider, r.parent) for r in result.resources}
+
+
+@pytest.mark.parametrize(("location", "sent"), LOCATION_FORMS)
+@pytest.mark.parametrize("scenario", ["aks", "arc"])
+def test_every_location_form_sends_the_clis_settings(scenario: str, location: str, sent: str):
+    base = SCENARIO_1 if scenario == "aks" else SCENARIO_2
+    result = plan([_with_location(base, location)])
+    settings = result.one(EXT).unmasked_inputs["configurationSettings"]
+    assert (settings["location"], settings["jobSchedulerLocation"], settings["domain"]) == (
+        sent,
+        sent,
+        f"{sent}.cloudapp.azure.com",
+    )
+    # Nothing else depends on the form: every resource is the one the lowercase name plans.
+    assert _inputs(result) == _inputs(plan([_with_location(base, sent)]))
+    if scenario == "arc":
+        assert result.one(RELAY_NS).unmasked_inputs["location"] == sent
+    else:
+        assert not result.by_type(RELAY_NS)
+
+
+def test_a_location_form_changes_no_settings_of_the_seed_scenarios():
+    # The hand-written CLI settings of scenarios 2 and 4, planned from the display names of their regions.
+    arc_id = arm_id("Microsoft.Kubernetes", "connectedClusters", "rg-op", "gpu")
+    result = plan([_with_location(SCENARIO_4, "East US")])
+    assert_relay(result, "onprem", RELAY_4, "rg-op", "gpu", "eastus")
+    settings = result.one(EXT).unmasked_inputs["configurationSettings"]
+    assert {k: settings[k] for k in derived(arc_id, "gpu", "eastus", "arc")} == derived(
+        arc_id, "gpu", "eastus", "arc"
+    )
+    result = plan([_with_location(SCENARIO_2, "Korea Central")])
+    assert_relay(result, "arc-train", RELAY_2, "rg-mldiag-staging", "arc-lab-gpu", "koreacentral")
+
+
+def test_an_explicit_domain_is_sent_as_given_whatever_the_location_form():
+    s = settings_of({**_with_location(SCENARIO_1, "Korea Central"), "domain": "ml.contoso.internal"})
+    assert (s["location"], s["jobSchedulerLocation"], s["domain"]) == (
+        "koreacentral",
+        "koreacentral",
+        "ml.contoso.internal",
+    )
+
 
 LIBRARY_PROGRAM = f"""
 import pulumi

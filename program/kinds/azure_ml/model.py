@@ -12,7 +12,7 @@ because it keeps every client-side rule of that one command together, next to th
         subscriptionId: <guid>
         resourceGroup: rg-ml              # Arc: the Azure Relay goes here too
         name: aks-ml
-        location: koreacentral
+        location: koreacentral            # any form ARM takes: KoreaCentral, Korea Central; sent koreacentral
         tenantId: <guid>                  # optional: the subscription's tenant (explicit provider)
         cloudEnvironment: public          # optional: public | usgovernment | china
         nodeCount: 5                      # < 3: clusterPurpose=DevTest, inferenceRouterHA=false (as the CLI)
@@ -134,7 +134,9 @@ class AzureClusterRef(Model):
     resource_group: str
     name: str
     location: str
-    """Azure region name as ARM returns it (`eastus`); sent lowercased like the CLI does."""
+    """The cluster's Azure region in any form ARM takes: any case, with or without spaces (`eastus`, `EastUS`,
+    `East US`). Sent as `az k8s-extension create` sends it, lowercase without spaces (`eastus`): the
+    extension's `location`, `jobSchedulerLocation` and default `domain`, and on Arc the relay's location."""
     node_count: int = Field(ge=1, le=5000)
     """Total nodes (AKS: sum of agent pool counts; Arc: totalNodeCount), as the CLI reads it from ARM."""
     openshift: bool = False
@@ -181,7 +183,7 @@ class AzureClusterRef(Model):
     @field_validator("location")
     @classmethod
     def _location(cls, v: str) -> str:
-        return validators.check(validators.azure_location_problem, v)
+        return validators.arm_location(validators.check(validators.azure_location_problem, v))
 
     @property
     def cluster_rp(self) -> str:
@@ -305,7 +307,8 @@ class AzureMlTarget(TargetBase):
     scope: str = "cluster"
     """Only `cluster` is supported by the Azure ML extension."""
     domain: str | None = None
-    """The extension's `domain` setting, sent as given; unset: `<cluster.location>.cloudapp.azure.com`."""
+    """The extension's `domain` setting, sent as given; unset: `<cluster.location>.cloudapp.azure.com` with the
+    location as sent (`eastus.cloudapp.azure.com` for `East US`)."""
     adopt: bool = False
     """Take over what `az k8s-extension create` made: the extension and, on Arc, its relay resources."""
     verify_access: AzureVerifyAccess | None = None
