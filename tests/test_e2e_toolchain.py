@@ -33,10 +33,15 @@ def pins() -> dict[str, str]:
     }
 
 
-def run(tmp: Path, *args: str, archive: Path | None = None) -> subprocess.CompletedProcess[str]:
+NO_GO = "#!/bin/sh\necho 'go: no network in this test' >&2\nexit 1\n"
+
+
+def run(
+    tmp: Path, *args: str, archive: Path | None = None, go: str = NO_GO
+) -> subprocess.CompletedProcess[str]:
     fake_go = tmp / "fakebin"
     fake_go.mkdir(exist_ok=True)
-    (fake_go / "go").write_text("#!/bin/sh\necho 'go: no network in this test' >&2\nexit 1\n")
+    (fake_go / "go").write_text(go)
     (fake_go / "go").chmod(0o755)
     env = {
         **os.environ,
@@ -202,3 +207,119 @@ def test_a_cache_with_other_versions_is_a_failure_not_a_silent_use(tmp_path: Pat
     assert "version mismatch: pulumi version says 'v3.1.0'" in out.stdout
     assert "holds binaries that are not the pinned versions" in out.stdout
     assert run(tmp_path, "--verify", archive=archive).returncode == 1
+
+
+# --- extras (--extra NAME): the same checks, each in a key of its own ------------------------------------
+
+
+def extra_pins() -> dict[str, str]:
+    """name -> MODULE@VERSION, as toolchain.sh's EXTRA_MODULES lists them."""
+    found = re.findall(r'^\s+"(\w+)=(\S+)"', SCRIPT.read_text(), re.M)
+    return {name: mod.replace("$PULUMI_VERSION", pins()["PULUMI_VERSION"]) for name, mod in found}
+
+
+def fake_extra(name: str, version: str) -> str:
+    """A stand-in binary: actionlint reports its version itself; the others answer the fake `go version -m`
+    below with the build info the Go linker would have embedded."""
+    module = extra_pins()[name].rsplit("@", 1)[0]
+    if name == "actionlint":
+        return f"#!/bin/sh\necho '{version}'\necho 'installed by building from source'\n"
+    dep = "github.com/pulumi/pulumi/pkg/v3" if module.startswith("tools/") else module
+    return f"#!/bin/sh\n[ \"$1\" = --buildinfo ] && printf '\\tpath\\t{module}\\n\\tdep\\t{dep}\\t{version}\\th1:x\\n'\n"
+
+
+def extra_dir(name: str) -> str:
+    return f"extra-{name}-{extra_pins()[name].rsplit('@', 1)[1]}"
+
+
+def make_extra_archive(where: Path, name: str, script: str, corrupt: bool = False) -> Path:
+    extras = where / "extras"
+    extras.mkdir(parents=True, exist_ok=True)
+    exe = Path(extra_pins()[name].rsplit("@", 1)[0]).name
+    buf = io.BytesIO()
+    data = script.encode()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        info = tarfile.TarInfo(f"{extra_dir(name)}/bin/{exe}")
+        info.size, info.mode = len(data), 0o755
+        tar.addfile(info, io.BytesIO(data))
+    packed = subprocess.run(
+        ["zstd", "-q", "-c"], input=buf.getvalue(), capture_output=True, check=True
+    ).stdout
+    file = f"{extra_dir(name)}.tar.zst"
+    (extras / file).write_bytes(packed[:-1] + bytes([packed[-1] ^ 1]) if corrupt else packed)
+    with (extras / "SHA256SUMS").open("a") as f:
+        f.write(f"{hashlib.sha256(packed).hexdigest()}  {file}\n")
+    with (extras / "BINARIES.sha256").open("a") as f:
+        f.write(f"{hashlib.sha256(data).hexdigest()}  {extra_dir(name)}/bin/{exe}\n")
+    return where
+
+
+def run_extra(tmp: Path, name: str, archive: Path) -> subprocess.CompletedProcess[str]:
+    # `go version -m EXE` answered by the stand-in; every other go command fails (no network here)
+    go = '#!/bin/sh\n[ "$1 $2" = "version -m" ] && exec "$3" --buildinfo\n' + NO_GO.removeprefix(
+        "#!/bin/sh\n"
+    )
+    return run(tmp, "--extra", name, archive=archive, go=go)
+
+
+@pytest.mark.parametrize("name", ["actionlint", "yaml", "sdkgen"])
+def test_an_extra_is_restored_from_its_archive_checked_and_then_cached(tmp_path: Path, name: str) -> None:
+    version = extra_pins()[name].rsplit("@", 1)[1]
+    archive = make_extra_archive(tmp_path / "archive", name, fake_extra(name, version))
+    out = run_extra(tmp_path, name, archive)
+    bin_path = tmp_path / "cache" / extra_dir(name) / "bin"
+    assert (out.returncode, out.stdout.strip()) == (0, str(bin_path)), out.stderr
+    assert f"toolchain: extra {name}: restoring {extra_dir(name)} from {archive / 'extras'}" in out.stderr
+    assert re.search(rf"toolchain: extra {name}: restored in \d+\.\d{{3}}s", out.stderr)
+    assert "building" not in out.stderr
+    assert not list((tmp_path / "cache").glob(".restore-*"))
+    again = run_extra(tmp_path, name, archive)
+    assert (again.returncode, again.stdout.strip(), again.stderr) == (0, str(bin_path), "")
+
+
+def test_a_corrupt_extra_archive_falls_back_to_building(tmp_path: Path) -> None:
+    archive = make_extra_archive(tmp_path / "archive", "yaml", fake_extra("yaml", "v1.25.0"), corrupt=True)
+    out = run_extra(tmp_path, "yaml", archive)
+    assert "toolchain: extra yaml: the SHA-256 of extra-yaml-v1.25.0.tar.zst differs from" in out.stderr
+    assert (
+        "toolchain: extra yaml: the archive could not be used; building from Go modules instead" in out.stderr
+    )
+    assert (
+        "toolchain: extra yaml: building github.com/pulumi/pulumi-yaml/cmd/pulumi-language-yaml" in out.stderr
+    )
+    assert out.returncode == 1 and "toolchain: extra yaml: FAILED after" in out.stderr
+
+
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [
+        ("actionlint", "actionlint -version says 'v1.7.11', pinned v1.7.12"),
+        (
+            "yaml",
+            "the binary was built from github.com/pulumi/pulumi-yaml/cmd/pulumi-language-yaml 'v1.7.11'",
+        ),
+    ],
+)
+def test_an_extra_of_another_version_is_refused(tmp_path: Path, name: str, message: str) -> None:
+    archive = make_extra_archive(tmp_path / "archive", name, fake_extra(name, "v1.7.11"))
+    out = run_extra(tmp_path, name, archive)
+    assert f"toolchain: extra {name}: version mismatch: {message}" in out.stderr
+    assert "building from Go modules instead" in out.stderr and out.returncode == 1
+
+
+def test_a_cached_extra_of_another_version_is_a_failure_not_a_silent_use(tmp_path: Path) -> None:
+    archive = make_extra_archive(tmp_path / "archive", "actionlint", fake_extra("actionlint", "v1.7.12"))
+    assert run_extra(tmp_path, "actionlint", archive).returncode == 0
+    exe = tmp_path / "cache" / extra_dir("actionlint") / "bin" / "actionlint"
+    exe.write_text("#!/bin/sh\necho v1.6.0\n")
+    out = run_extra(tmp_path, "actionlint", archive)
+    assert out.returncode == 1 and out.stdout == ""
+    assert "actionlint -version says 'v1.6.0', pinned v1.7.12" in out.stderr
+    assert f"is not the pinned version; remove {exe.parent} and rerun" in out.stderr
+
+
+def test_a_failing_build_of_a_local_extra_is_a_failure(tmp_path: Path) -> None:
+    # its builder runs several commands: the first failure must stop it and fail the extra
+    out = run(tmp_path, "--extra", "sdkgen", archive=tmp_path / "none")
+    assert out.returncode == 1 and out.stdout == ""
+    assert "toolchain: extra sdkgen: FAILED after" in out.stderr

@@ -6,6 +6,9 @@
 #    unpacked beside the cache (never inside the repository), each binary is checked against the archive's
 #    BINARIES.sha256 and its version against the pins, then moved into place. A corrupt archive falls back to 3.
 # 3. Else everything missing is built from Go modules (about an hour cold on two cores).
+# Extras (--extra NAME) go the same way in a key of their own: cached and of the pinned version; else the
+# prebuilt archive <archive dir>/extras/extra-<name>-<version>.tar.zst (SHA-256 against extras/SHA256SUMS, the
+# unpacked binary against extras/BINARIES.sha256, its version from the binary itself); else built.
 # Usage: tools/e2e/toolchain.sh [--print-bin | --check | --has-archive | --verify | --extra NAME | --extra-bin NAME]
 #   --print-bin    print the bin dir; build nothing
 #   --check        exit 0 when every binary is in the cache (nothing to build)
@@ -152,18 +155,95 @@ build_local_extra() { # DIR BIN: a main package of this repository, against pkg/
   cd / && rm -rf "$dir"
 }
 
+# extra_version_ok NAME EXE: the binary's own report of its version is the pin (actionlint: -version; the
+# others: the module versions the Go linker embedded, `go version -m`); prints the mismatch
+extra_version_ok() {
+  local name=$1 exe=$2 mod got want
+  mod=$(extra_module "$name") || return 1
+  want=${mod##*@}
+  if [[ "$name" == actionlint ]]; then
+    got=$(first_line "$exe" -version)
+    [[ "$got" == "$want" ]] && return 0
+    echo "toolchain: extra $name: version mismatch: actionlint -version says '$got', pinned $want"
+    return 1
+  fi
+  command -v go >/dev/null || { echo "toolchain: extra $name: go not found: cannot read the binary's build info"; return 1; }
+  local info module=${mod%@*}
+  info=$(go version -m "$exe" 2>&1) || { echo "toolchain: extra $name: go version -m: ${info%%$'\n'*}"; return 1; }
+  # a module of this repository embeds the Pulumi pkg/v3 it was built against; the others their own module
+  [[ "$module" == tools/* ]] && module=github.com/pulumi/pulumi/pkg/v3
+  got=$(awk -v m="$module" '($1 == "mod" || $1 == "dep") && index(m, $2) == 1 { print $3; exit }' <<<"$info")
+  [[ "$got" == "$want" ]] && return 0
+  echo "toolchain: extra $name: version mismatch: the binary was built from ${module} '${got:-none}', pinned $want"
+  return 1
+}
+
+find_extra_archive() { # NAME: prints the extras directory that holds NAME's archive and SHA256SUMS
+  local d file
+  file="$(basename "$(dirname "$(extra_bin "$1")")").tar.zst"
+  for d in "${ARCHIVE_DIRS[@]}"; do
+    [[ -n "$d" && -f "$d/extras/SHA256SUMS" && -f "$d/extras/$file" ]] || continue
+    (cd "$d/extras" && pwd)
+    return 0
+  done
+  return 1
+}
+
+# restore_extra NAME SRC: checked unpack into a scratch dir beside the cache, then a move into place
+restore_extra() {
+  local name=$1 src=$2 bin dirname file exe scratch t0 sum
+  t0=${EPOCHREALTIME/./}
+  bin=$(extra_bin "$name")
+  dirname=$(basename "$(dirname "$bin")")
+  file="$dirname.tar.zst"
+  exe=$(basename "$(extra_module "$name" | sed 's/@.*//')")
+  echo "toolchain: extra $name: restoring $dirname from $src" >&2
+  command -v zstd >/dev/null || { echo "toolchain: extra $name: zstd not found (apt-get install zstd)"; return 1; }
+  sum=$(awk -v f="$file" '$2 == f { print $1 }' "$src/SHA256SUMS")
+  [[ -n "$sum" ]] || { echo "toolchain: extra $name: $file is not listed in $src/SHA256SUMS"; return 1; }
+  [[ "$(sha256sum "$src/$file" | awk '{print $1}')" == "$sum" ]] \
+    || { echo "toolchain: extra $name: the SHA-256 of $file differs from $src/SHA256SUMS"; return 1; }
+  mkdir -p "$CACHE_ROOT"
+  scratch=$(mktemp -d "$CACHE_ROOT/.restore-extra-XXXXXX")
+  # shellcheck disable=SC2064
+  trap "rm -rf '$scratch'" RETURN
+  zstd -dqc "$src/$file" | tar -x -C "$scratch" || { echo "toolchain: extra $name: unpacking failed"; return 1; }
+  [[ -x "$scratch/$dirname/bin/$exe" ]] || { echo "toolchain: extra $name: the archive lacks $dirname/bin/$exe"; return 1; }
+  if [[ -f "$src/BINARIES.sha256" ]]; then
+    sum=$(awk -v f="$dirname/bin/$exe" '$2 == f { print $1 }' "$src/BINARIES.sha256")
+    [[ -n "$sum" && "$(sha256sum "$scratch/$dirname/bin/$exe" | awk '{print $1}')" == "$sum" ]] \
+      || { echo "toolchain: extra $name: the unpacked $exe differs from $src/BINARIES.sha256"; return 1; }
+  fi
+  extra_version_ok "$name" "$scratch/$dirname/bin/$exe" || return 1
+  mkdir -p "$(dirname "$bin")"
+  rm -rf "$bin" && mv "$scratch/$dirname/bin" "$bin"
+  local ms=$(( (${EPOCHREALTIME/./} - t0) / 1000 ))
+  echo "toolchain: extra $name: restored in $((ms / 1000)).$(printf '%03d' $((ms % 1000)))s" >&2
+}
+
 build_extra() {
-  local name=$1 mod bin t0 exe
+  local name=$1 mod bin t0 exe src
   mod=$(extra_module "$name") || return 1
   bin=$(extra_bin "$name")
   exe=$(basename "${mod%@*}")
-  if [[ -x "$bin/$exe" ]]; then echo "$bin"; return 0; fi
+  if [[ -x "$bin/$exe" ]]; then
+    # a cached binary of another version is a failure, never a silent use
+    extra_version_ok "$name" "$bin/$exe" >&2 || { echo "toolchain: extra $name: FAILED: $bin/$exe is not the pinned version; remove $bin and rerun" >&2; return 1; }
+    echo "$bin"
+    return 0
+  fi
+  if src=$(find_extra_archive "$name"); then
+    if restore_extra "$name" "$src" >&2; then echo "$bin"; return 0; fi
+    echo "toolchain: extra $name: the archive could not be used; building from Go modules instead" >&2
+  fi
   mkdir -p "$bin"
   t0=$(date +%s)
   echo "toolchain: extra $name: building $mod ..." >&2
   local builder=(go_install_extra "$mod" "$bin")
   [[ "$mod" == tools/* ]] && builder=(build_local_extra "${mod%@*}" "$bin")
-  if ! ( set -e; "${builder[@]}" ) >"$bin/../build.log" 2>&1; then
+  # in the background, not as an `if` condition, where bash would ignore errexit (as in `step` below)
+  ( set -e; "${builder[@]}" ) >"$bin/../build.log" 2>&1 &
+  if ! wait $! || [[ ! -x "$bin/$exe" ]]; then
     echo "toolchain: extra $name: FAILED after $(( $(date +%s) - t0 ))s; last lines of $bin/../build.log:" >&2
     tail -n 15 "$bin/../build.log" | sed 's/^/    /' >&2
     return 1
