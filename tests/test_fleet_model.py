@@ -137,7 +137,9 @@ def test_unreadable_files_name_the_line(tmp_path: Path) -> None:
     assert problems(tmp_path, "environment: prod\nwaves:\n  - name: a\n    name: b\n") == [
         "line 4: duplicate key 'waves[0].name' (first at line 3)"
     ]
-    assert problems(tmp_path, "waves: [\n") == ["line 2: not valid YAML: did not find expected node content"]
+    assert problems(tmp_path, "waves: [\n") == [
+        "line 2: not valid YAML: the file ends inside a flow collection: a '[' or '{' is not closed"
+    ]
     assert problems(tmp_path, "- a\n") == ["(file): must be a map with environment: and waves:"]
     assert (
         problems(

@@ -1,5 +1,6 @@
 """How stack files are read: YAML tags as the Pulumi CLI's YAML 1.2 reader applies them, merge keys refused,
-one set of limits whichever loader reads, bounded error output (issue 25, items 7 and 9-12)."""
+one set of limits whichever loader reads, bounded error output (issue 25, items 7 and 9-12), and YAML errors
+that say what is wrong and where, alike from both loaders (issue 36)."""
 
 from __future__ import annotations
 
@@ -205,3 +206,172 @@ def test_parsing_leaves_the_garbage_collector_as_it_found_it(enabled):
         assert gc.isenabled() is enabled
     finally:
         (gc.enable if was else gc.disable)()
+
+
+# --- YAML errors in words (issue 36) ---------------------------------------------------------------------
+# Each error names what is wrong and, where the parser gives two, both lines; the message is the same whichever
+# loader reads the file (libyaml's words differ from PyYAML's, and neither is shown cut to its last part).
+
+
+def _anchor_redefined_at_line_40() -> str:
+    lines = ["config:", "  ml-diagnostics:environment: dev", "  ml-diagnostics:googleApi:", "    endpoints:"]
+    lines += [f"      e{i}: https://e{i}.example.com/" for i in range(7)]
+    lines.append("      x: &x https://x.example.com/")  # line 12
+    lines += [f"      f{i}: https://f.example.com/" for i in range(13, 40)]
+    lines.append("      y: &x https://y.example.com/")  # line 40
+    return "\n".join(lines) + "\n"
+
+
+YAML_ERRORS = [
+    pytest.param(
+        _anchor_redefined_at_line_40(),
+        "line 40: not valid YAML: anchor 'x' defined twice: lines 12 and 40 (an anchor names one value; rename "
+        "one of them)",
+        id="duplicate-anchor",
+    ),
+    pytest.param(
+        "config:\n  a: [&p 1, &p 2]\n",
+        "line 2: not valid YAML: anchor 'p' defined twice: line 2, columns 7 and 13 (an anchor names one value; "
+        "rename one of them)",
+        id="duplicate-anchor-one-line",
+    ),
+    pytest.param(
+        "config:\n  a: 1\n  b: 2\n  a: 3\n",
+        "line 4: duplicate key 'config.a' (first at line 2)",
+        id="duplicate-key",
+    ),
+    pytest.param(
+        "config:\n  a: 1\n b: 2\n",
+        "line 3: not valid YAML: bad indentation: 'b: 2' at line 3, column 2 is not in line with the keys of the "
+        "mapping that starts at line 1",
+        id="bad-indentation",
+    ),
+    pytest.param(
+        "config:\n  - a\n  b: 1\n",
+        "line 3: not valid YAML: bad indentation: 'b: 1' at line 3, column 3 is not in line with the items ('- ') "
+        "of the list that starts at line 2",
+        id="bad-indentation-list",
+    ),
+    pytest.param(
+        "config:\n  a: [1, 2\n  b: 3\n",
+        "line 3: not valid YAML: unclosed flow sequence: the '[' at line 2, column 6 is not closed (expected ',' "
+        "or ']' at line 3, column 4, found ': 3')",
+        id="unclosed-flow-sequence",
+    ),
+    pytest.param(
+        "config:\n  a: {x: 1, y: 2\n",
+        "line 3: not valid YAML: unclosed flow mapping: the '{' at line 2, column 6 is not closed (expected ',' "
+        "or '}' at line 3, column 1, found the end of the file)",
+        id="unclosed-flow-mapping",
+    ),
+    pytest.param(
+        "config:\n  a: 1\n\tb: 2\n",
+        "line 3: not valid YAML: a tab at line 3, column 1: YAML indents with spaces only; replace the tab with "
+        "spaces",
+        id="tab",
+    ),
+    pytest.param(
+        'config:\n  a: "abc\n  b: 2\n',
+        "line 4: not valid YAML: unclosed quoted string: the quote at line 2, column 6 is not closed before the "
+        "end of the file",
+        id="unclosed-quote",
+    ),
+    pytest.param(
+        "config:\n  a: *nowhere\n",
+        "line 2: not valid YAML: alias '*nowhere' names no anchor: no value before it is marked '&nowhere'",
+        id="undefined-alias",
+    ),
+    pytest.param(
+        "config: {}\n---\nconfig: {}\n",
+        "line 2: not valid YAML: a second document starts at line 2 ('---'): the file holds one YAML document",
+        id="two-documents",
+    ),
+    pytest.param(
+        "config:\n  a: b: c\n",
+        "line 2: not valid YAML: ': ' at line 2, column 7 where no key can start: quote a value that holds ': ', "
+        "or fix the indentation",
+        id="colon-in-a-value",
+    ),
+    pytest.param(
+        'config:\n  a: "x" y\n',
+        "line 2: not valid YAML: 'y' at line 2, column 10 follows a complete value on its line: quote the whole "
+        "value, or start a new line",
+        id="text-after-a-quoted-value",
+    ),
+    pytest.param(
+        "config:\n  a: 1\n]\n",
+        "line 3: not valid YAML: ']' at line 3, column 1 closes nothing: no '[' is open",
+        id="stray-closing-bracket",
+    ),
+    pytest.param(
+        'config:\n  a: "C:\\dir"\n',
+        "line 2: not valid YAML: unknown escape '\\d' in the double-quoted string at line 2: write '\\\\' for a "
+        "backslash, or use single quotes",
+        id="unknown-escape",
+    ),
+    pytest.param(
+        "config:\n  a: - b\n",
+        "line 2: not valid YAML: '- ' at line 2, column 6 where no list can start: fix the indentation, or quote a "
+        "value that starts with '- '",
+        id="list-item-after-a-key",
+    ),
+    pytest.param(
+        "config:\n  a: [1, , 2]\n",
+        "line 2: not valid YAML: a value is missing at line 2, column 10 in a '[...]' or '{...}' (found ', 2]')",
+        id="missing-flow-value",
+    ),
+    pytest.param(
+        "config: {}\n...\nb: 2\n",
+        "line 3: not valid YAML: 'b: 2' at line 3, column 1 comes after the end of the document's value: the file "
+        "holds one mapping (check this line's indentation, or remove a stray '...')",
+        id="text-after-the-document",
+    ),
+    pytest.param(
+        "config:\n  a: |x\n    b\n",
+        "line 2: not valid YAML: the block scalar header at line 2, column 6 ('|' or '>') may hold only an "
+        "indentation digit, '+' or '-' and a comment (found 'x')",
+        id="block-scalar-header",
+    ),
+    pytest.param(
+        "config:\n  a: &p* 1\n",
+        "line 2: not valid YAML: the anchor name at line 2, column 6 must be letters, digits, '-' or '_' (found "
+        "'* 1')",
+        id="anchor-name",
+    ),
+    pytest.param(
+        "config:\n  a: @b\n",
+        "line 2: not valid YAML: '@' at line 2, column 6 cannot start a value (a YAML indicator); quote the value",
+        id="reserved-indicator",
+    ),
+]
+
+
+@pytest.mark.parametrize("loader", ["libyaml", "pyyaml"])
+@pytest.mark.parametrize(("text", "message"), YAML_ERRORS)
+def test_a_yaml_error_says_what_is_wrong_and_where(monkeypatch, loader, text, message):
+    if loader == "libyaml" and not stack_file.yaml.__with_libyaml__:
+        pytest.skip("PyYAML without libyaml")
+    if loader == "pyyaml":
+        monkeypatch.setattr(stack_file.yaml, "__with_libyaml__", False)
+    with pytest.raises(StackFileError) as e:
+        stack_file.parse_text(text, "Pulumi.dev.yaml")
+    assert str(e.value) == f"Pulumi.dev.yaml: {message}"
+
+
+def test_a_yaml_error_in_a_stack_file_names_the_file_the_problem_and_both_lines(tmp_path):
+    f = tmp_path / "Pulumi.dev.yaml"
+    f.write_text(_anchor_redefined_at_line_40())
+    with pytest.raises(StackFileError) as e:
+        stack_file.read(f, "ml-diagnostics")
+    assert str(e.value) == (
+        f"{f}: line 40: not valid YAML: anchor 'x' defined twice: lines 12 and 40 (an anchor names one value; "
+        "rename one of them)"
+    )
+
+
+def test_a_yaml_error_of_any_other_kind_keeps_the_parsers_words_and_its_context_line():
+    with pytest.raises(StackFileError) as e:
+        stack_file.parse_text("config:\n  a: 1\n  b\n  c: 2\n")
+    assert str(e.value) == (
+        "stack file: line 4: not valid YAML: could not find expected ':' (while scanning a simple key at line 3)"
+    )
