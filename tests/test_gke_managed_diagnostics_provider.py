@@ -341,7 +341,7 @@ def test_provider_as_pickled_into_state_works_in_a_fresh_process(fake: FakeGkeAp
         "p = dill.loads(base64.b64decode(sys.argv[1]))\n"
         "print(json.dumps([type(p).__module__, type(p).__name__, p.create(json.loads(sys.argv[2])).outs]))\n"
     )
-    fake.operation_polls = 0
+    fake.operation_polls, fake.finish_at_once = 0, True  # the wall clock: no first poll to wait for
     out = subprocess.run(
         [sys.executable, "-c", script, blob, json.dumps(props(fake))],
         capture_output=True,

@@ -657,7 +657,7 @@ def test_provider_pickles_with_no_secret_and_round_trips(api, spec, monkeypatch,
         "GOOGLE_APPLICATION_CREDENTIALS", api.auth.adc_file(api.endpoint, tmp_path / "adc.json")
     )
     prov = ModelDevelopmentClusterProvider()  # as the resource builds it: ADC, real clock
-    api.operation_seconds = 0
+    api.operation_seconds, api.finish_at_once = 0, True  # the wall clock: no first poll to wait for
     del spec["emulator"]
     spec["quota_project"] = "billing"
     prov.create(copy.deepcopy(spec))  # a real authenticated call happened through this instance
@@ -718,7 +718,7 @@ def test_impersonation_and_quota_project_from_the_inputs(api, spec, monkeypatch,
     monkeypatch.setenv(
         "GOOGLE_APPLICATION_CREDENTIALS", api.auth.adc_file(api.endpoint, tmp_path / "adc.json")
     )
-    api.operation_seconds = 0
+    api.operation_seconds, api.finish_at_once = 0, True  # the wall clock: no first poll to wait for
     del spec["emulator"]
     spec.update(impersonate_service_account=sa, iam_endpoint=api.endpoint, quota_project="billing")
     ModelDevelopmentClusterProvider().create(copy.deepcopy(spec))

@@ -88,7 +88,7 @@ print(json.dumps({
 def test_old_state_provider_refreshes_and_updates_against_the_fake(api):
     """The unpickled provider talks to the (emulated) API: refresh finds no drift, a label change PATCHes."""
     s = state("model_development_cluster")
-    api.operation_seconds = 0
+    api.operation_seconds, api.finish_at_once = 0, True  # the wall clock: no first poll to wait for
     api.put_cluster(s["id"], s["cluster"])
     olds = {**s["outputs"], "api_endpoint": api.endpoint, "emulator": True}  # googleApi emulator mode
     news = {

@@ -3,7 +3,8 @@
 Implements what the adopt resource uses: GET/PUT `projects/P/locations/L/clusters/C` and
 GET `projects/P/locations/L/operations/O`. Every request is recorded (method, path, query, body,
 headers). Faults are injected per call: `fail_next(...)` answers the next matching request(s) with an
-error; `operation_polls` makes operations report RUNNING that many times before DONE; `operation_error`
+error; `operation_polls` makes operations report RUNNING that many times before DONE (0 with `finish_at_once`:
+DONE in the answer that starts them, so a client on the wall clock never sleeps); `operation_error`
 makes the next operation end DONE with that error (and the cluster unchanged).
 """
 
@@ -65,6 +66,7 @@ class FakeGkeApi(LoopbackServer):
     clusters: dict[tuple[str, str, str], dict[str, Any]] = field(default_factory=dict)
     requests: list[Request] = field(default_factory=list)
     operation_polls: int = 1
+    finish_at_once: bool = False
     operation_error: dict[str, Any] | None = None
     _faults: list[_Fault] = field(default_factory=list)
     _operations: dict[str, _Operation] = field(default_factory=dict)
@@ -194,6 +196,8 @@ class FakeGkeApi(LoopbackServer):
             apply=update,
         )
         self.operation_error = None
+        if self.finish_at_once and self.operation_polls == 0:
+            return 200, self._poll(self._operations[op_name])
         return 200, self._op_json(self._operations[op_name])
 
     def _poll(self, op: _Operation) -> dict[str, Any]:

@@ -308,6 +308,9 @@ class FakeVertexApi:
         self.refuse_mask: set[str] = set()
         # answer the `updateMode` query parameter 400, as an API that does not know it would
         self.reject_update_mode = False
+        # operations of 0 s come back done in the answer that starts them (Google's APIs may answer so): a
+        # client on the wall clock then never sleeps for its first poll
+        self.finish_at_once = False
         # GETs of a new operation answered 404 before it becomes visible (eventual consistency).
         self.operation_not_found_polls = 0
         # Credentials the API demands (None: any or none), and the token/IAM endpoints that issue them.
@@ -514,6 +517,9 @@ class FakeVertexApi:
         self.next_operation_error = None
         op.hidden_polls = self.operation_not_found_polls
         self.operations[name] = op
+        if self.finish_at_once and self.operation_seconds <= 0:
+            self._advance()
+            return self._operation_json(op)
         return {
             "name": name,
             "metadata": {
