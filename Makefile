@@ -26,8 +26,10 @@ lint: venv
 	$(PY) -m ruff format --check .
 	$(PY) -m mypy -p ml_diagnostics
 
+# The unit tier, on every core (TEST_JOBS=1 runs it in one process); tests/e2e is `make e2e`.
+TEST_JOBS ?= auto
 test: lint mermaid-deps
-	$(PY) -m pytest
+	$(PY) -m pytest -n $(TEST_JOBS) --ignore=tests/e2e
 
 bench: venv
 	$(PY) tools/bench_plan.py

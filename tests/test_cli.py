@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
+from tests.fixtures.tools import need_command
 from tools import cli
 from tools.plan_common import ROOT
 
@@ -42,8 +42,8 @@ def test_exit_codes_come_from_the_tools() -> None:
     assert run(str(MLDIAG), "plan", "nosuch", "-q").returncode == 2
 
 
-@pytest.mark.skipif(shutil.which("make") is None, reason="make not installed")
 def test_make_plan_prints_json_only_and_states_the_commands_exit_code(tmp_path: Path) -> None:
+    need_command("make")
     out = run("make", "--no-print-directory", "plan", "STACK=dev", "FORMAT=json")
     assert out.returncode == 0
     assert json.loads(out.stdout)["stack"] == "dev"  # nothing but the report on stdout
@@ -53,8 +53,8 @@ def test_make_plan_prints_json_only_and_states_the_commands_exit_code(tmp_path: 
     assert json.loads(blocked.stdout)["policyViolations"]
 
 
-@pytest.mark.skipif(shutil.which("make") is None, reason="make not installed")
 def test_make_verify_states_unreachable_as_3(tmp_path: Path) -> None:
+    need_command("make")
     stack = tmp_path / "Pulumi.lab.yaml"
     stack.write_text(
         "config:\n  ml-diagnostics:environment: dev\n  ml-diagnostics:kubernetesClusters:\n"

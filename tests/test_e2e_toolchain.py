@@ -19,10 +19,15 @@ from pathlib import Path
 
 import pytest
 
+from tests.fixtures.tools import need_command
 from tools.e2e.harness import REPO, REQUIRED_BINARIES
 
 SCRIPT = REPO / "tools/e2e/toolchain.sh"
-pytestmark = pytest.mark.skipif(shutil.which("zstd") is None, reason="zstd not installed")
+
+
+@pytest.fixture(autouse=True)
+def _zstd() -> None:
+    need_command("zstd")
 
 
 def pins() -> dict[str, str]:

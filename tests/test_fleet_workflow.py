@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.fixtures.tools import need, need_command
 from tools.fleet import cli, model, planner, workflow
 from tools.fleet.planner import EnvTarget, resolve
 from tools.plan_common import ROOT
@@ -128,10 +129,10 @@ def actionlint() -> str:
         timeout=60,
     )
     exe = Path(out.stdout.strip()) / "actionlint"
-    if out.returncode != 0 or not exe.is_file():
-        pytest.skip(
-            "actionlint is not built: `bash tools/e2e/toolchain.sh --extra actionlint` builds it from Go modules"
-        )
+    need(
+        out.returncode == 0 and exe.is_file(),
+        "actionlint is not there: `bash tools/e2e/toolchain.sh --extra actionlint` restores or builds it",
+    )
     return str(exe)
 
 
@@ -154,10 +155,7 @@ def test_actionlint_accepts_the_generated_workflows(tmp_path: Path) -> None:
 
 
 def test_shellcheck_is_what_checks_the_run_scripts() -> None:
-    if shutil.which("shellcheck") is None:
-        pytest.skip(
-            "shellcheck is not installed: actionlint checked the workflows without their `run:` scripts"
-        )
+    need_command("shellcheck", "shellcheck is not installed: actionlint checks no `run:` script without it")
     for text in workflow.generated(ROOT).values():
         for job in jobs(text).values():
             for step in job["steps"]:

@@ -12,6 +12,7 @@ import pytest
 from ml_diagnostics.compat import QUOTE_LIMIT, quote
 from program import config, stack_file
 from program.stack_file import StackFileError
+from tests.fixtures.tools import need
 
 ROOT = Path(__file__).resolve().parent.parent
 READABLE = sorted((ROOT / "stacks").glob("Pulumi.*.yaml")) + sorted(
@@ -89,8 +90,7 @@ def test_merge_keys_are_refused_whichever_way_they_are_written(text):
 
 
 def test_both_loaders_read_every_file_alike():
-    if not stack_file.yaml.__with_libyaml__:
-        pytest.skip("PyYAML without libyaml: one loader only")
+    need(stack_file.yaml.__with_libyaml__, "PyYAML without libyaml: one loader only")
 
     def outcome(loader_cls, text):
         loader = None

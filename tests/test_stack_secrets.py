@@ -16,6 +16,7 @@ import yaml
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from program.config import parse
+from tests.fixtures.tools import need
 from tools import stack_secrets
 from tools.stack_secrets import EXAMPLE_PASSPHRASE, SecretsError
 
@@ -138,8 +139,11 @@ def _built_cli() -> Path | None:
     return found[-1] if found else None
 
 
-@pytest.mark.skipif(_built_cli() is None, reason="no Pulumi CLI built by the e2e toolchain on this machine")
 def test_the_real_cli_decrypts_the_shipped_stacks(tmp_path, decrypted):
+    need(
+        _built_cli(),
+        "no Pulumi CLI of the e2e toolchain on this machine (tools/e2e/toolchain.sh restores it)",
+    )
     cli = str(_built_cli())
     project = tmp_path / "project"
     (project / "stacks").mkdir(parents=True)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -17,6 +16,8 @@ from typing import Any
 
 import pytest
 import yaml
+
+from tests.fixtures.tools import need_command
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKFLOWS = ROOT / ".github" / "workflows"
@@ -101,8 +102,8 @@ def test_a_new_stack_needs_no_workflow_change_and_a_removed_one_is_caught() -> N
     ]
 
 
-@pytest.mark.skipif(shutil.which("jq") is None, reason="jq not installed")
 def test_the_stacks_job_lists_every_stack_file(tmp_path: Path) -> None:
+    need_command("jq")
     (tmp_path / "stacks").mkdir()
     for name in ("dev", "team-a", "prod"):
         (tmp_path / "stacks" / f"Pulumi.{name}.yaml").write_text("config: {}\n")
@@ -374,3 +375,13 @@ def test_the_schema_check_catches_a_broken_workflow(tmp_path: Path) -> None:
     )
     assert run.returncode == 1
     assert "bad.yml" in run.stdout
+
+
+def test_the_projects_shell_scripts_pass_shellcheck() -> None:
+    shellcheck = need_command("shellcheck")
+    tracked = subprocess.run(
+        ["git", "ls-files", "*.sh"], cwd=ROOT, capture_output=True, text=True, check=True
+    )
+    scripts = [ROOT / ".ci" / "run", *(ROOT / f for f in tracked.stdout.split())]
+    res = subprocess.run([shellcheck, *map(str, scripts)], capture_output=True, text=True, timeout=120)
+    assert (res.returncode, res.stdout) == (0, "")

@@ -8,7 +8,6 @@ from __future__ import annotations
 import base64
 import copy
 import gzip
-import inspect
 import json
 import subprocess
 import sys
@@ -21,7 +20,6 @@ import requests
 import yaml
 
 from ml_diagnostics import compat
-from ml_diagnostics.providers.google_rest import GoogleRestClient
 from tests.fixtures.e2e import E2E_ENABLED, SKIP_REASON, TIMINGS
 from tools import policy_config
 from tools.e2e import plan_fidelity
@@ -35,8 +33,6 @@ BAD_STACK = "e2e-bad"
 PREEXISTING_NS = "research"
 PREEXISTING_LABELS = {"owner": "platform", "cost-center": "ml-42"}
 IMAGE_V1 = "us-docker.pkg.dev/hypercomputediagon-release/daemon/diagon-daemon:v2.1.0"
-# The Model Development Cluster joins when the REST client has the emulator mode (no credentials).
-MDC = "emulator" in inspect.signature(GoogleRestClient.__init__).parameters
 IMAGE_V2 = "us-docker.pkg.dev/hypercomputediagon-release/daemon/diagon-daemon:v2.1.1"
 
 
@@ -60,8 +56,6 @@ def stack_config(repo_url: str, vertex_url: str) -> dict[str, Any]:
     text = (HERE / "Pulumi.e2e.yaml").read_text()
     text = text.replace("@CHART_REPO@", repo_url).replace("@VERTEX_API@", vertex_url)
     config = {k.split(":", 1)[1]: v for k, v in yaml.safe_load(text)["config"].items()}
-    if not MDC:
-        del config["modelDevelopmentClusters"], config["googleApi"]
     return config
 
 
@@ -156,7 +150,7 @@ def test_1_offline_plan_matches_preview(e2e: E2E) -> None:
         "k8s-lab-mldiag-diagon-daemonset",
         "k8s-lab-mldiag-opt-in-ai-workloads",
         "k8s-lab-mldiag-opt-in-research",
-        *(["mdc-cpu-cluster"] if MDC else []),
+        "mdc-cpu-cluster",
     ):
         assert any(c == name for c in created), (name, created)
     both, diffs = plan_fidelity.compare(offline, preview)
@@ -222,7 +216,6 @@ def test_2_helm_releases_are_recorded(e2e: E2E) -> None:
     assert "/charts/index.yaml" in e2e.repo.requests
 
 
-@pytest.mark.skipif(not MDC, reason="the REST client has no emulator mode in this tree")
 def test_2_model_development_cluster_created_through_the_fake(e2e: E2E) -> None:
     names = list(e2e.vertex.clusters)
     assert names == ["projects/mldiag-e2e/locations/us-central1/modelDevelopmentClusters/e2ecpu"]
@@ -320,8 +313,6 @@ def _vendor_procedure(e2e: E2E) -> None:
         headers={"Content-Type": "application/apply-patch+yaml"},
         data=yaml.safe_dump(manifest),
     ).raise_for_status()
-    if not MDC:
-        return
     from ml_diagnostics.providers.model_development_cluster import cluster_path, to_rest
     from program.kinds.model_development.model import ModelDevelopmentClusterTarget
 
@@ -359,16 +350,11 @@ def _adopt_config(e2e: E2E) -> dict[str, Any]:
     lab = config["kubernetesClusters"][0]
     lab["workloadNamespaces"] = [{"name": ADOPTED_NS, "create": True, "adopt": True}]
     lab["diagon"] = {"enabled": True, "adopt": True, "image": compat.DIAGON_DEFAULT_IMAGE}
-    if MDC:
-        config["modelDevelopmentClusters"][0]["adopt"] = True
+    config["modelDevelopmentClusters"][0]["adopt"] = True
     return config
 
 
 def test_4_adoption_takes_over_without_replacing(e2e: E2E) -> None:
-    from program.in_cluster import WorkloadNamespace
-
-    if "adopt" not in WorkloadNamespace.model_fields:
-        pytest.skip("adoption (issue 15) is not in this tree yet")
     _vendor_procedure(e2e)
     before = _uids(e2e)
     e2e.project.init_stack(
@@ -385,8 +371,8 @@ def test_4_adoption_takes_over_without_replacing(e2e: E2E) -> None:
     ):
         assert preview.get(name, [])[:1] == ["import"], (name, preview)
         assert set(preview[name]) <= {"import", "update"}, (name, preview)
-    if MDC:  # a dynamic resource cannot be imported: its create takes the cluster over (GET, no POST)
-        assert preview.get("mdc-cpu-cluster") == ["create"], preview
+    # a dynamic resource cannot be imported: its create takes the cluster over (GET, no POST)
+    assert preview.get("mdc-cpu-cluster") == ["create"], preview
     creates_before = len([r for r in e2e.vertex.api_requests() if r.method == "POST"])
     e2e.pulumi("up", "--yes", "--skip-preview", stack=ADOPT_STACK)
     assert _uids(e2e) == before, "adoption replaced or changed an object (uid, generation)"

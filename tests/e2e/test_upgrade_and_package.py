@@ -27,6 +27,7 @@ import pytest
 import yaml
 
 from tests.fixtures.e2e import E2E_ENABLED, SKIP_REASON, TIMINGS
+from tests.fixtures.tools import need, need_command
 from tools.e2e.control_plane import ControlPlane
 from tools.e2e.harness import REPO, Project, export_commit
 
@@ -140,8 +141,11 @@ def test_the_yaml_example_runs_up_through_the_plugin(
     package_project: Project, control_plane: ControlPlane
 ) -> None:
     host = _extra("yaml")
-    if host is None:
-        pytest.skip("the YAML language host could not be built (tools/e2e/toolchain.sh --extra yaml)")
+    need(
+        host,
+        "the YAML language host is not there (tools/e2e/toolchain.sh --extra yaml restores or builds it)",
+    )
+    assert host is not None
     example = package_project.root / "examples" / "yaml"
     shutil.copytree(REPO / "examples" / "yaml", example)
     env = dict(package_project.env)
@@ -207,11 +211,12 @@ def test_the_yaml_example_runs_up_through_the_plugin(
 def test_the_typescript_example_type_checks_against_the_generated_sdk(package_project: Project) -> None:
     """`pulumi package gen-sdk --language nodejs` needs the Node.js language host, which the module proxy does
     not serve: Pulumi's own Node.js generator (pkg/v3/codegen/nodejs) runs from a small Go main instead."""
-    if shutil.which("npm") is None:
-        pytest.skip("npm not installed")
+    need_command("npm")
     sdkgen = _extra("sdkgen")
-    if sdkgen is None:
-        pytest.skip("the SDK generator could not be built (tools/e2e/toolchain.sh --extra sdkgen)")
+    need(
+        sdkgen, "the SDK generator is not there (tools/e2e/toolchain.sh --extra sdkgen restores or builds it)"
+    )
+    assert sdkgen is not None
     example = package_project.root / "examples" / "typescript"
     shutil.copytree(REPO / "examples" / "typescript", example)
     schema = package_project.pulumi("package", "get-schema", "./components", timeout=300)

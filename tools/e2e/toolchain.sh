@@ -86,7 +86,7 @@ restore() {
   # every part named in SHA256SUMS for this key, and no part missing from it
   local listed
   listed=$(grep -E "  $KEY\.tar\.zst\.part-[0-9]+\$" "$src/SHA256SUMS" | awk '{print $2}' | sort)
-  if [[ -z "$listed" || "$listed" != "$(cd "$src" && ls $KEY.tar.zst.part-* | sort)" ]]; then
+  if [[ -z "$listed" || "$listed" != "$(cd "$src" && printf '%s\n' "$KEY".tar.zst.part-* | sort)" ]]; then
     echo "toolchain: restore: the parts in $src do not match its SHA256SUMS"; return 1
   fi
   if ! (cd "$src" && grep -E "  $KEY\.tar\.zst\.part-[0-9]+\$" SHA256SUMS | sha256sum --quiet -c -); then
@@ -141,7 +141,8 @@ go_install_extra() { # MODULE@VERSION BIN
 }
 
 build_local_extra() { # DIR BIN: a main package of this repository, against pkg/v3 at the CLI's version
-  local dir="$CACHE_ROOT/.extra-work-$(basename "$1")" pkgdir
+  local dir pkgdir
+  dir="$CACHE_ROOT/.extra-work-$(basename "$1")"
   rm -rf "$dir" && mkdir -p "$dir" && cp "$REPO/$1"/*.go "$dir/" && cd "$dir"
   go mod init "scratch/$(basename "$1")"
   pkgdir=$(mod_dir "github.com/pulumi/pulumi/pkg/v3@$PULUMI_VERSION")
