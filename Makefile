@@ -13,7 +13,7 @@ mldiag = @$(MLDIAG) $(1) || { code=$$?; echo "mldiag $(firstword $(1)) exited $$
 
 venv: .venv/.installed
 
-.venv/.installed: requirements.txt requirements-dev.txt pyproject.toml cli/pyproject.toml
+.venv/.installed: requirements.txt requirements-dev.txt pyproject.toml mldiag/launcher/pyproject.toml
 	@test -x $(PY) || python3 -m venv .venv >&2
 	@$(PY) -m pip install -q -r requirements-dev.txt >&2
 	@touch $@
@@ -32,16 +32,16 @@ test: lint mermaid-deps
 	$(PY) -m pytest -n $(TEST_JOBS) --ignore=tests/e2e
 
 bench: venv
-	$(PY) tools/bench_plan.py
-	$(PY) tools/bench_lro.py
-	$(PY) tools/bench_fleet.py
+	$(PY) -m dev.bench.plan
+	$(PY) -m dev.bench.lro
+	$(PY) -m dev.bench.fleet
 
 clean:
 	rm -rf .venv .pytest_cache .ruff_cache .mypy_cache plan-out $(MERMAID)/node_modules
 
-# Mermaid's parser (tests) and renderer (pictures), pinned in tools/mermaid/package-lock.json. Without npm
+# Mermaid's parser (tests) and renderer (pictures), pinned in dev/mermaid/package-lock.json. Without npm
 # the Mermaid parser tests skip with that reason.
-MERMAID := tools/mermaid
+MERMAID := dev/mermaid
 mermaid-deps: $(MERMAID)/node_modules/.installed
 
 $(MERMAID)/node_modules/.installed: $(MERMAID)/package.json $(MERMAID)/package-lock.json
@@ -52,7 +52,7 @@ $(MERMAID)/node_modules/.installed: $(MERMAID)/package.json $(MERMAID)/package-l
 # The graph pictures in docs/ (README "Plan and diff as a graph"): Mermaid sources, then Mermaid's renderer in
 # headless Chromium (apt-get install -y chromium; CHROMIUM=/path overrides /usr/bin/chromium).
 pictures: venv mermaid-deps
-	$(PY) -m tools.plan_pictures --write docs
+	$(PY) -m dev.gen.pictures --write docs
 	node $(MERMAID)/render.mjs docs/plan-dev.mmd docs/diff-sample.mmd
 
 BASE ?= origin/main
@@ -67,5 +67,5 @@ verify: venv
 # End-to-end tier: restores (or reuses, or builds from Go modules) the toolchain, then runs tests/e2e with the real CLI
 # against a loopback control plane. See README "End-to-end tests".
 e2e: venv
-	bash tools/e2e/toolchain.sh
+	bash dev/e2e/toolchain.sh
 	MLDIAG_E2E=1 $(PY) -m pytest -x -p no:cacheprovider tests/e2e -v

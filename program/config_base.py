@@ -30,7 +30,7 @@ from program import validators
 
 NAMESPACE = "ml-diagnostics"
 
-# `tools/plan` runs without the stack's secrets provider; it substitutes a value starting with this prefix
+# The offline plan (`mldiag plan`) runs without the stack's secrets provider; it substitutes a value starting with this prefix
 # (plus a digest of the ciphertext, so a changed secret still shows as changed) for every `secure:` value.
 # Validators that inspect a secret's content (PEM checks) treat it as opaque: use `is_placeholder()`.
 PLACEHOLDER_SECRET = "offline-plan-placeholder-secret"

@@ -286,7 +286,7 @@ class InClusterSettings(Model):
     diagon: DiagonSettings = DiagonSettings()
     """The Diagon profiling DaemonSet (preview)."""
     verify_rbac: VerifyRbacSettings = VerifyRbacSettings()
-    """Optional read-only role for `python -m tools.verify` (README "After `pulumi up`")."""
+    """Optional read-only role for `python -m mldiag.verify` (README "After `pulumi up`")."""
 
     @field_validator("workload_namespaces")
     @classmethod

@@ -1,4 +1,4 @@
-"""Config of the optional read-only role `python -m tools.verify` needs in a cluster (`verifyRbac` on a
+"""Config of the optional read-only role `python -m mldiag.verify` needs in a cluster (`verifyRbac` on a
 cluster target, beside `diagon`):
 
     verifyRbac:
@@ -49,12 +49,12 @@ class RbacSubject(Model):
 
 
 class VerifyRbacSettings(Model):
-    """A ClusterRole and Roles holding exactly the reads `tools.verify` makes, bound to `subjects`."""
+    """A ClusterRole and Roles holding exactly the reads `mldiag.verify` makes, bound to `subjects`."""
 
     enabled: bool = False
     """Create the role and its bindings (README "After `pulumi up`" lists the rules)."""
     subjects: list[RbacSubject] = []
-    """Who runs `python -m tools.verify` against this cluster."""
+    """Who runs `python -m mldiag.verify` against this cluster."""
     name: str = "ml-diagnostics-verify"
     """Name of the ClusterRole, the Roles and their bindings."""
 

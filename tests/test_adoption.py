@@ -1,5 +1,5 @@
 """Adopting what the vendor procedure installed: each `adopt: true` part registers the exact import id its
-provider expects, with inputs equal to what the vendor's commands produced; `tools/import_file.py` writes
+provider expects, with inputs equal to what the vendor's commands produced; `mldiag/stacks/import_file.py` writes
 the same ids for `pulumi import --file`."""
 
 from __future__ import annotations
@@ -12,12 +12,13 @@ from typing import Any
 
 import pytest
 
+from mldiag.engine.runtime import ROOT
+from mldiag.plan import render as plan_render
+from mldiag.plan.cli import build_report
+from mldiag.stacks import import_file
 from program.config import ConfigError, parse
 from tests.fixtures.components import run_with_options, stack_config
 from tests.test_kubernetes_components import JAX_08_ARGS, KUBECONFIG, OCI, SEED_MANIFEST
-from tools import import_file, plan_render
-from tools.plan import build_report
-from tools.plan_runtime import ROOT
 
 NS = "ml-diagnostics"
 SUB = "3f2b7c1e-8d4a-4b6e-9c0f-1a2b3c4d5e6f"
@@ -266,7 +267,7 @@ def test_staging_stack_adopts_a_manual_install_and_the_import_file_matches():
 def test_import_file_command(tmp_path, capsys):
     out = tmp_path / "import.json"
     proc = subprocess.run(
-        [sys.executable, "-m", "tools.import_file", "staging", "-o", str(out)],
+        [sys.executable, "-m", "mldiag.stacks.import_file", "staging", "-o", str(out)],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -300,7 +301,7 @@ def test_import_file_command(tmp_path, capsys):
 
 def test_import_file_targets_are_the_providers_with_their_parents():
     proc = subprocess.run(
-        [sys.executable, "-m", "tools.import_file", "staging", "--targets"],
+        [sys.executable, "-m", "mldiag.stacks.import_file", "staging", "--targets"],
         cwd=ROOT,
         capture_output=True,
         text=True,

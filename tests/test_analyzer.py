@@ -7,7 +7,7 @@ import os
 import pytest
 from pulumi.runtime.proto import analyzer_pb2
 
-from tools.analyzer import PolicyConfigError, PolicyPackProcess, build_configure_request
+from mldiag.engine.analyzer import PolicyConfigError, PolicyPackProcess, build_configure_request
 
 
 def _alive(pid: int) -> bool:

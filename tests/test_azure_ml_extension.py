@@ -17,13 +17,14 @@ from typing import Any
 import pytest
 
 from ml_diagnostics.azure_ml import configuration_settings, relay_namespace_name
+from mldiag.engine import runtime as plan_runtime
+from mldiag.engine.runtime import ROOT, run_config
+from mldiag.plan import render as plan_render
+from mldiag.plan.cli import build_report, plan_stack, read_stack_file
+from mldiag.plan.cli import main as plan_main
 from program.config import ConfigError, is_placeholder, parse
 from program.kinds.azure_ml import mocks as azure_mocks
 from program.kinds.azure_ml.build import args as azure_args
-from tools import plan_render, plan_runtime
-from tools.plan import build_report, plan_stack, read_stack_file
-from tools.plan import main as plan_main
-from tools.plan_runtime import ROOT, run_config
 
 NS = "ml-diagnostics"
 KEY = f"{NS}:azureMl"
@@ -613,7 +614,7 @@ def _leaves(value: Any) -> list[Any]:
 
 @pytest.mark.parametrize("fmt", ["json", "table", "markdown"])
 def test_plan_command_prints_no_relay_secret(fmt: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]):
-    # `python -m tools.plan staging --format F --out DIR`, in process (same entry point, policies included).
+    # `python -m mldiag.plan.cli staging --format F --out DIR`, in process (same entry point, policies included).
     # staging holds the Arc target: the relay connection string is the secret the program itself fetches.
     out = tmp_path / "out"
     assert plan_main(["staging", "--format", fmt, "-q", "--out", str(out)]) == 0

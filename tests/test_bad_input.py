@@ -2,7 +2,7 @@
 
 Each file's first line is `# expect: <text>`: the error must contain it (the key path or the file line). The
 plan runs in-process under a memory guard (tracemalloc) and a hang guard (SIGALRM); the figures themselves are
-printed by `tools/bench_input.py`, not asserted here. Plus a property test over arbitrary bytes and
+printed by `dev/bench/input.py`, not asserted here. Plus a property test over arbitrary bytes and
 structures: the loader either accepts or raises its own error, never anything else.
 """
 
@@ -17,10 +17,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from mldiag.plan import cli as plan
 from program import stack_file
 from program.config import ConfigError, parse
 from program.stack_file import StackFileError
-from tools import plan
 
 CORPUS = Path(__file__).parent / "bad_input"
 FILES = sorted(CORPUS.glob("*/*.yaml"))

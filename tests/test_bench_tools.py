@@ -7,13 +7,14 @@ import sys
 
 import yaml
 
-from tools import bench_input, bench_plan
-from tools.plan_common import ROOT
+from dev.bench import input as bench_input
+from dev.bench import plan as bench_plan
+from mldiag.plan.common import ROOT
 
 
 def test_bench_input_help_prints_usage_and_runs_nothing():
     out = subprocess.run(
-        [sys.executable, str(ROOT / "tools" / "bench_input.py"), "--help"],
+        [sys.executable, "-m", "dev.bench.input", "--help"],
         capture_output=True,
         text=True,
         timeout=60,
@@ -39,7 +40,7 @@ def test_growth_compares_consecutive_sizes(capsys):
 
 
 def test_the_pack_benchmark_reads_the_dev_levels_where_a_pack_keeps_them(tmp_path):
-    from tools.analyzer import load_pack_config
+    from mldiag.engine.analyzer import load_pack_config
 
     (tmp_path / "config" / "environments").mkdir(parents=True)
     (tmp_path / "config" / "dev.json").write_text('{"b": {"opt": 1}, "c": "mandatory"}')

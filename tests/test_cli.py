@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from mldiag import cli
+from mldiag.plan.common import ROOT
 from tests.fixtures.tools import need_command
-from tools import cli
-from tools.plan_common import ROOT
 
 MLDIAG = ROOT / ".venv" / "bin" / "mldiag"
 BAD = ROOT / "tests" / "bad_stacks" / "k8s-images-pinned.yaml"  # prod: a mandatory violation
@@ -82,17 +82,17 @@ def test_the_dispatcher_hands_arguments_through(capsys: pytest.CaptureFixture[st
 
 
 def test_a_one_shot_plan_writes_its_whole_report_and_its_code() -> None:
-    # `mldiag plan` and `python -m tools.plan` end the process without tearing the heap down
+    # `mldiag plan` and `python -m mldiag.plan` end the process without tearing the heap down
     # (plan_runtime.end_process): what they wrote must still all reach a pipe, with the exit code.
     console = run(str(MLDIAG), "plan", "dev", "--format", "json", "-q")
-    module = run(str(ROOT / ".venv" / "bin" / "python"), "-m", "tools.plan", "dev", "--format", "json", "-q")
+    module = run(str(ROOT / ".venv" / "bin" / "python"), "-m", "mldiag.plan", "dev", "--format", "json", "-q")
     assert console.returncode == module.returncode == 0
     assert json.loads(console.stdout) == json.loads(module.stdout)
     ended = run(
         str(ROOT / ".venv" / "bin" / "python"),
         "-c",
         # more than a pipe holds, still buffered when the process ends
-        "import sys; from tools import plan_runtime; sys.stdout.write('x' * 200000); print('err', file=sys.stderr);"
+        "import sys; from mldiag.engine import runtime as plan_runtime; sys.stdout.write('x' * 200000); print('err', file=sys.stderr);"
         " plan_runtime.end_process(3)",
     )
     assert (ended.returncode, len(ended.stdout), ended.stderr) == (3, 200000, "err\n")
@@ -101,7 +101,7 @@ def test_a_one_shot_plan_writes_its_whole_report_and_its_code() -> None:
 def test_one_shot_mode_leaves_the_collector_off_after_the_run() -> None:
     import gc
 
-    from tools import plan_runtime
+    from mldiag.engine import runtime as plan_runtime
 
     saved = plan_runtime.GC_MODE
     try:

@@ -296,17 +296,19 @@ def _code_strings(path: Path) -> list[str]:
 
 def test_one_source_of_truth_the_library_owns_the_rules_and_the_pack_carries_a_copy():
     # The pack must run from a copy of policies/ alone, the library from its wheel alone: the module is in
-    # both, byte for byte, written by `python -m tools.sync_compat`.
+    # both, byte for byte, written by `python -m dev.gen.pack_compat`.
     source = ROOT / "components" / "ml_diagnostics" / "compat.py"
     copy = ROOT / "policies" / "mldiag_policy" / "compat.py"
-    assert copy.read_bytes() == source.read_bytes(), "run: python -m tools.sync_compat"
+    assert copy.read_bytes() == source.read_bytes(), "run: python -m dev.gen.pack_compat"
     # neither side reaches into the other
     for path in (ROOT / "policies").rglob("*.py"):
         assert not any(
             m.split(".")[0] in ("components", "ml_diagnostics", "program") for m in _imports(path)
         ), path
     for path in (ROOT / "components" / "ml_diagnostics").rglob("*.py"):
-        assert not any(m.split(".")[0] in ("policies", "program", "tools") for m in _imports(path)), path
+        assert not any(m.split(".")[0] in ("policies", "program", "mldiag", "dev") for m in _imports(path)), (
+            path
+        )
     # the thresholds are written once, in the compat module (and its copy)
     for literal in ("1.35.0-gke.3065000", "1.36.4-gke.1247000", "--health-probe-bind-address=:8081"):
         holders = sorted(

@@ -206,8 +206,8 @@ def _mutate(value, path, op, new):
 
 
 def _stack_configs():
-    from tools.plan import read_stack_file
-    from tools.plan_runtime import ROOT
+    from mldiag.engine.runtime import ROOT
+    from mldiag.plan.cli import read_stack_file
 
     return [read_stack_file(p) for p in sorted((ROOT / "stacks").glob("Pulumi.*.yaml"))]
 

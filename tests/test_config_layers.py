@@ -66,7 +66,8 @@ ALL_MODULES = (
     LIBRARY_MODULES
     + SHIM_MODULES
     + _modules(ROOT / "program", ROOT)
-    + _modules(ROOT / "tools", ROOT)
+    + _modules(ROOT / "mldiag", ROOT)
+    + _modules(ROOT / "dev", ROOT)
     + POLICY_MODULES
 )
 PROJECT_PACKAGES = sorted({m.split(".")[0] for m in ALL_MODULES})
@@ -86,9 +87,13 @@ def imports() -> dict[str, dict]:
 def test_every_module_imports_alone(imports):
     failed = {name: r["error"] for name, r in imports.items() if r["error"]}
     assert failed == {}
-    assert {"ml_diagnostics", "program.config", "program.config_base", "program.kinds", "tools.plan"} <= set(
-        imports
-    )
+    assert {
+        "ml_diagnostics",
+        "program.config",
+        "program.config_base",
+        "program.kinds",
+        "mldiag.plan.cli",
+    } <= set(imports)
 
 
 def _top(m: str) -> str:
@@ -130,7 +135,8 @@ def _module_files() -> dict[str, Path]:
         (ROOT / "components" / "ml_diagnostics", ROOT / "components"),
         (ROOT / "components" / "providers", ROOT),
         (ROOT / "program", ROOT),
-        (ROOT / "tools", ROOT),
+        (ROOT / "mldiag", ROOT),
+        (ROOT / "dev", ROOT),
         (ROOT / "policies", ROOT / "policies"),
     ):
         for path in base.rglob("*.py"):

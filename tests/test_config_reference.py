@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from tools import config_reference
+from dev.gen import config_reference
 
 
 def test_readme_reference_matches_the_models():
     block = config_reference.readme_block(config_reference.README.read_text())
     assert block.strip() == config_reference.render().strip(), (
-        "docs/configuration.md's config reference is stale: run `python -m tools.config_reference --write`"
+        "docs/configuration.md's config reference is stale: run `python -m dev.gen.config_reference --write`"
     )
 
 

@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 import yaml
 
+from mldiag.engine.runtime import run_config
+from mldiag.plan import cli as plan
+from mldiag.plan.common import ROOT
 from program.config_base import PLACEHOLDER_SECRET
-from tools import plan
-from tools.plan_common import ROOT
-from tools.plan_runtime import run_config
 
 MARK = "LEAKCHECK"
 FORBIDDEN = (MARK, PLACEHOLDER_SECRET)

@@ -1,4 +1,4 @@
-"""The e2e tier's gcp stand-in plugin (tools/e2e/gcp_provider.py) over gRPC on loopback: getCluster from the
+"""The e2e tier's gcp stand-in plugin (dev/e2e/gcp_provider.py) over gRPC on loopback: getCluster from the
 GKE fake in the shape of the real invoke's result, every other call refused."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ import pytest
 from google.protobuf import json_format, struct_pb2
 from pulumi.runtime.proto import provider_pb2, provider_pb2_grpc
 
-from tests.fakes.gke_api import FakeGkeApi
-from tools.e2e.gcp_provider import GET_CLUSTER, GcpStandIn, plugin_version
-from tools.e2e.harness import REPO
+from dev.e2e.gcp_provider import GET_CLUSTER, GcpStandIn, plugin_version
+from dev.e2e.harness import REPO
+from dev.fakes.gke_api import FakeGkeApi
 
 REQUIREMENTS = REPO / "requirements.txt"
 

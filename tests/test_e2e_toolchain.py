@@ -1,4 +1,4 @@
-"""tools/e2e/toolchain.sh restores a prebuilt archive only when every check passes: the parts' SHA-256 sums,
+"""dev/e2e/toolchain.sh restores a prebuilt archive only when every check passes: the parts' SHA-256 sums,
 the unpacked binaries' sums, and each binary's own version report against the pins. Anything else falls
 back to building from Go modules (here a `go` that fails at once, so nothing is downloaded).
 
@@ -19,10 +19,10 @@ from pathlib import Path
 
 import pytest
 
+from dev.e2e.harness import REPO, REQUIRED_BINARIES
 from tests.fixtures.tools import need_command
-from tools.e2e.harness import REPO, REQUIRED_BINARIES
 
-SCRIPT = REPO / "tools/e2e/toolchain.sh"
+SCRIPT = REPO / "dev/e2e/toolchain.sh"
 
 
 @pytest.fixture(autouse=True)
@@ -56,11 +56,11 @@ def run(
         "HOME": str(tmp / "home"),
     }
     # the shared folder's default homes must not answer for these tests: run a copy outside the repository
-    script = tmp / "repo/tools/e2e/toolchain.sh"
+    script = tmp / "repo/dev/e2e/toolchain.sh"
     if not script.exists():
         script.parent.mkdir(parents=True)
         shutil.copy(SCRIPT, script)
-        shutil.copy(REPO / "tools/e2e/plugin_version.py", script.parent)
+        shutil.copy(REPO / "dev/e2e/plugin_version.py", script.parent)
         (tmp / "repo/.venv/bin").mkdir(parents=True)
         # a wrapper, not a symlink: a venv's python found through a symlink elsewhere loses its venv
         (tmp / "repo/.venv/bin/python").write_text(f'#!/bin/sh\nexec {sys.executable} "$@"\n')
@@ -96,7 +96,7 @@ def fake_binaries(**override: str) -> dict[str, str]:
 import sys
 sys.path.insert(0, {str(REPO)!r})
 from pulumi.runtime.proto import plugin_pb2, provider_pb2_grpc
-from tools.e2e.plugin_server import serve
+from dev.e2e.plugin_server import serve
 
 class P(provider_pb2_grpc.ResourceProviderServicer):
     def GetPluginInfo(self, request, context):
@@ -229,7 +229,7 @@ def fake_extra(name: str, version: str) -> str:
     module = extra_pins()[name].rsplit("@", 1)[0]
     if name == "actionlint":
         return f"#!/bin/sh\necho '{version}'\necho 'installed by building from source'\n"
-    dep = "github.com/pulumi/pulumi/pkg/v3" if module.startswith("tools/") else module
+    dep = "github.com/pulumi/pulumi/pkg/v3" if name == "sdkgen" else module
     return f"#!/bin/sh\n[ \"$1\" = --buildinfo ] && printf '\\tpath\\t{module}\\n\\tdep\\t{dep}\\t{version}\\th1:x\\n'\n"
 
 

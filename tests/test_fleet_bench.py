@@ -1,4 +1,4 @@
-"""tools/bench_fleet.py's own behaviour (its figures are printed, never asserted)."""
+"""dev/bench/fleet.py's own behaviour (its figures are printed, never asserted)."""
 
 from __future__ import annotations
 
@@ -7,19 +7,20 @@ import sys
 
 import pytest
 
-from tools import bench_fleet
-from tools.plan_common import ROOT
+from dev.bench import fleet as bench_fleet
+from mldiag.plan.common import ROOT
 
 
 def test_help_prints_usage_and_runs_nothing() -> None:
     out = subprocess.run(
-        [sys.executable, str(ROOT / "tools" / "bench_fleet.py"), "--help"],
+        [sys.executable, "-m", "dev.bench.fleet", "--help"],
+        cwd=ROOT,
         capture_output=True,
         text=True,
         timeout=60,
     )
     assert (out.returncode, out.stderr) == (0, "")
-    assert out.stdout.startswith("usage: bench_fleet.py [-h] [--sizes SIZES] [--repeat REPEAT]\n")
+    assert out.stdout.startswith("usage: python -m dev.bench.fleet [-h] [--sizes SIZES] [--repeat REPEAT]\n")
     assert "rollout ms" not in out.stdout
 
 

@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from tools.fleet import cli
-from tools.fleet.simulated import Script, SimulatedExecutor
-from tools.plan_common import ROOT
+from dev.fakes.fleet import Script, SimulatedExecutor
+from mldiag.fleet import cli
+from mldiag.plan.common import ROOT
 
 FLEET = """\
 environment: prod
@@ -131,7 +131,7 @@ def test_a_bad_fleet_file_is_exit_2_with_every_key_path_and_nothing_runs(
 
 
 @pytest.mark.parametrize(
-    "entry", [[sys.executable, "-m", "tools.fleet"], [str(Path(sys.executable).parent / "mldiag"), "fleet"]]
+    "entry", [[sys.executable, "-m", "mldiag.fleet"], [str(Path(sys.executable).parent / "mldiag"), "fleet"]]
 )
 def test_both_entry_points_say_so_without_a_traceback_and_write_nothing(
     tmp_path: Path, entry: list[str]

@@ -13,13 +13,13 @@ from typing import Any
 import pytest
 import yaml
 
+from mldiag.fleet import planner
+from mldiag.fleet.executor import Workspaces
+from mldiag.plan.cli import plan_stack
+from mldiag.plan.common import ROOT
 from program import fleet_member
 from program.config import ConfigError
 from program.kinds.table import BY_KEY
-from tools.fleet import planner
-from tools.fleet.executor import Workspaces
-from tools.plan import plan_stack
-from tools.plan_common import ROOT
 
 PROD = planner.load(ROOT / "fleet" / "prod.yaml", ROOT)
 
@@ -160,7 +160,7 @@ def test_without_the_key_nothing_changes() -> None:
 
 
 def test_a_lock_conflict_says_who_holds_the_lock() -> None:
-    from tools.fleet.executor import _lock_text
+    from mldiag.fleet.executor import _lock_text
 
     # what `pulumi up` of a local-backend stack says when another update holds its lock
     error = Exception(

@@ -1,4 +1,4 @@
-"""The rollout plan as a picture (tools/fleet/picture.py): waves -> clusters -> gates as Mermaid and dot, and
+"""The rollout plan as a picture (mldiag/fleet/picture.py): waves -> clusters -> gates as Mermaid and dot, and
 the PR comment's section for the fleet files a pull request changes."""
 
 from __future__ import annotations
@@ -9,10 +9,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from tools.diff import COMMENT_MARKER, render_all
-from tools.fleet import model, picture
-from tools.fleet.planner import EnvTarget, Plan, resolve
-from tools.plan_common import ROOT
+from mldiag.diff.cli import COMMENT_MARKER, render_all
+from mldiag.fleet import model, picture
+from mldiag.fleet.planner import EnvTarget, Plan, resolve
+from mldiag.plan.common import ROOT
 
 SMALL = """\
 environment: lab

@@ -1,4 +1,4 @@
-"""The rollout's waves and gates with the simulated executor and clock (tools/fleet/simulated.py): tolerance,
+"""The rollout's waves and gates with the simulated executor and clock (dev/fakes/fleet.py): tolerance,
 soak, approval, resume after a crash or a failed gate, lock conflicts, the lease, gate timeouts."""
 
 from __future__ import annotations
@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from tools.fleet import model, progress
-from tools.fleet.planner import EnvTarget, Plan, resolve
-from tools.fleet.progress import Record
-from tools.fleet.rollout import Options, Rollout
-from tools.fleet.simulated import Script, SimulatedClock, SimulatedCrash, SimulatedExecutor
+from dev.fakes.fleet import Script, SimulatedClock, SimulatedCrash, SimulatedExecutor
+from mldiag.fleet import model, progress
+from mldiag.fleet.planner import EnvTarget, Plan, resolve
+from mldiag.fleet.progress import Record
+from mldiag.fleet.rollout import Options, Rollout
 
 K8S = "kubernetesClusters"
 T0 = 1_800_000_000.0

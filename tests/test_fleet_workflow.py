@@ -1,4 +1,4 @@
-"""The GitHub Actions engine of a fleet (tools/fleet/workflow.py): the committed workflows are exactly what the
+"""The GitHub Actions engine of a fleet (mldiag/fleet/workflow.py): the committed workflows are exactly what the
 generator makes from fleet/*.yaml now, their jobs follow the fleet's waves, and actionlint accepts them."""
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 import yaml
 
+from mldiag.fleet import cli, model, planner, workflow
+from mldiag.fleet.planner import EnvTarget, resolve
+from mldiag.plan.common import ROOT
 from tests.fixtures.tools import need, need_command
-from tools.fleet import cli, model, planner, workflow
-from tools.fleet.planner import EnvTarget, resolve
-from tools.plan_common import ROOT
 
 WORKFLOWS = ROOT / ".github" / "workflows"
 PROD = planner.load(ROOT / "fleet" / "prod.yaml", ROOT)
@@ -123,7 +123,7 @@ def test_drift_runs_every_day_read_only_for_every_fleet() -> None:
 
 def actionlint() -> str:
     out = subprocess.run(
-        ["bash", str(ROOT / "tools" / "e2e" / "toolchain.sh"), "--extra-bin", "actionlint"],
+        ["bash", str(ROOT / "dev" / "e2e" / "toolchain.sh"), "--extra-bin", "actionlint"],
         capture_output=True,
         text=True,
         timeout=60,
@@ -131,7 +131,7 @@ def actionlint() -> str:
     exe = Path(out.stdout.strip()) / "actionlint"
     need(
         out.returncode == 0 and exe.is_file(),
-        "actionlint is not there: `bash tools/e2e/toolchain.sh --extra actionlint` restores or builds it",
+        "actionlint is not there: `bash dev/e2e/toolchain.sh --extra actionlint` restores or builds it",
     )
     return str(exe)
 

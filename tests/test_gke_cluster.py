@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
+from mldiag.engine.runtime import PlanResult, run_config
 from program.kinds.gke import mocks as gke_mocks
-from tools.plan_runtime import PlanResult, run_config
 
 CLUSTER = "gcp:container/cluster:Cluster"
 POOL = "gcp:container/nodePool:NodePool"

@@ -7,9 +7,9 @@ from collections.abc import Iterator
 import pytest
 from pulumi.dynamic import CheckFailure
 
+from dev.fakes.gke_api import FakeGkeApi
 from ml_diagnostics.providers import gke_managed_diagnostics as gmd
 from ml_diagnostics.providers.google_rest import Clock, GoogleApiError, OperationFailed
-from tests.fakes.gke_api import FakeGkeApi
 
 P, L, C = "acme-ml-staging", "us-central1", "train-a"
 CLUSTER = f"/v1/projects/{P}/locations/{L}/clusters/{C}"

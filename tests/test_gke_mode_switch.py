@@ -14,11 +14,11 @@ from typing import Any
 
 import pytest
 
+from mldiag.diff import diff_plans
+from mldiag.engine.runtime import PlanResult, run_config
+from mldiag.plan import cli as plan_cli
+from mldiag.plan.cli import build_report
 from tests.test_gke_cluster import ADOPTED
-from tools import plan as plan_cli
-from tools.plan import build_report
-from tools.plan_diff import diff_plans
-from tools.plan_runtime import PlanResult, run_config
 
 CLUSTER = "gcp:container/cluster:Cluster"
 FLAG = "pulumi-python:dynamic/gke:ManagedMlDiagnostics"

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tools.plan import ROOT, plan_stack
+from mldiag.plan.cli import ROOT, plan_stack
 
 KEYS = ("ml-diagnostics:environment", "ml-diagnostics:gkeClusters")
 

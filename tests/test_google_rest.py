@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from dev.fakes.vertex_api import FakeAuth, FakeVertexApi, SimulatedClock
 from ml_diagnostics.providers import google_rest
 from ml_diagnostics.providers.google_rest import (
     GKE,
@@ -17,7 +18,6 @@ from ml_diagnostics.providers.google_rest import (
     PollSchedule,
     RetryPolicy,
 )
-from tests.fakes.vertex_api import FakeAuth, FakeVertexApi, SimulatedClock
 
 CLUSTER = "projects/p/locations/us-central1/modelDevelopmentClusters/c1"
 SA = "deployer@acme-ml.iam.gserviceaccount.com"
@@ -352,7 +352,7 @@ def test_one_client_factory():
 
     root = Path(__file__).resolve().parents[1]
     callers = []
-    for base in (root / "components", root / "program", root / "tools"):
+    for base in (root / "components", root / "program", root / "mldiag", root / "dev"):
         for path in base.rglob("*.py"):
             for node in ast.walk(ast.parse(path.read_text())):
                 if (

@@ -11,8 +11,8 @@ import pytest
 import yaml
 
 from ml_diagnostics import compat
-from tools.plan import critical_path
-from tools.plan_runtime import PlanResult, RecordedResource, run_config
+from mldiag.engine.runtime import PlanResult, RecordedResource, run_config
+from mldiag.plan.cli import critical_path
 
 KEY = "ml-diagnostics:kubernetesClusters"
 KUBECONFIG = "apiVersion: v1\nkind: Config\nusers: [{name: admin, user: {token: very-secret-token}}]\n"

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tools import plan
+from mldiag.plan import cli as plan
 
 LAB = "k8s-lab"
 JAX_08_ARGS = [

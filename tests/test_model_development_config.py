@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 import yaml
 
+from mldiag.engine.runtime import run_config
 from program import config
 from program.kinds.model_development.model import ModelDevelopmentClusterTarget
 from tests.fixtures.stacks import STACK_NAMES
-from tools.plan_runtime import run_config
 
 NS = "ml-diagnostics"
 KEY = f"{NS}:modelDevelopmentClusters"

@@ -15,13 +15,13 @@ import pulumi
 import pytest
 from pulumi.dynamic.dynamic import serialize_provider
 
+from dev.fakes.vertex_api import DEFAULT_IMAGE, FakeAuth
 from ml_diagnostics.providers.mdc.update_plan import plan_update
 from ml_diagnostics.providers.model_development_cluster import (
     ModelDevelopmentClusterError,
     ModelDevelopmentClusterProvider,
 )
 from ml_diagnostics.specs.model_development import UNKNOWN, UPDATE_MASK_PATHS, normalize
-from tests.fakes.vertex_api import DEFAULT_IMAGE, FakeAuth
 from tests.fixtures.google import pool, rest_pool
 
 P = "projects/p/locations/us-central1"

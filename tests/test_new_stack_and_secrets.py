@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from mldiag.plan.common import ROOT
+from mldiag.stacks import new_stack, secrets, stack_secrets
 from program.stack_file import StackFileError, read
-from tools import new_stack, secrets, stack_secrets
-from tools.plan_common import ROOT
 
 PASS = "a-passphrase-of-our-own"
 
@@ -83,7 +83,7 @@ def test_a_new_stack_plans_at_once(tmp_path: Path, passphrase: str) -> None:
         [
             sys.executable,
             "-m",
-            "tools.cli",
+            "mldiag.cli",
             "plan",
             "team-a",
             "--config-file",
@@ -191,7 +191,7 @@ def test_malformed_ciphertexts_are_refused_with_the_key_path(
         read(path, "ml-diagnostics")
     assert message in str(e.value)
     run = subprocess.run(
-        [sys.executable, "-m", "tools.cli", "plan", "s", "--config-file", str(path), "-q"],
+        [sys.executable, "-m", "mldiag.cli", "plan", "s", "--config-file", str(path), "-q"],
         cwd=ROOT,
         capture_output=True,
         text=True,

@@ -1,6 +1,6 @@
 """The component plugin's schema is the one the analyzer infers from the Args today (committed, so a change
 of the Args without `python -m ml_diagnostics.plugin --write` fails here), and the generated Model
-Development Cluster Args are those of the spec (`python -m tools.gen_args`)."""
+Development Cluster Args are those of the spec (`python -m dev.gen.mdc_args`)."""
 
 from __future__ import annotations
 
@@ -64,7 +64,7 @@ def test_the_schema_offers_the_main_components_with_typed_inputs():
 
 def test_the_mdc_args_are_generated_from_the_spec():
     run = subprocess.run(
-        [sys.executable, "-m", "tools.gen_args", "--check"], cwd=ROOT, capture_output=True, text=True
+        [sys.executable, "-m", "dev.gen.mdc_args", "--check"], cwd=ROOT, capture_output=True, text=True
     )
     assert run.returncode == 0, run.stdout + run.stderr
     from ml_diagnostics.model_development_args import ModelDevelopmentClusterArgs

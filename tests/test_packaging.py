@@ -94,7 +94,7 @@ def test_the_wheel_holds_the_library_only(wheel: Path):
         "ml_diagnostics/specs/model_development.py",
     ):
         assert required in names
-    assert not [n for n in names if n.startswith(("program/", "tools/", "policies/", "components/"))]
+    assert not [n for n in names if n.startswith(("program/", "mldiag/", "dev/", "policies/", "components/"))]
 
 
 def test_the_library_pins_what_the_program_pins():

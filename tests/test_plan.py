@@ -10,13 +10,13 @@ from pathlib import Path
 import pytest
 import yaml
 
+from mldiag.engine.analyzer import load_pack_config, run_policies
+from mldiag.engine.runtime import ROOT, RecordedResource, deterministic_order, run_config
+from mldiag.plan import render as plan_render
+from mldiag.plan.cli import build_report, critical_path, read_stack_file
 from program.config import PLACEHOLDER_SECRET
 from tests.fixtures.plan_cli import run_plan
 from tests.fixtures.stacks import STACK_NAMES
-from tools import plan_render
-from tools.analyzer import load_pack_config, run_policies
-from tools.plan import build_report, critical_path, read_stack_file
-from tools.plan_runtime import ROOT, RecordedResource, deterministic_order, run_config
 
 STACKS = STACK_NAMES
 SECRET_VALUE = "s3cr3t-value-that-must-never-print"

@@ -1,4 +1,4 @@
-"""The offline diff (tools/plan_diff.py): plan JSON fixtures, rendering limits, and real git worktrees."""
+"""The offline diff (mldiag/diff.py): plan JSON fixtures, rendering limits, and real git worktrees."""
 
 from __future__ import annotations
 
@@ -15,9 +15,8 @@ from typing import Any
 
 import pytest
 
-from tools import diff as diff_cli
-from tools import plan_diff
-from tools.plan_diff import (
+from mldiag import diff as plan_diff
+from mldiag.diff import (
     GITHUB_COMMENT_LIMIT,
     diff_plans,
     render_json,
@@ -25,6 +24,7 @@ from tools.plan_diff import (
     render_table,
     run_diff,
 )
+from mldiag.diff import cli as diff_cli
 
 ROOT = Path(__file__).resolve().parent.parent
 STACK = "urn:pulumi:dev::ml-diagnostics::"
@@ -602,12 +602,25 @@ def write_plan(repo: Path, stack: str, report: dict[str, Any]) -> None:
     (repo / "plans" / f"{stack}.json").write_text(json.dumps(report))
 
 
+def write_fake_plan_module(repo: Path, package: str) -> None:
+    """The offline plan's module as a layout has it: mldiag/plan (cli.py, run as `-m mldiag.plan`) or
+    tools/plan.py (before mldiag/ existed)."""
+    if package == "tools":
+        (repo / "tools").mkdir(parents=True)
+        (repo / "tools" / "__init__.py").write_text("")
+        (repo / "tools" / "plan.py").write_text(FAKE_PLAN)
+        return
+    (repo / package).mkdir(parents=True)
+    (repo / "mldiag" / "__init__.py").write_text("")
+    (repo / package / "__init__.py").write_text("")
+    (repo / package / "cli.py").write_text(FAKE_PLAN)
+    (repo / package / "__main__.py").write_text("import mldiag.plan.cli\n")
+
+
 @pytest.fixture
 def fake_repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     repo = tmp_path / "repo"
-    (repo / "tools").mkdir(parents=True)
-    (repo / "tools" / "__init__.py").write_text("")
-    (repo / "tools" / "plan.py").write_text(FAKE_PLAN)
+    write_fake_plan_module(repo, "mldiag/plan")
     write_plan(repo, "dev", plan(daemonset(), release()))
     git(repo, "init", "-q", "-b", "main")
     git(repo, "add", ".")
@@ -768,10 +781,26 @@ def test_run_diff_on_this_project_end_to_end(tmp_path: Path) -> None:
 
 def test_plan_cli_wires_diff_base() -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "tools.plan", "dev", "--diff-base", "no-such-ref-xyz"],
+        [sys.executable, "-m", "mldiag.plan.cli", "dev", "--diff-base", "no-such-ref-xyz"],
         cwd=ROOT,
         capture_output=True,
         text=True,
     )
     assert proc.returncode == 2
     assert "git ref 'no-such-ref-xyz' does not name a commit" in proc.stdout + proc.stderr
+
+
+def test_a_base_of_the_layout_before_mldiag_is_planned_with_its_own_tools_plan(fake_repo: Path) -> None:
+    """`mldiag diff --base <older ref>`: a base from before mldiag/ existed has its plan at tools/plan.py."""
+    git(fake_repo, "rm", "-q", "-r", "mldiag")
+    write_fake_plan_module(fake_repo, "tools")
+    git(fake_repo, "add", ".")
+    git(fake_repo, "commit", "-q", "-m", "the older layout")
+    git(fake_repo, "tag", "older")
+    git(fake_repo, "rm", "-q", "-r", "tools")
+    write_fake_plan_module(fake_repo, "mldiag/plan")
+    write_plan(fake_repo, "dev", plan(daemonset(image=f"{DIAGON_IMAGE}:v2.2.0"), release()))
+    text, code = run_diff("dev", "older", "json", project_dir=fake_repo)
+    d = json.loads(text)
+    assert code == 0 and d["summary"]["update"] == 1
+    assert_clean(fake_repo)

@@ -9,15 +9,16 @@ from typing import Any
 
 import pytest
 
+from dev.gen import pictures as plan_pictures
+from mldiag.diff import diff_plans, render, render_markdown
+from mldiag.plan import render as plan_render
+from mldiag.plan.cli import plan_stack
+from mldiag.plan.common import GITHUB_COMMENT_LIMIT, ROOT
+from mldiag.plan.graph import LEVELS, Graph, Node, build, nodes
+from mldiag.plan.graph_text import MAX_EDGES, MERMAID_BUDGET, dot, fitted, mermaid
 from tests.fixtures.mermaid import mermaid_blocks
 from tests.fixtures.plan_cli import run_plan
 from tests.fixtures.stacks import STACK_NAMES
-from tools import plan_pictures, plan_render
-from tools.plan import plan_stack
-from tools.plan_common import GITHUB_COMMENT_LIMIT, ROOT
-from tools.plan_diff import diff_plans, render, render_markdown
-from tools.plan_graph import LEVELS, Graph, Node, build, nodes
-from tools.plan_graph_text import MAX_EDGES, MERMAID_BUDGET, dot, fitted, mermaid
 
 STACKS = STACK_NAMES
 LEGEND_NODES = 9  # one per operation, the critical path, a policy finding

@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from tools import plan_render
-from tools.plan import build_report
-from tools.plan_diff import diff_plans, render
-from tools.plan_runtime import run_config
+from mldiag.diff import diff_plans, render
+from mldiag.engine.runtime import run_config
+from mldiag.plan import render as plan_render
+from mldiag.plan.cli import build_report
 
 PROGRAM = textwrap.dedent(
     """

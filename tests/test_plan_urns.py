@@ -7,10 +7,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from tools.plan import build_report
-from tools.plan_diff import diff_plans
-from tools.plan_diff.urns import is_mock_scheme, to_engine_urns
-from tools.plan_runtime import run_config
+from mldiag.diff import diff_plans
+from mldiag.diff.urns import is_mock_scheme, to_engine_urns
+from mldiag.engine.runtime import run_config
+from mldiag.plan.cli import build_report
 
 STACK_URN = "urn:pulumi:dev::ml-diagnostics::pulumi:pulumi:Stack::ml-diagnostics-dev"
 CONFIG = {

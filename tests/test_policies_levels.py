@@ -6,8 +6,8 @@ import re
 import subprocess
 import sys
 
+from mldiag.engine.runtime import ROOT
 from tests.fixtures.policies import ENVS, EXPECTED, A, M, env_config
-from tools.plan_runtime import ROOT
 
 
 def test_pack_declares_every_rule_with_description_and_schema_defaults(pack):

@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 from packaging.requirements import Requirement
 
+from mldiag.engine.analyzer import PolicyPackProcess
 from tests.fixtures.policies import body, res
-from tools.analyzer import PolicyPackProcess
 
 ROOT = Path(__file__).resolve().parents[1]
 

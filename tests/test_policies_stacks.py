@@ -1,4 +1,4 @@
-"""Stacks against the pack, through the offline plan (`python -m tools.plan`, run in-process via its main()).
+"""Stacks against the pack, through the offline plan (`python -m mldiag.plan.cli`, run in-process via its main()).
 
 - every stack in stacks/ passes its own environment's policy config (no mandatory finding);
 - every file in tests/bad_stacks/ (named after its rule) exits 1 with mandatory findings of that rule only.
@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
+from mldiag.engine.runtime import ROOT, run_config
+from mldiag.plan import cli as plan
 from tests.fixtures.policies import EXPECTED, res
 from tests.fixtures.stacks import STACK_NAMES
 from tests.test_policies_kubernetes import webhook
-from tools import plan
-from tools.plan_runtime import ROOT, run_config
 
 BAD = ROOT / "tests" / "bad_stacks"
 NOT_EXPRESSIBLE = {

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from mldiag.plan.common import ROOT
+from mldiag.stacks import policy_config
 from program.kinds.table import POLICY_BASE_LEVELS
-from tools import policy_config
-from tools.plan_common import ROOT
 
 
 @pytest.mark.parametrize("env", sorted(POLICY_BASE_LEVELS))
@@ -68,7 +68,7 @@ def test_a_stack_file_of_its_own_overrides_level_and_options(tmp_path: Path) -> 
 
 def test_the_command_prints_the_effective_config_and_refuses_bad_input(tmp_path: Path) -> None:
     run = subprocess.run(
-        [sys.executable, "-m", "tools.cli", "policy-config", "dev"], cwd=ROOT, capture_output=True, text=True
+        [sys.executable, "-m", "mldiag.cli", "policy-config", "dev"], cwd=ROOT, capture_output=True, text=True
     )
     assert run.returncode == 0
     printed = json.loads(run.stdout)
@@ -77,7 +77,7 @@ def test_the_command_prints_the_effective_config_and_refuses_bad_input(tmp_path:
         "3f2b7c1e-8d4a-4b6e-9c0f-1a2b3c4d5e6f"
     ]
     missing = subprocess.run(
-        [sys.executable, "-m", "tools.cli", "policy-config", "nosuch"],
+        [sys.executable, "-m", "mldiag.cli", "policy-config", "nosuch"],
         cwd=ROOT,
         capture_output=True,
         text=True,

@@ -10,15 +10,15 @@ from typing import Any
 import pytest
 import yaml
 
+from mldiag.diff import cli as diff_cli
+from mldiag.diff import diff_plans, render_json, render_markdown, render_table
+from mldiag.diff.danger import DANGEROUS, classify
+from mldiag.diff.headline import headline
+from mldiag.plan import render as plan_render
+from mldiag.plan.cli import plan_stack
+from mldiag.plan.common import GITHUB_COMMENT_LIMIT, ROOT
 from tests.fixtures.mermaid import mermaid_blocks
 from tests.test_plan_diff import daemonset, extension, opt_in, plan, res, violation
-from tools import diff as diff_cli
-from tools import plan_render
-from tools.plan import plan_stack
-from tools.plan_common import GITHUB_COMMENT_LIMIT, ROOT
-from tools.plan_diff import diff_plans, render_json, render_markdown, render_table
-from tools.plan_diff.danger import DANGEROUS, classify
-from tools.plan_diff.headline import headline
 
 MARK = "(offline: invented)"
 GKE = "mldiag:index:GkeCluster"
@@ -190,7 +190,7 @@ def test_headline_of_each_kind_protection_and_many_names() -> None:
 
 
 def diff_rules() -> dict[str, Any]:
-    from tools.plan_diff import default_rules
+    from mldiag.diff import default_rules
 
     return {k: v for k, v in default_rules().items() if not k.startswith("pulumi-python:")}
 

@@ -15,10 +15,10 @@ import pytest
 import yaml
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
+from mldiag.stacks import stack_secrets
+from mldiag.stacks.stack_secrets import EXAMPLE_PASSPHRASE, SecretsError
 from program.config import parse
 from tests.fixtures.tools import need
-from tools import stack_secrets
-from tools.stack_secrets import EXAMPLE_PASSPHRASE, SecretsError
 
 # The example stacks (encrypted with the published example passphrase); stacks of one's own have their own.
 STACKS = [Path(stack_secrets.STACKS) / f"Pulumi.{name}.yaml" for name in sorted(stack_secrets.EXAMPLES)]
@@ -133,7 +133,7 @@ def test_check_command_prints_key_paths_and_no_secret(capsys):
 
 
 def _built_cli() -> Path | None:
-    """The Pulumi CLI the end-to-end tier builds from Go modules (tools/e2e/toolchain.sh), when present."""
+    """The Pulumi CLI the end-to-end tier builds from Go modules (dev/e2e/toolchain.sh), when present."""
     root = Path(os.environ.get("ML_DIAG_E2E_CACHE", Path.home() / ".cache" / "ml-diagnostics-e2e"))
     found = sorted(root.glob("*/bin/pulumi"))
     return found[-1] if found else None
@@ -142,7 +142,7 @@ def _built_cli() -> Path | None:
 def test_the_real_cli_decrypts_the_shipped_stacks(tmp_path, decrypted):
     need(
         _built_cli(),
-        "no Pulumi CLI of the e2e toolchain on this machine (tools/e2e/toolchain.sh restores it)",
+        "no Pulumi CLI of the e2e toolchain on this machine (dev/e2e/toolchain.sh restores it)",
     )
     cli = str(_built_cli())
     project = tmp_path / "project"

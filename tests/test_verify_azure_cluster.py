@@ -13,6 +13,9 @@ from typing import Any
 import pytest
 import yaml
 
+from dev.fakes import k8s_api
+from dev.fakes.arm_api import FakeArm
+from dev.fakes.k8s_api import FakeKubeApi
 from ml_diagnostics.verify_rbac import azure_verify_rules
 from program.config import parse
 from program.kinds.azure_ml.model import AzureMlTarget
@@ -20,9 +23,6 @@ from program.verify.azure import Arm
 from program.verify.azure_cluster import HEALTHCHECK_CODES, expected_components
 from program.verify.context import VerifyContext
 from program.verify.result import TargetResult
-from tests.fakes import k8s_api
-from tests.fakes.arm_api import FakeArm
-from tests.fakes.k8s_api import FakeKubeApi
 from tests.fixtures.verify import checks, kubeconfig, run_verify, stack_file
 from tests.test_verify_rbac import allowed, attributes
 

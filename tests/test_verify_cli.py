@@ -1,5 +1,5 @@
-"""tools.verify end to end: exit codes, --wait polling with progress on stderr, config errors, the secret
-kubeconfig read through the Pulumi CLI, and `python -m tools.verify` / `make verify` as processes."""
+"""mldiag.verify end to end: exit codes, --wait polling with progress on stderr, config errors, the secret
+kubeconfig read through the Pulumi CLI, and `python -m mldiag.verify` / `make verify` as processes."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.fakes.k8s_api import FakeKubeApi
+from dev.fakes.k8s_api import FakeKubeApi
 from tests.fixtures.verify import GOOD_LOG, checks, kubeconfig, lab_target, run_verify, stack_file
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -126,7 +126,7 @@ def test_pulumi_stack_reads_the_decrypted_kubeconfig_through_the_cli(
     fake_pulumi(tmp_path / "bin", cli_config, tmp_path / "args")
     monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.delenv("KUBECONFIG", raising=False)
-    from tools.verify import cli
+    from mldiag.verify import cli
 
     code = cli.main(["test", "--pulumi-stack", "acme/ml-diagnostics/test"])
     out, err = capsys.readouterr()
@@ -147,7 +147,7 @@ def test_a_failing_pulumi_cli_is_a_config_error_without_its_stdout(
     )
     (bin_dir / "pulumi").chmod(0o755)
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
-    from tools.verify import cli
+    from mldiag.verify import cli
 
     assert cli.main(["test", "--pulumi-stack", "x"]) == 2
     out, err = capsys.readouterr()
@@ -158,7 +158,7 @@ def test_python_m_tools_verify_and_make_verify_as_processes(healthy_lab: FakeKub
     config = stack_file(tmp_path, {"environment": "dev", "kubernetesClusters": [lab_target()]})
     env = {**os.environ}
     run = subprocess.run(
-        [sys.executable, "-m", "tools.verify", "test", "--config-file", str(config), "--format", "markdown"],
+        [sys.executable, "-m", "mldiag.verify", "test", "--config-file", str(config), "--format", "markdown"],
         cwd=ROOT,
         env=env,
         capture_output=True,

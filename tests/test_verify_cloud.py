@@ -1,4 +1,4 @@
-"""tools.verify against loopback fakes of the GKE API (+ a TLS Kubernetes API reached with the
+"""mldiag.verify against loopback fakes of the GKE API (+ a TLS Kubernetes API reached with the
 gke-gcloud-auth-plugin exec credential), the Vertex AI API and Azure Resource Manager."""
 
 from __future__ import annotations
@@ -19,10 +19,10 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from tests.fakes.arm_api import FakeArm
-from tests.fakes.gke_api import FakeGkeApi
-from tests.fakes.k8s_api import FakeKubeApi
-from tests.fakes.vertex_api import FakeVertexApi
+from dev.fakes.arm_api import FakeArm
+from dev.fakes.gke_api import FakeGkeApi
+from dev.fakes.k8s_api import FakeKubeApi
+from dev.fakes.vertex_api import FakeVertexApi
 from tests.fixtures.verify import (
     checks,
     run_verify,

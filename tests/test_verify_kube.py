@@ -1,4 +1,4 @@
-"""tools.verify against a loopback Kubernetes API: a healthy manual-mode cluster passes; each failure mode
+"""mldiag.verify against a loopback Kubernetes API: a healthy manual-mode cluster passes; each failure mode
 fails the named check with a message that says what to do; nothing is written and no secret is printed."""
 
 from __future__ import annotations
@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
+from dev.fakes import k8s_api
+from dev.fakes.k8s_api import FakeKubeApi
 from ml_diagnostics import compat
-from tests.fakes import k8s_api
-from tests.fakes.k8s_api import FakeKubeApi
+from mldiag.verify import cli
 from tests.fixtures.verify import IMAGE, checks, lab_target, run_verify, stack_file
-from tools.verify import cli
 
 HEALTHY_CHECKS = [
     "helm.cert-manager",

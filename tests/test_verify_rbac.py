@@ -1,5 +1,5 @@
 """The optional verify role: what the component registers under the mock runtime, that its rules allow
-every request tools.verify makes against a healthy cluster (and that each rule is needed), and its config
+every request mldiag.verify makes against a healthy cluster (and that each rule is needed), and its config
 errors."""
 
 from __future__ import annotations
@@ -10,13 +10,13 @@ from typing import Any
 
 import pytest
 
+from dev.fakes.k8s_api import FakeKubeApi, Request
 from ml_diagnostics.verify_rbac import verify_rules
+from mldiag.engine.runtime import run_config
 from program.config import ConfigError, parse
 from program.in_cluster import in_cluster_args
 from program.kinds.kubernetes.model import KubernetesClusterTarget
-from tests.fakes.k8s_api import FakeKubeApi, Request
 from tests.fixtures.verify import lab_target, run_verify, stack_file
-from tools.plan_runtime import run_config
 
 KEY = "ml-diagnostics:kubernetesClusters"
 SUBJECTS = [

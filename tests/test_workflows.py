@@ -238,7 +238,7 @@ def test_offline_plan_comment_runs_no_pr_code() -> None:
 
 
 def test_offline_plan_comment_marker_matches_the_diff_tool() -> None:
-    from tools.diff import COMMENT_MARKER
+    from mldiag.diff.cli import COMMENT_MARKER
 
     job = load("offline-plan-comment.yml")["jobs"]["comment"]
     assert COMMENT_MARKER in step_using(job, "actions/github-script@")["with"]["script"]

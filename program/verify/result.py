@@ -1,7 +1,7 @@
 """What a verification run finds: one `TargetResult` per configured target, each with its `Check`s. A target
 that could not be reached at all carries `unreachable` (the reason) and no checks. Exit codes: 0 every check
 passed; 1 a check failed; 2 the stack config is invalid; 3 a target is unreachable (it wins over 1: a
-target nobody could look at is not known to work). Rendering is tools/verify/report.py.
+target nobody could look at is not known to work). Rendering is mldiag/verify/report.py.
 """
 
 from __future__ import annotations

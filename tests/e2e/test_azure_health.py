@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.fakes.arm_api import FakeArm
+from dev.e2e.control_plane import ControlPlane
+from dev.e2e.harness import REPO, Project
+from dev.fakes.arm_api import FakeArm
 from tests.fixtures.e2e import E2E_ENABLED, SKIP_REASON, TIMINGS
-from tools.e2e.control_plane import ControlPlane
-from tools.e2e.harness import REPO, Project
 
 pytestmark = pytest.mark.skipif(not E2E_ENABLED, reason=SKIP_REASON)
 
@@ -148,7 +148,7 @@ def test_verify_reads_the_extensions_health_report_and_clashes_through_a_secret_
             [
                 str(REPO / ".venv" / "bin" / "python"),
                 "-m",
-                "tools.verify",
+                "mldiag.verify",
                 "aml",
                 "--pulumi-stack",
                 "aml",

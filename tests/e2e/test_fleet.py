@@ -31,11 +31,11 @@ from typing import Any
 
 import pytest
 
+from dev.e2e.control_plane import ControlPlane
+from dev.e2e.harness import REPO, Project, Result
 from ml_diagnostics import compat
+from mldiag.stacks import policy_config
 from tests.fixtures.e2e import E2E_ENABLED, SKIP_REASON, TIMINGS
-from tools import policy_config
-from tools.e2e.control_plane import ControlPlane
-from tools.e2e.harness import REPO, Project, Result
 
 pytestmark = pytest.mark.skipif(not E2E_ENABLED, reason=SKIP_REASON)
 
@@ -67,7 +67,7 @@ class Fleet:
         argv = [
             sys.executable,
             "-m",
-            "tools.fleet",
+            "mldiag.fleet",
             *args,
             str(self.fleet),
             "--project-dir",
@@ -89,8 +89,8 @@ class Fleet:
         code = (
             "import json, sys\n"
             "from pathlib import Path\n"
-            "from tools.fleet.executor import AutomationExecutor\n"
-            "from tools.fleet.planner import load\n"
+            "from mldiag.fleet.executor import AutomationExecutor\n"
+            "from mldiag.fleet.planner import load\n"
             "root = Path(sys.argv[2])\n"
             "AutomationExecutor(load(Path(sys.argv[1]), root), root).exclusive(lambda held: json.loads(sys.argv[3]))\n"
         )

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from dev.e2e.harness import Project
 from tests.fixtures.e2e import E2E_ENABLED, SKIP_REASON
-from tools.e2e.harness import Project
 
 pytestmark = pytest.mark.skipif(not E2E_ENABLED, reason=SKIP_REASON)
 

@@ -19,11 +19,11 @@ import pytest
 import requests
 import yaml
 
+from dev.e2e import plan_fidelity
+from dev.e2e.harness import REPO, Project
 from ml_diagnostics import compat
+from mldiag.stacks import policy_config
 from tests.fixtures.e2e import E2E_ENABLED, SKIP_REASON, TIMINGS
-from tools import policy_config
-from tools.e2e import plan_fidelity
-from tools.e2e.harness import REPO, Project
 
 pytestmark = pytest.mark.skipif(not E2E_ENABLED, reason=SKIP_REASON)
 
@@ -135,7 +135,7 @@ def test_1_bad_variant_fails_on_a_mandatory_policy(e2e: E2E) -> None:
 def test_1_offline_plan_matches_preview(e2e: E2E) -> None:
     """URN, type, parent and inputs of every resource: the offline plan vs the engine's preview."""
     out = subprocess.run(
-        [sys.executable, "-m", "tools.plan", STACK, "--config-file", str(e2e.project.stack_file(STACK)),
+        [sys.executable, "-m", "mldiag.plan.cli", STACK, "--config-file", str(e2e.project.stack_file(STACK)),
          "--format", "json", "--skip-policies", "-q"],
         cwd=REPO, capture_output=True, text=True, check=True,
     )  # fmt: skip
@@ -385,11 +385,11 @@ def test_4_adoption_takes_over_without_replacing(e2e: E2E) -> None:
 
 
 def test_4_adoption_through_pulumi_import_file(e2e: E2E) -> None:
-    """The same takeover through the CLI's bulk import: `tools.import_file` writes the document, the
+    """The same takeover through the CLI's bulk import: `mldiag.stacks.import_file` writes the document, the
     providers it names are created first (`pulumi up --target`), `pulumi import --file` takes the objects
     over, and the next `pulumi up` replaces nothing."""
-    from tools import import_file
-    from tools.plan import read_stack_file
+    from mldiag.plan.cli import read_stack_file
+    from mldiag.stacks import import_file
 
     _vendor_procedure(e2e)
     before = _uids(e2e)

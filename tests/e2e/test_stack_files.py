@@ -1,5 +1,5 @@
 """Stack files with the real CLI: the shipped example stacks' `secure:` values decrypt with the documented
-example passphrase to exactly what tools/stack_secrets.py decrypts, and a wrong passphrase is refused; a
+example passphrase to exactly what mldiag/stacks/stack_secrets.py decrypts, and a wrong passphrase is refused; a
 stack made offline by `mldiag new-stack`, with a value set by `mldiag secrets set`, is taken as it is by
 `pulumi stack init` and the CLI decrypts the value. No plugin is needed: decryption happens before the
 program runs."""
@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
+from dev.e2e.harness import REPO, Project
+from mldiag.stacks import new_stack, secrets, stack_secrets
 from tests.fixtures.e2e import E2E_ENABLED, SKIP_REASON
-from tools import new_stack, secrets, stack_secrets
-from tools.e2e.harness import REPO, Project
 
 pytestmark = pytest.mark.skipif(not E2E_ENABLED, reason=SKIP_REASON)
 STACKS = sorted(

@@ -1,7 +1,7 @@
 """An adopted GKE cluster switched from manual to managed, on the real engine (issue: accounts and lifecycles).
 
 The cluster is the loopback GKE fake whose endpoint is the loopback control plane: the gcp provider's
-getCluster comes from the stand-in plugin (tools/e2e/gcp_provider.py, the real one is not buildable here),
+getCluster comes from the stand-in plugin (dev/e2e/gcp_provider.py, the real one is not buildable here),
 the managed flag from the program's own dynamic resource in emulator mode, the releases from the loopback
 chart repository. Runs after the other scenarios (file order) on a stack of its own, destroyed at the end.
 
@@ -18,12 +18,12 @@ from typing import Any
 
 import pytest
 
+from dev.e2e.control_plane import ControlPlane
+from dev.e2e.harness import Project
+from dev.fakes.gke_api import FakeGkeApi
 from ml_diagnostics import compat
-from tests.fakes.gke_api import FakeGkeApi
+from mldiag.stacks import policy_config
 from tests.fixtures.e2e import E2E_ENABLED, SKIP_REASON, TIMINGS
-from tools import policy_config
-from tools.e2e.control_plane import ControlPlane
-from tools.e2e.harness import Project
 
 pytestmark = pytest.mark.skipif(not E2E_ENABLED, reason=SKIP_REASON)
 

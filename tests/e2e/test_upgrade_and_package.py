@@ -7,7 +7,7 @@ each on stacks of its own that are destroyed at the end:
   its old module path still reads (components/providers keeps that path importable);
 - `pulumi package get-schema` of the component plugin gives the committed components/schema.json;
 - the Pulumi YAML example (examples/yaml) runs `up` against the loopback control plane through the plugin,
-  with the YAML language host built from Go modules (tools/e2e/toolchain.sh --extra yaml);
+  with the YAML language host built from Go modules (dev/e2e/toolchain.sh --extra yaml);
 - the TypeScript example type-checks against the SDK Pulumi's Node.js code generator makes from the schema the
   CLI gets from the plugin.
 """
@@ -26,10 +26,10 @@ from typing import Any
 import pytest
 import yaml
 
+from dev.e2e.control_plane import ControlPlane
+from dev.e2e.harness import REPO, Project, export_commit
 from tests.fixtures.e2e import E2E_ENABLED, SKIP_REASON, TIMINGS
 from tests.fixtures.tools import need, need_command
-from tools.e2e.control_plane import ControlPlane
-from tools.e2e.harness import REPO, Project, export_commit
 
 pytestmark = pytest.mark.skipif(not E2E_ENABLED, reason=SKIP_REASON)
 
@@ -132,7 +132,7 @@ def test_get_schema_of_the_plugin_is_the_committed_schema(package_project: Proje
 
 def _extra(name: str) -> Path | None:
     out = subprocess.run(
-        ["bash", str(REPO / "tools/e2e/toolchain.sh"), "--extra", name], capture_output=True, text=True
+        ["bash", str(REPO / "dev/e2e/toolchain.sh"), "--extra", name], capture_output=True, text=True
     )
     return Path(out.stdout.strip()) if out.returncode == 0 else None
 
@@ -143,7 +143,7 @@ def test_the_yaml_example_runs_up_through_the_plugin(
     host = _extra("yaml")
     need(
         host,
-        "the YAML language host is not there (tools/e2e/toolchain.sh --extra yaml restores or builds it)",
+        "the YAML language host is not there (dev/e2e/toolchain.sh --extra yaml restores or builds it)",
     )
     assert host is not None
     example = package_project.root / "examples" / "yaml"
@@ -213,9 +213,7 @@ def test_the_typescript_example_type_checks_against_the_generated_sdk(package_pr
     not serve: Pulumi's own Node.js generator (pkg/v3/codegen/nodejs) runs from a small Go main instead."""
     need_command("npm")
     sdkgen = _extra("sdkgen")
-    need(
-        sdkgen, "the SDK generator is not there (tools/e2e/toolchain.sh --extra sdkgen restores or builds it)"
-    )
+    need(sdkgen, "the SDK generator is not there (dev/e2e/toolchain.sh --extra sdkgen restores or builds it)")
     assert sdkgen is not None
     example = package_project.root / "examples" / "typescript"
     shutil.copytree(REPO / "examples" / "typescript", example)

@@ -97,7 +97,7 @@ class PollSchedule:
 
     The interval grows with the elapsed time, so completion is noticed late by about share / 2 of the
     operation's duration (at most `share`), and a long one still costs few requests. Against a fixed
-    2 s + 10 s poller: no more polls at any duration from 30 s to an hour (`tools/bench_lro.py`).
+    2 s + 10 s poller: no more polls at any duration from 30 s to an hour (`dev/bench/lro.py`).
     """
 
     first: float = 15.0

@@ -1,0 +1,537 @@
+"""Benchmark: offline plan cost vs the SDK floor, and the policy pack's cost, for generated stacks.
+
+For each size N it generates a stack with N self-managed Kubernetes targets (manual install + Diagon +
+an opted-in namespace) and measures, every figure in fresh subprocesses:
+
+- plan:  the real program (config validation, components, typed SDK resources);
+- plain: a bare program registering the same resources (types, names, parents and inputs replayed from
+         the plan's recording) as plain `CustomResource`/`ComponentResource` objects: the SDK floor for
+         that many registrations;
+- typed: the same replay through the typed SDK classes (`DaemonSet`, `Release`, ...) from a flat loop:
+         what the SDK costs for these resource types with none of our code around it;
+- pack:  the policy pack over the Analyzer protocol, as the CLI drives it: Analyze once per analyzed
+         (custom) resource, then one AnalyzeStack; ms per analyzed resource for the loop, AnalyzeStack
+         seconds and request size, ms per resource for both, the pack process's peak memory;
+- floor: the same policies (names, levels, option schemas) with validate functions that do nothing, over
+         the same protocol: what pulumi-policy and gRPC cost before any rule runs.
+
+Each figure is the fastest of --repeat fresh processes (noise only ever adds time), the jobs of one size
+taking turns so that a change in the machine's load falls on all of them alike. A plan/plain/typed process
+does one warm-up run (imports and first-use schema builds excluded) and one measured run; memory is that
+run's peak RSS over the process's RSS before it (so no earlier run is alive). A pack process starts the
+pack and makes two passes over the same requests (the first warms it), its client's own heap frozen.
+Growth compares the cost per unit between consecutive sizes (1.00 = linear). Prints figures and ratios;
+asserts nothing.
+
+    .venv/bin/python -m dev.bench.plan [--sizes 10,100,500,1000] [--repeat 3] [--no-policies] [--no-floor]
+    .venv/bin/python -m dev.bench.plan --gc [--sizes ...]   # run_config's garbage-collection modes
+    .venv/bin/python -m dev.bench.plan --base /tmp/base     # side by side with another checkout (e.g. a
+                                                              # worktree at the base commit), interleaved
+    .venv/bin/python -m dev.bench.plan --root /tmp/base     # another checkout alone
+
+A checkout's plan rows run its program and runtime; its pack rows run its `policies/` on the requests this
+checkout's program records, through this checkout's analyzer client, so packs are compared on identical
+requests. The floors (plain, typed, no-op pack) are this checkout's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import pickle
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from itertools import pairwise
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+DIAGON_IMAGE = "us-docker.pkg.dev/hypercomputediagon-release/daemon/diagon-daemon:v2.1.0"
+
+
+def target(i: int) -> dict:
+    return {
+        "name": f"c{i}",
+        "context": f"ctx-{i}",
+        "mode": "manual",
+        "workloadNamespaces": [{"name": "ai-workloads", "create": True}],
+        "manualInstall": {"jaxVersion": "0.9"},
+        "diagon": {"enabled": True, "image": DIAGON_IMAGE},
+    }
+
+
+def stack_config(n: int) -> dict:
+    return {
+        "ml-diagnostics:environment": "dev",
+        "ml-diagnostics:kubernetesClusters": [target(i) for i in range(n)],
+    }
+
+
+REPLAY_PROGRAM = """
+import json, os, re
+import pulumi
+
+typed = os.environ["BENCH_KIND"] == "typed"
+if typed:
+    from pulumi_kubernetes.apps.v1 import DaemonSet
+    from pulumi_kubernetes.core.v1 import Namespace, NamespacePatch, ServiceAccount
+    from pulumi_kubernetes.helm.v3 import Release
+    from pulumi_kubernetes.provider import Provider
+
+    CLASSES = {
+        "kubernetes:apps/v1:DaemonSet": DaemonSet,
+        "kubernetes:core/v1:Namespace": Namespace,
+        "kubernetes:core/v1:NamespacePatch": NamespacePatch,
+        "kubernetes:core/v1:ServiceAccount": ServiceAccount,
+        "kubernetes:helm.sh/v3:Release": Release,
+        "pulumi:providers:kubernetes": Provider,
+    }
+
+def snake(key):
+    return re.sub(r"(?<!^)([A-Z])", r"_\\1", key).lower()
+
+made = {}
+for r in json.load(open(os.environ["BENCH_SHAPE"])):
+    opts = pulumi.ResourceOptions(parent=made.get(r["parent"]))
+    if not r["custom"]:
+        made[r["urn"]] = c = pulumi.ComponentResource(r["type"], r["name"], None, opts=opts)
+        c.register_outputs({})
+    elif typed:
+        args = {snake(k): v for k, v in r["inputs"].items() if k not in ("apiVersion", "kind")}
+        made[r["urn"]] = CLASSES[r["type"]](r["name"], opts=opts, **args)
+    elif r["type"].startswith("pulumi:providers:"):
+        made[r["urn"]] = pulumi.ProviderResource(r["type"].split(":")[-1], r["name"], dict(r["inputs"]), opts)
+    else:
+        made[r["urn"]] = pulumi.CustomResource(r["type"], r["name"], dict(r["inputs"]), opts=opts)
+"""
+
+# The policies of the pack in PACK_DIR with validate functions that do nothing (the protocol's floor).
+FLOOR_PACK = """
+import sys
+sys.path.insert(0, PACK_DIR)
+from mldiag_policy.pack import POLICIES
+from pulumi_policy import EnforcementLevel, PolicyPack
+
+def nothing(args, report):
+    return None
+
+PolicyPack(
+    name="ml-diagnostics",
+    enforcement_level=EnforcementLevel.MANDATORY,
+    policies=[
+        type(p)(
+            name=p.name,
+            description=p.description,
+            validate=nothing,
+            enforcement_level=p.enforcement_level,
+            config_schema=p.config_schema,
+        )
+        for p in POLICIES
+    ],
+)
+"""
+
+
+# -- inside a child process -------------------------------------------------------------------------
+
+
+def _rss_now_mb() -> float:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+def _rss_peak_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def _shape(result) -> list[dict]:
+    return [
+        {
+            "urn": r.urn,
+            "type": r.type,
+            "name": r.name,
+            "custom": r.custom,
+            "parent": r.parent,
+            "inputs": {k: v for k, v in r.unmasked_inputs.items() if k != "__provider"},
+        }
+        for r in result.resources
+    ]
+
+
+class _GcClock:
+    """Time spent in garbage collections (gc.callbacks), and how many were full (generation 2)."""
+
+    def __init__(self) -> None:
+        self.seconds, self.full, self._t0 = 0.0, 0, 0.0
+
+    def __call__(self, phase: str, info: dict) -> None:
+        if phase == "start":
+            self._t0 = time.perf_counter()
+        else:
+            self.seconds += time.perf_counter() - self._t0
+            self.full += info["generation"] == 2
+
+
+def _timed(run, tail=None) -> tuple[dict, object]:
+    """Runs `run` (then `tail` on its result, timed apart: where a deferred collection may land)."""
+    clock = _GcClock()
+    before = _rss_now_mb()
+    gc.callbacks.append(clock)
+    t0 = time.perf_counter()
+    try:
+        result = run()
+        t1 = time.perf_counter()
+        if tail is not None:
+            tail(result)
+    finally:
+        t2 = time.perf_counter()
+        gc.callbacks.remove(clock)
+    figures = {
+        "seconds": t1 - t0,
+        "tail_seconds": t2 - t1,
+        "rss_growth_mb": _rss_peak_mb() - before,
+        "gc_seconds": clock.seconds,
+        "gc_full": clock.full,
+        "resources": len(result.resources),
+    }
+    return figures, result
+
+
+def _report(result) -> None:
+    """What mldiag.plan.cli does next with a plan (the JSON report), then the collection the run still owes
+    (at the latest the interpreter's own at exit): the --gc comparison counts every mode's whole bill."""
+    from mldiag.plan import cli as plan
+
+    json.dumps(plan.build_report(result, []))
+    gc.collect()
+
+
+def measure_plan(kind: str, n: int, shape_dir: str) -> dict:
+    """One warm-up run, then one measured run (plan, plain or typed)."""
+    from mldiag.engine import runtime as plan_runtime
+    from mldiag.engine.runtime import run_config
+
+    if os.environ.get("BENCH_GC"):  # "" = the checkout's own behaviour
+        plan_runtime.GC_MODE = os.environ["BENCH_GC"]
+    shapes = Path(shape_dir)
+    if kind == "plan":
+        warm = run_config(stack_config(1), (), stack="bench")
+        if not (shapes / "warmup.json").exists():
+            (shapes / "warmup.json").write_text(json.dumps(_shape(warm)))
+        del warm
+        tail = _report if os.environ.get("BENCH_GC") is not None else None
+        out, result = _timed(lambda: run_config(stack_config(n), (), stack="bench"), tail)
+        if not (shapes / "shape.json").exists():
+            (shapes / "shape.json").write_text(json.dumps(_shape(result)))
+        return out
+    program = Path(tempfile.mkdtemp()) / "__main__.py"
+    program.write_text(REPLAY_PROGRAM)
+    os.environ["BENCH_KIND"] = kind
+    os.environ["BENCH_SHAPE"] = str(shapes / "warmup.json")
+    run_config({}, (), stack="bench", program=program)
+    os.environ["BENCH_SHAPE"] = str(shapes / "shape.json")
+    out, _ = _timed(lambda: run_config({}, (), stack="bench", program=program))
+    return out
+
+
+def _peak_of(pid: int) -> float:
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def dev_pack_config(pack_dir: Path, load) -> dict:
+    """The dev config of a pack: config/environments/dev.json where the pack has one (levels by environment),
+    with config/dev.json over it (a rule's entry replaces the level and the options it names); else dev.json."""
+    base = load(pack_dir / "config" / "environments" / "dev.json")
+    out = dict(base)
+    for rule, value in load(pack_dir / "config" / "dev.json").items():
+        if rule == "all" or rule not in base:
+            out[rule] = value
+            continue
+
+        def entry(v):
+            return dict(v) if isinstance(v, dict) else {"enforcementLevel": v}
+
+        merged = {**entry(base[rule]), **entry(value)}
+        out[rule] = merged["enforcementLevel"] if list(merged) == ["enforcementLevel"] else merged
+    return out
+
+
+def measure_pack(n: int, pack_dir: str, floor: bool, passes: int, scratch: str) -> dict:
+    """The pack in `pack_dir` (or its floor) over the protocol on the resources of N targets."""
+    from pulumi.runtime.proto import analyzer_pb2
+
+    from mldiag.engine.analyzer import PolicyPackProcess, analyze_requests, load_pack_config
+
+    saved = Path(scratch) / f"requests-{n}.pickle"
+    if saved.exists():
+        analyzed, total, wire, stack_wire = pickle.loads(saved.read_bytes())
+        requests = [analyzer_pb2.AnalyzeRequest.FromString(b) for b in wire]
+        stack_request = analyzer_pb2.AnalyzeStackRequest.FromString(stack_wire)
+    else:
+        from mldiag.engine.runtime import run_config
+
+        resources = run_config(stack_config(n), (), stack="bench").resources
+        requests, stack_request = analyze_requests(resources)
+        analyzed, total = len(requests), len(resources)
+        wire = [r.SerializeToString() for r in requests]
+        saved.write_bytes(pickle.dumps((analyzed, total, wire, stack_request.SerializeToString())))
+    policy_dir = Path(pack_dir)
+    if floor:
+        policy_dir = Path(tempfile.mkdtemp())
+        (policy_dir / "__main__.py").write_text(FLOOR_PACK.replace("PACK_DIR", repr(pack_dir)))
+    with PolicyPackProcess(policy_dir) as pack:
+        info = pack.info()
+        pack.configure(info, dev_pack_config(Path(pack_dir), load_pack_config))
+        loop = stack = float("inf")
+        findings = 0
+        # this client's own heap (the recorded plan, the requests) does not change during the passes:
+        # its collections are not the pack's cost
+        gc.collect()
+        gc.freeze()
+        for _ in range(passes):
+            t0 = time.perf_counter()
+            found = sum(len(pack.stub.Analyze(r).diagnostics) for r in requests)
+            t1 = time.perf_counter()
+            found += len(pack.stub.AnalyzeStack(stack_request).diagnostics)
+            t2 = time.perf_counter()
+            loop, stack, findings = min(loop, t1 - t0), min(stack, t2 - t1), found
+        peak = _peak_of(pack.proc.pid)
+    return {
+        "resources": total,
+        "analyzed": analyzed,
+        "loop_seconds": loop,
+        "stack_seconds": stack,
+        "request_mb": stack_request.ByteSize() / 2**20,
+        "pack_peak_mb": peak,
+        "findings": findings,
+    }
+
+
+# -- the driver -------------------------------------------------------------------------------------
+
+
+def child(kind: str, n: int, shape_dir: str, code_root: Path, extra: dict | None = None) -> dict:
+    """One measurement in a fresh interpreter. `code_root`: whose program and runtime are imported."""
+    env = dict(os.environ, PYTHONPATH=str(code_root), **(extra or {}))
+    cmd = [sys.executable, __file__, "--child", kind, str(n), shape_dir, str(code_root)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=code_root, timeout=3600)
+    if proc.returncode != 0:
+        raise SystemExit(f"benchmark child ({kind}, {n}) failed:\n{proc.stderr}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+Job = tuple[str, int, str, Path, dict | None]  # kind, targets, scratch dir, code root, extra environment
+
+
+def interleaved(jobs: dict[str, Job], repeat: int) -> dict[str, dict]:
+    """Each job `repeat` times in fresh processes, the jobs taking turns (a change in the machine's load
+    falls on all of them alike). Per job the fastest run counts (noise only ever adds time); memory is the
+    lowest peak."""
+    runs: dict[str, list[dict]] = {label: [] for label in jobs}
+    for _ in range(repeat):
+        for label, job in jobs.items():
+            runs[label].append(child(*job))
+    return {label: _fastest(found) for label, found in runs.items()}
+
+
+def _fastest(runs: list[dict]) -> dict:
+    if "loop_seconds" in runs[0]:  # pack runs: the fastest Analyze loop and the fastest AnalyzeStack
+        best = dict(min(runs, key=lambda r: r["loop_seconds"]))
+        best["stack_seconds"] = min(r["stack_seconds"] for r in runs)
+        best["pack_peak_mb"] = min(r["pack_peak_mb"] for r in runs)
+        return best
+    best = dict(min(runs, key=lambda r: r["seconds"] + r.get("tail_seconds", 0.0)))
+    best["rss_growth_mb"] = min(r["rss_growth_mb"] for r in runs)
+    return best
+
+
+def _ratio(a: float, b: float) -> float:
+    return a / b if b > 0 else float("nan")
+
+
+def growth(label: str, rows: list[tuple[int, float]], unit: str) -> None:
+    """Cost per unit at each size, and its factor between consecutive sizes (1.00 = linear)."""
+    parts = [f"{v:.3f} {unit} at {n}" for n, v in rows]
+    steps = [f"x{_ratio(b, a):.2f} ({n0}->{n1})" for (n0, a), (n1, b) in pairwise(rows)]
+    print(f"{label}: {', '.join(parts)}; growth {', '.join(steps)} (1.00 = linear)")
+
+
+def run_plan_table(sizes: list[int], repeat: int, checkouts: dict[str, Path]) -> None:
+    """Plan vs the SDK floors; one row per checkout (the floors replay this checkout's first plan's shape)."""
+    print(
+        f"{'code':>5} {'targets':>7} {'resources':>9} | {'plan s':>7} {'plain s':>7} {'typed s':>7} | "
+        f"{'/plain':>6} {'/typed':>6} | {'plan MB':>7} {'plain MB':>8} {'typed MB':>8} | "
+        f"{'/plain':>6} {'/typed':>6} | {'ms/target':>9} {'gc s':>5}"
+    )
+    own = list(checkouts.values())[-1]
+    rows: dict[str, list[tuple[int, float]]] = {label: [] for label in checkouts}
+    for n in sizes:
+        with tempfile.TemporaryDirectory() as shape_dir:
+            # a first plan writes the shape the floors replay
+            child("plan", n, shape_dir, own)
+            jobs = {label: ("plan", n, shape_dir, root, None) for label, root in checkouts.items()}
+            jobs |= {"plain": ("plain", n, shape_dir, own, None), "typed": ("typed", n, shape_dir, own, None)}
+            found = interleaved(jobs, repeat)
+        plain, typed = found["plain"], found["typed"]
+        for label in checkouts:
+            plan = found[label]
+            rows[label].append((n, 1000 * plan["seconds"] / n))
+            print(
+                f"{label:>5} {n:>7} {plan['resources']:>9} | {plan['seconds']:>7.2f} {plain['seconds']:>7.2f} "
+                f"{typed['seconds']:>7.2f} | {_ratio(plan['seconds'], plain['seconds']):>6.2f} "
+                f"{_ratio(plan['seconds'], typed['seconds']):>6.2f} | {plan['rss_growth_mb']:>7.1f} "
+                f"{plain['rss_growth_mb']:>8.1f} {typed['rss_growth_mb']:>8.1f} | "
+                f"{_ratio(plan['rss_growth_mb'], plain['rss_growth_mb']):>6.2f} "
+                f"{_ratio(plan['rss_growth_mb'], typed['rss_growth_mb']):>6.2f} | "
+                f"{rows[label][-1][1]:>9.1f} {plan['gc_seconds']:>5.2f}",
+                flush=True,
+            )
+    if len(sizes) >= 2:
+        for label, found_rows in rows.items():
+            growth(f"plan cost per target ({label})", found_rows, "ms")
+
+
+def run_pack_table(sizes: list[int], repeat: int, checkouts: dict[str, Path], floor: bool) -> None:
+    """Each checkout's policies/ over the protocol on the same requests (this checkout's program)."""
+    print("\npolicy pack over the Analyzer protocol (dev levels and options); floor: no-op rules")
+    for label, root in checkouts.items():
+        print(f"  {label}: {root / 'policies'}")
+    print(
+        f"{'code':>5} {'targets':>7} {'resources':>9} {'analyzed':>8} | {'ms/analyzed':>11} {'stack s':>7} "
+        f"{'req MB':>6} {'ms/resource':>11} {'pack MB':>7} | {'floor ms/an':>11} {'floor st s':>10} | "
+        f"{'findings':>8}"
+    )
+    per_analyzed: dict[str, list] = {label: [] for label in checkouts}
+    per_stack: dict[str, list] = {label: [] for label in checkouts}
+    own = list(checkouts.values())[-1] / "policies"
+    with tempfile.TemporaryDirectory() as scratch:
+        for n in sizes:
+            # two passes per pack process (the first warms its caches), `repeat` processes each
+            jobs: dict[str, Job] = {
+                label: (
+                    "pack",
+                    n,
+                    scratch,
+                    ROOT,
+                    {"BENCH_PACK_DIR": str(root / "policies"), "BENCH_PASSES": "2"},
+                )
+                for label, root in checkouts.items()
+            }
+            if floor:
+                jobs["floor"] = ("floor", n, scratch, ROOT, {"BENCH_PACK_DIR": str(own), "BENCH_PASSES": "2"})
+            found = interleaved(jobs, repeat)
+            low = found.get("floor")
+            fl_an = 1000 * low["loop_seconds"] / low["analyzed"] if low else float("nan")
+            fl_st = low["stack_seconds"] if low else float("nan")
+            for label in checkouts:
+                pack = found[label]
+                ms_an = 1000 * pack["loop_seconds"] / pack["analyzed"]
+                ms_res = 1000 * (pack["loop_seconds"] + pack["stack_seconds"]) / pack["resources"]
+                per_analyzed[label].append((n, ms_an))
+                per_stack[label].append((n, 1000 * pack["stack_seconds"] / pack["resources"]))
+                print(
+                    f"{label:>5} {n:>7} {pack['resources']:>9} {pack['analyzed']:>8} | {ms_an:>11.3f} "
+                    f"{pack['stack_seconds']:>7.2f} {pack['request_mb']:>6.1f} {ms_res:>11.3f} "
+                    f"{pack['pack_peak_mb']:>7.0f} | {fl_an:>11.3f} {fl_st:>10.2f} | {pack['findings']:>8}",
+                    flush=True,
+                )
+    if len(sizes) >= 2:
+        for label in checkouts:
+            growth(f"pack Analyze per analyzed resource ({label})", per_analyzed[label], "ms")
+            growth(f"pack AnalyzeStack per resource ({label})", per_stack[label], "ms")
+
+
+def run_gc_table(sizes: list[int], repeat: int, checkouts: dict[str, Path]) -> None:
+    """This checkout's run_config under each of its GC_MODES; another checkout's as it is built."""
+    own = list(checkouts.values())[-1]
+    probe = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from tools import plan_runtime as p; print(','.join(getattr(p, 'GC_MODES', ())))",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=own,
+        env=dict(os.environ, PYTHONPATH=str(own)),
+    )
+    modes = [m for m in probe.stdout.strip().split(",") if m]
+    print(f"plan under each garbage-collection mode of run_config ({own})")
+    print("run: run_config; after: the JSON report built next, then the full collection the run still owes")
+    print(
+        f"{'targets':>7} {'mode':>22} | {'run s':>6} {'after s':>8} {'total s':>7} {'ms/target':>9} "
+        f"{'gc s':>6} {'full gcs':>8} | {'MB':>7}"
+    )
+    for n in sizes:
+        with tempfile.TemporaryDirectory() as shape_dir:
+            jobs: dict[str, Job] = {
+                f"{label} (as built)": ("plan", n, shape_dir, root, {"BENCH_GC": ""})
+                for label, root in checkouts.items()
+                if root != own
+            }
+            jobs |= {mode: ("plan", n, shape_dir, own, {"BENCH_GC": mode}) for mode in modes or [""]}
+            found = interleaved(jobs, repeat)
+        totals = {}
+        for mode, r in found.items():
+            totals[mode] = total = r["seconds"] + r["tail_seconds"]
+            print(
+                f"{n:>7} {mode or '(as built)':>22} | {r['seconds']:>6.2f} {r['tail_seconds']:>8.2f} "
+                f"{total:>7.2f} {1000 * total / n:>9.1f} {r['gc_seconds']:>6.2f} {r['gc_full']:>8} | "
+                f"{r['rss_growth_mb']:>7.1f}",
+                flush=True,
+            )
+        print(f"{'':>7} fastest at {n}: {min(totals, key=totals.__getitem__) or '(as built)'}")
+
+
+def main() -> None:
+    if len(sys.argv) > 1 and sys.argv[1] == "--child":
+        _, _, kind, n, shape_dir, code_root = sys.argv
+        sys.path.insert(0, code_root)
+        if kind in ("pack", "floor"):
+            out = measure_pack(
+                int(n),
+                os.environ["BENCH_PACK_DIR"],
+                kind == "floor",
+                int(os.environ["BENCH_PASSES"]),
+                shape_dir,
+            )
+        else:
+            out = measure_plan(kind, int(n), shape_dir)
+        print(json.dumps(out))
+        return
+    p = argparse.ArgumentParser(prog="python -m dev.bench.plan", description=__doc__.split("\n\n")[0])
+    p.add_argument("--sizes", default="10,100,500,1000", help="numbers of targets, comma-separated")
+    p.add_argument("--repeat", type=int, default=3, help="measured runs per figure; the fastest counts")
+    p.add_argument("--no-policies", action="store_true", help="skip the policy pack figures")
+    p.add_argument("--no-floor", action="store_true", help="skip the no-op pack (protocol floor)")
+    p.add_argument("--no-plan", action="store_true", help="only the policy pack figures")
+    p.add_argument("--gc", action="store_true", help="compare run_config's garbage-collection modes")
+    p.add_argument("--root", type=Path, default=ROOT, help="checkout whose program, runtime and pack run")
+    p.add_argument(
+        "--base", type=Path, help="another checkout measured side by side with --root, runs interleaved"
+    )
+    args = p.parse_args()
+    repeat = max(1, args.repeat)
+    sizes = [int(s) for s in args.sizes.split(",")]
+    checkouts = {"this": args.root.resolve()}
+    if args.base:
+        checkouts = {"base": args.base.resolve(), "this": args.root.resolve()}
+    if args.gc:
+        run_gc_table(sizes, repeat, checkouts)
+        return
+    if not args.no_plan:
+        run_plan_table(sizes, repeat, checkouts)
+    if not args.no_policies:
+        run_pack_table(sizes, repeat, checkouts, not args.no_floor)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,245 @@
+"""A loopback Kubernetes control plane: etcd, kube-apiserver and kube-controller-manager on 127.0.0.1.
+
+Keys and certificates are generated per run (openssl): a CA, the API server's serving certificate for
+127.0.0.1, and the service-account signing key. The admin credential is a static bearer token
+(`--token-auth-file`, group system:masters). Every port is picked free on 127.0.0.1 and nothing binds
+any other address. `ControlPlane` is a context manager: whatever it started is stopped on exit, also
+when start-up fails half way.
+
+The controller manager is what makes workloads behave: with it and zero nodes a DaemonSet reports its
+observedGeneration (so awaits finish) and namespace/foreground deletions complete.
+
+    python -m dev.e2e.control_plane BIN_DIR    # start, print the kubeconfig path, wait for Ctrl-C
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import IO
+
+import requests
+import yaml
+
+READY_TIMEOUT_SECONDS = 120.0
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _openssl(*args: str, cwd: Path) -> None:
+    subprocess.run(["openssl", *args], cwd=cwd, check=True, capture_output=True)
+
+
+def generate_pki(d: Path) -> None:
+    """ca.{crt,key}, apiserver.{crt,key} (SAN IP 127.0.0.1, DNS localhost), sa.{key,pub}."""
+    d.mkdir(parents=True, exist_ok=True)
+    _openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.crt",
+             "-days", "2", "-subj", "/CN=ml-diagnostics-e2e-ca", cwd=d)  # fmt: skip
+    _openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", "apiserver.key", "-out", "apiserver.csr",
+             "-subj", "/CN=kube-apiserver", cwd=d)  # fmt: skip
+    (d / "san.ext").write_text(
+        "subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:kubernetes.default.svc\nextendedKeyUsage=serverAuth\n"
+    )
+    _openssl("x509", "-req", "-in", "apiserver.csr", "-CA", "ca.crt", "-CAkey", "ca.key",
+             "-CAcreateserial", "-out", "apiserver.crt", "-days", "2", "-extfile", "san.ext", cwd=d)  # fmt: skip
+    _openssl("genrsa", "-out", "sa.key", "2048", cwd=d)
+    _openssl("rsa", "-in", "sa.key", "-pubout", "-out", "sa.pub", cwd=d)
+
+
+class ControlPlane:
+    """`with ControlPlane(bin_dir) as cp:` -> cp.kubeconfig (path), cp.server, cp.token, cp.api(...)."""
+
+    def __init__(self, bin_dir: str | Path, workdir: str | Path | None = None) -> None:
+        self.bin = Path(bin_dir)
+        self._own_dir = workdir is None
+        self.dir = Path(workdir or tempfile.mkdtemp(prefix="mldiag-k8s-"))
+        self.token = secrets.token_hex(16)
+        self.procs: list[tuple[str, subprocess.Popen[bytes], IO[bytes]]] = []
+        self.server = ""
+        self.kubeconfig = self.dir / "kubeconfig.yaml"
+        self.session = requests.Session()
+        self.session.trust_env = False  # our CA, not REQUESTS_CA_BUNDLE; no proxy for 127.0.0.1
+
+    # -- lifecycle ----------------------------------------------------------------------------------------
+    def __enter__(self) -> ControlPlane:
+        try:
+            self.start()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def _spawn(self, name: str, args: list[str]) -> None:
+        log = open(self.dir / f"{name}.log", "wb")  # noqa: SIM115 - closed in stop()
+        proc = subprocess.Popen(
+            [str(self.bin / name), *args], stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
+        self.procs.append((name, proc, log))
+
+    def start(self) -> None:
+        pki = self.dir / "pki"
+        generate_pki(pki)
+        (self.dir / "tokens.csv").write_text(f'{self.token},admin,admin,"system:masters"\n')
+
+        etcd_client, etcd_peer = free_port(), free_port()
+        self._spawn(
+            "etcd",
+            [
+                "--name=e2e",
+                f"--data-dir={self.dir / 'etcd'}",
+                f"--listen-client-urls=http://127.0.0.1:{etcd_client}",
+                f"--advertise-client-urls=http://127.0.0.1:{etcd_client}",
+                f"--listen-peer-urls=http://127.0.0.1:{etcd_peer}",
+                f"--initial-advertise-peer-urls=http://127.0.0.1:{etcd_peer}",
+                f"--initial-cluster=e2e=http://127.0.0.1:{etcd_peer}",
+                "--unsafe-no-fsync=true",
+                "--log-level=warn",
+            ],
+        )
+        self._wait(lambda: requests.get(f"http://127.0.0.1:{etcd_client}/health", timeout=2).ok, "etcd")
+
+        api_port = free_port()
+        self.server = f"https://127.0.0.1:{api_port}"
+        self._spawn(
+            "kube-apiserver",
+            [
+                f"--etcd-servers=http://127.0.0.1:{etcd_client}",
+                "--bind-address=127.0.0.1",
+                "--advertise-address=127.0.0.1",
+                f"--secure-port={api_port}",
+                f"--tls-cert-file={pki / 'apiserver.crt'}",
+                f"--tls-private-key-file={pki / 'apiserver.key'}",
+                f"--client-ca-file={pki / 'ca.crt'}",
+                f"--token-auth-file={self.dir / 'tokens.csv'}",
+                "--authorization-mode=RBAC",
+                f"--service-account-key-file={pki / 'sa.pub'}",
+                f"--service-account-signing-key-file={pki / 'sa.key'}",
+                "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+                "--service-cluster-ip-range=10.96.0.0/24",
+                "--allow-privileged=true",
+                "--profiling=false",
+                "--enable-priority-and-fairness=false",
+                "--endpoint-reconciler-type=none",
+                "--v=1",
+            ],
+        )
+        self.session.headers["Authorization"] = f"Bearer {self.token}"
+        self.session.verify = str(pki / "ca.crt")
+        self._wait(lambda: self.session.get(f"{self.server}/readyz", timeout=3).ok, "kube-apiserver")
+        self._write_kubeconfig()
+
+        self._spawn(
+            "kube-controller-manager",
+            [
+                f"--kubeconfig={self.kubeconfig}",
+                "--bind-address=127.0.0.1",
+                f"--secure-port={free_port()}",
+                "--leader-elect=false",
+                f"--service-account-private-key-file={pki / 'sa.key'}",
+                f"--root-ca-file={pki / 'ca.crt'}",
+                "--use-service-account-credentials=false",
+                "--controllers=*",
+                "--profiling=false",
+                "--v=1",
+            ],
+        )
+        # The token controller puts the root CA into every namespace: a sign that the controllers run.
+        self._wait(
+            lambda: (
+                self.session.get(
+                    f"{self.server}/api/v1/namespaces/default/configmaps/kube-root-ca.crt", timeout=3
+                ).ok
+            ),
+            "kube-controller-manager",
+        )
+
+    def _write_kubeconfig(self) -> None:
+        ca = (self.dir / "pki" / "ca.crt").read_bytes()
+        doc = {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [
+                {
+                    "name": "e2e",
+                    "cluster": {
+                        "server": self.server,
+                        "certificate-authority-data": base64.b64encode(ca).decode(),
+                    },
+                }
+            ],
+            "users": [{"name": "admin", "user": {"token": self.token}}],
+            "contexts": [{"name": "e2e", "context": {"cluster": "e2e", "user": "admin"}}],
+            "current-context": "e2e",
+        }
+        self.kubeconfig.write_text(yaml.safe_dump(doc))
+
+    def _wait(self, ready, what: str) -> None:
+        deadline = time.monotonic() + READY_TIMEOUT_SECONDS
+        while True:
+            for name, proc, _ in self.procs:
+                if proc.poll() is not None:
+                    raise RuntimeError(
+                        f"{name} exited with {proc.returncode}; see {self.dir / (name + '.log')}"
+                    )
+            with contextlib.suppress(requests.RequestException):
+                if ready():
+                    return
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{what} not ready after {READY_TIMEOUT_SECONDS:.0f}s; see {self.dir}")
+            time.sleep(0.25)
+
+    def stop(self) -> None:
+        for _, proc, _ in reversed(self.procs):
+            if proc.poll() is None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGTERM)
+        for _, proc, log in reversed(self.procs):
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(timeout=15)
+            log.close()
+        self.procs.clear()
+        self.session.close()
+        if self._own_dir and not os.environ.get("MLDIAG_E2E_KEEP"):
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+    # -- API helpers --------------------------------------------------------------------------------------
+    def api(self, method: str, path: str, **kw) -> requests.Response:
+        return self.session.request(method, f"{self.server}{path}", timeout=30, **kw)
+
+    def get(self, path: str) -> dict:
+        r = self.api("GET", path)
+        r.raise_for_status()
+        return r.json()
+
+
+def main(argv: list[str]) -> int:
+    with ControlPlane(argv[0]) as cp:
+        print(f"kubeconfig: {cp.kubeconfig}\nserver: {cp.server}", flush=True)
+        with contextlib.suppress(KeyboardInterrupt):
+            signal.pause()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,294 @@
+"""`mldiag fleet`: rollouts in waves across the clusters of an environment (docs/fleet.md).
+
+    mldiag fleet plan FLEET [--format table|json|markdown|mermaid|dot]
+    mldiag fleet run FLEET [--approve WAVE ...] [--take-over] [--cluster TARGET] [--format ...] [--output FILE]
+    mldiag fleet gate FLEET --wave WAVE [--approve]
+    mldiag fleet status FLEET [--format table|json|markdown|mermaid|dot]
+    mldiag fleet drift FLEET [--format table|json|markdown] [--parallel N]
+    mldiag fleet workflow (--write | --check)
+
+FLEET is a fleet file (fleet/prod.yaml). `plan` is offline: which clusters run in which wave, behind which
+gate. `run` rolls out through the Pulumi Automation API, one per-cluster stack each (`<env>.<kind>-<target>`),
+and resumes a stopped rollout; `--cluster` runs one cluster (the GitHub workflow's legs) and `gate` one
+wave's gate. `status` reads the progress recorded in the stacks; `drift` runs `pulumi refresh --preview-only`
+on every member stack. `workflow` writes (or checks) the GitHub workflows generated from fleet/*.yaml.
+
+Exit codes: plan/run/gate/status: 0 done; 1 a wave failed its gate (or waits for approval); 2 invalid fleet
+file, environment stack file or arguments (nothing runs); 3 a stack could not be run or read (a lock held
+by another update, the backend, the secrets provider). drift: 0 no drift; 1 drift; 2 invalid input; 3 a
+stack could not be read.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from mldiag.fleet.model import FleetError
+from mldiag.fleet.planner import EnvironmentError, Plan
+from mldiag.fleet.rollout import EXIT_GATE, EXIT_INVALID, EXIT_OK, EXIT_STACK
+from mldiag.plan.common import ROOT
+
+FORMATS = ("table", "json", "markdown")
+PICTURES = ("mermaid", "dot")
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="mldiag fleet",
+        description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.epilog = __doc__.split("\n\n", 1)[1]
+    sub = p.add_subparsers(dest="command", required=True, metavar="plan|run|gate|status|drift|workflow")
+
+    def common(sp: argparse.ArgumentParser, formats: tuple[str, ...]) -> None:
+        sp.add_argument("fleet", type=Path, help="the fleet file, e.g. fleet/prod.yaml")
+        sp.add_argument("--format", choices=formats, default="table")
+        sp.add_argument("--output", type=Path, help="write the report here instead of stdout")
+        sp.add_argument(
+            "--project-dir", type=Path, default=ROOT, help="the project (Pulumi.yaml, stacks/, the program)"
+        )
+        sp.add_argument(
+            "--work-dir", type=Path, help="where the member stacks' workspaces go (default .fleet-work/)"
+        )
+
+    common(sub.add_parser("plan", help="the waves, clusters and gates (offline)"), FORMATS + PICTURES)
+    run = sub.add_parser("run", help="roll out, or resume a stopped rollout")
+    common(run, FORMATS)
+    run.add_argument(
+        "--approve", action="append", default=[], metavar="WAVE", help="approve this wave's gate"
+    )
+    run.add_argument("--take-over", action="store_true", help="take the lease of a rollout that is gone")
+    run.add_argument(
+        "--cluster",
+        metavar="TARGET",
+        help="only this cluster (name or kind/name), once earlier waves are complete",
+    )
+    run.add_argument(
+        "--policy-pack-config", type=Path, help="the policy pack config instead of the environment's"
+    )
+    gate = sub.add_parser("gate", help="one wave's gate: tolerance, soak, verify again, approval")
+    common(gate, FORMATS)
+    gate.add_argument("--wave", required=True)
+    gate.add_argument("--approve", action="store_true", help="record the wave's approval")
+    common(sub.add_parser("status", help="where each cluster is, from the stacks' tags"), FORMATS + PICTURES)
+    drift = sub.add_parser("drift", help="pulumi refresh --preview-only of every member stack")
+    common(drift, FORMATS)
+    drift.add_argument("--parallel", type=int, default=4, help="stacks refreshed at once (default 4)")
+    wf = sub.add_parser("workflow", help="the generated GitHub workflows")
+    mode = wf.add_mutually_exclusive_group(required=True)
+    mode.add_argument("--write", action="store_true")
+    mode.add_argument("--check", action="store_true")
+    wf.add_argument("--project-dir", type=Path, default=ROOT, help=argparse.SUPPRESS)
+    return p
+
+
+def _emit(text: str, output: Path | None) -> None:
+    if output:
+        output.write_text(text)
+    else:
+        sys.stdout.write(text)
+
+
+def _err(msg: str) -> None:
+    print(f"error: {msg}", file=sys.stderr)
+
+
+def _log(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def load_plan(args: argparse.Namespace) -> Plan:
+    from mldiag.fleet.planner import load
+
+    fleet = args.fleet if args.fleet.is_absolute() else Path.cwd() / args.fleet
+    return load(fleet, args.project_dir.resolve())
+
+
+def _executor(plan: Plan, args: argparse.Namespace) -> Any:
+    from mldiag.fleet.executor import AutomationExecutor
+
+    return AutomationExecutor(
+        plan,
+        args.project_dir,
+        work_root=args.work_dir,
+        # absolute: the CLI runs in each member's work directory
+        policy_config=args.policy_pack_config.resolve()
+        if getattr(args, "policy_pack_config", None)
+        else None,
+        log=_log,
+    )
+
+
+class _BadArgument(Exception):
+    pass
+
+
+def _member(plan: Plan, ref: str) -> Any:
+    from program.validators import closest
+
+    found = [m for m in plan.members if ref in (m.ref, m.name, m.stack)]
+    if len(found) == 1:
+        return found[0]
+    if len(found) > 1:
+        raise _BadArgument(f"--cluster: {ref!r} is ambiguous: {', '.join(m.ref for m in found)}")
+    refs = [m.ref for m in plan.members]
+    hint = closest(ref, refs + [m.name for m in plan.members])
+    mean = f" (did you mean {hint!r}?)" if hint else ""
+    raise _BadArgument(f"--cluster: no cluster {ref!r} in this fleet{mean}; clusters: {', '.join(refs)}")
+
+
+def _approver(wave: Any) -> bool:
+    if not sys.stdin.isatty():
+        return False
+    print(
+        f"wave {wave.name} passed its gate ({wave.describe_gate()}). Approve the next wave? [y/N] ",
+        end="",
+        file=sys.stderr,
+        flush=True,
+    )
+    return sys.stdin.readline().strip().lower() in ("y", "yes")
+
+
+def _status(plan: Plan, executor: Any) -> tuple[int, list[Any], dict[str, str]]:
+    from concurrent.futures import ThreadPoolExecutor
+
+    from mldiag.fleet import progress
+    from mldiag.fleet.report import MemberStatus, member_state
+    from mldiag.fleet.rollout import Rollout, StackUnavailable
+
+    waves_of = {m: w.name for w in plan.waves for m in w.members}
+
+    def one(m: Any) -> MemberStatus:
+        try:
+            rec = progress.Record.decode(executor.read_record(m))
+        except StackUnavailable as e:
+            return MemberStatus(m, waves_of[m], "unreadable", None, str(e))
+        return MemberStatus(m, waves_of[m], member_state(rec, m.revision), rec)
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        statuses = list(pool.map(one, plan.members))
+    rollout = Rollout(plan, executor)
+    by_member = {s.member: s for s in statuses}
+    code = EXIT_OK
+    waves: dict[str, str] = {}
+    blocked = False
+    for w in plan.waves:
+        recs = {m: progress.current(by_member[m].record, m.revision) for m in w.members}
+        failed = sum(1 for r in recs.values() if r is not None and r.state == "failed")
+        if any(by_member[m].state == "unreadable" for m in w.members):
+            waves[w.name], code = "unreadable", EXIT_STACK
+        elif blocked:
+            waves[w.name] = "not started" if all(r is None for r in recs.values()) else "waiting"
+        elif rollout.complete(w, recs):
+            waves[w.name] = "complete"
+        elif failed > w.tolerance:
+            waves[w.name], blocked = "failed its gate", True
+            code = max(code, EXIT_GATE) if code != EXIT_STACK else code
+        else:
+            waves[w.name] = "not started" if all(r is None for r in recs.values()) else "in progress"
+            blocked = True
+    return code, statuses, waves
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    if args.command == "workflow":
+        return _workflow(args)
+    try:
+        plan = load_plan(args)
+    except (FleetError, EnvironmentError) as e:
+        _err(str(e))
+        return EXIT_INVALID
+    from mldiag.fleet import picture, report
+
+    if args.command == "plan":
+        if args.format in PICTURES:
+            _emit(picture.mermaid(plan) if args.format == "mermaid" else picture.dot(plan), args.output)
+        else:
+            _emit(report.plan_text(plan, args.format), args.output)
+        return EXIT_OK
+    pack_config = getattr(args, "policy_pack_config", None)
+    if pack_config is not None and not pack_config.is_file():
+        _err(f"--policy-pack-config: {pack_config} is not a file (a policy pack config, JSON)")
+        return EXIT_INVALID
+    try:
+        executor = _executor(plan, args)
+    except EnvironmentError as e:
+        _err(str(e))
+        return EXIT_INVALID
+    if args.command == "drift":
+        from mldiag.fleet import drift
+
+        if args.parallel < 1:
+            _err("--parallel must be at least 1")
+            return EXIT_INVALID
+        results = drift.run(plan, executor, args.parallel)
+        _emit(drift.render(plan, results, args.format), args.output)
+        return drift.exit_code(results)
+    if args.command == "status":
+        code, statuses, waves = _status(plan, executor)
+        if args.format in PICTURES:
+            states = {s.member.stack: s.state for s in statuses}
+            _emit(
+                picture.mermaid(plan, states) if args.format == "mermaid" else picture.dot(plan, states),
+                args.output,
+            )
+        else:
+            _emit(report.status_text(plan, statuses, waves, args.format), args.output)
+        return code
+    from mldiag.fleet.rollout import Options, Rollout
+
+    if args.command == "gate":
+        wave = next((w for w in plan.waves if w.name == args.wave), None)
+        if wave is None:
+            _err(f"--wave: no wave {args.wave!r}; waves: {', '.join(w.name for w in plan.waves)}")
+            return EXIT_INVALID
+        result = Rollout(plan, executor, log=_log).run_gate(wave, approve=args.approve)
+    else:
+        unknown = [w for w in args.approve if w not in {x.name for x in plan.waves}]
+        if unknown:
+            _err(f"--approve: no wave {unknown[0]!r}; waves: {', '.join(w.name for w in plan.waves)}")
+            return EXIT_INVALID
+        options = Options(approve=frozenset(args.approve), approver=_approver, take_over=args.take_over)
+        rollout = Rollout(plan, executor, options=options, log=_log)
+        if args.cluster:
+            try:
+                member = _member(plan, args.cluster)
+            except _BadArgument as e:
+                _err(str(e))
+                return EXIT_INVALID
+            result = rollout.run_one(member)
+        else:
+            result = rollout.run()
+    _emit(report.run_text(result, args.format), args.output)
+    if result.exit_code != EXIT_OK:
+        _err(result.message)
+    return int(result.exit_code)
+
+
+def _workflow(args: argparse.Namespace) -> int:
+    from mldiag.fleet.workflow import generated
+
+    project = args.project_dir.resolve()
+    try:
+        files = generated(project)
+    except (FleetError, EnvironmentError) as e:
+        _err(str(e))
+        return EXIT_INVALID
+    stale = []
+    for rel, text in files.items():
+        path = project / rel
+        if args.write:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text)
+            print(f"wrote {rel}")
+        elif not path.exists() or path.read_text() != text:
+            stale.append(str(rel))
+    if stale:
+        _err(f"not the generated workflow(s): {', '.join(stale)}; run `mldiag fleet workflow --write`")
+        return EXIT_GATE
+    return EXIT_OK

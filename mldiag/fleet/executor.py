@@ -1,0 +1,441 @@
+"""The local engine of a rollout: the Pulumi Automation API (`pulumi.automation`), one workspace per stack.
+
+Each member stack gets its own work directory, `<project>/.fleet-work/<stack>/`, holding a `Pulumi.yaml`
+(the project's, with `main:` pointing back at the program) and the member's stack file, derived from the
+environment's before every run: its config verbatim (secrets stay the environment's ciphertexts under its
+`encryptionsalt` or `secretsprovider`) plus `ml-diagnostics:fleetMember` (program/fleet_member.py). Separate
+directories mean separate `workspace.json` files: concurrent stacks never select each other's stack
+(pulumi/pulumi#8186), and every command names its stack. The backend's stack lock keeps two updates of one
+stack apart; a lock held elsewhere is a LockConflict, never a wait.
+
+The gate is verify's checks (mldiag/verify) over the member's config as the Pulumi CLI decrypts it
+(`pulumi config --show-secrets`, kept in memory). Progress is a stack tag; the lease is the output of the
+coordination stack `<environment>.fleet`, an inline program whose update reads the lease it holds and
+writes the next one while the backend's lock is held (mldiag/fleet/progress.py).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from mldiag.fleet import progress
+from mldiag.fleet.planner import EnvironmentError, Member, Plan, environment_stack_file
+from mldiag.fleet.rollout import Check, DeployFailed, LockConflict, StackUnavailable
+from mldiag.plan.common import PROJECT
+from program.config_base import NAMESPACE
+from program.stack_file import SecretLeaf, StackFileError
+
+WORK_DIR = ".fleet-work"
+HEADER = (
+    "# Derived by `mldiag fleet` from {source} (program/fleet_member.py): rewritten before every\n"
+    "# operation, do not edit. Change the environment's stack file instead.\n"
+)
+_ERROR_LINE = re.compile(r"^\s*(error|[A-Za-z]+Error|.*\berror:)", re.IGNORECASE)
+
+
+def _secure(value: Any) -> Any:
+    if isinstance(value, SecretLeaf):
+        return {"secure": value.ciphertext}
+    if isinstance(value, dict):
+        return {k: _secure(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_secure(v) for v in value]
+    return value
+
+
+class Workspaces:
+    """The work directories of an environment's member stacks and of its coordination stack."""
+
+    def __init__(self, plan: Plan, project_dir: Path, work_root: Path | None = None) -> None:
+        from program import stack_file
+
+        self.plan = plan
+        self.project_dir = project_dir.resolve()
+        self.root = (work_root or self.project_dir / WORK_DIR).resolve()
+        self.source = environment_stack_file(self.project_dir, plan.environment_stack)
+        try:
+            text = stack_file.read_text(self.source)
+            doc, _ = stack_file.parse_text(text, str(self.source))
+            self.env_file = stack_file.read(self.source, NAMESPACE)
+        except StackFileError as e:
+            raise EnvironmentError(str(e)) from None
+        self.doc = doc if isinstance(doc, dict) else {}
+        self.secrets_keys = {
+            k: self.doc[k] for k in ("encryptionsalt", "secretsprovider", "encryptedkey") if k in self.doc
+        }
+        if self.env_file.secret_paths and not (
+            "encryptionsalt" in self.secrets_keys or "secretsprovider" in self.secrets_keys
+        ):
+            raise EnvironmentError(
+                f"{self.source}: it has `secure:` values but neither encryptionsalt nor secretsprovider, so its "
+                "secrets are the Pulumi Cloud provider's, bound to that one stack: member stacks cannot share them. "
+                "Give the stack a passphrase or cloud KMS provider (`pulumi stack change-secrets-provider`)"
+            )
+
+    @property
+    def secrets_provider(self) -> str | None:
+        if "secretsprovider" in self.secrets_keys:
+            return str(self.secrets_keys["secretsprovider"])
+        return "passphrase" if "encryptionsalt" in self.secrets_keys else None
+
+    def project_settings(self, work_dir: Path) -> dict[str, Any]:
+        from program import stack_file
+
+        path = self.project_dir / "Pulumi.yaml"
+        project, _ = stack_file.parse_text(stack_file.read_text(path), str(path))
+        runtime = project.get("runtime", "python")
+        if isinstance(runtime, dict):
+            options = dict(runtime.get("options") or {})
+            if "virtualenv" in options and not os.path.isabs(str(options["virtualenv"])):
+                options["virtualenv"] = str((self.project_dir / str(options["virtualenv"])).resolve())
+            runtime = {**runtime, "options": options}
+        out = {"name": project.get("name", PROJECT), "runtime": runtime}
+        if project.get("description"):
+            out["description"] = project["description"]
+        out["main"] = os.path.relpath(self.project_dir, work_dir)
+        return out
+
+    def member_dir(self, member: Member) -> Path:
+        return self.root / member.stack
+
+    def coordinator_stack(self) -> str:
+        return f"{self.plan.environment_stack}.{progress.COORDINATOR_SUFFIX}"
+
+    def derive(self, member: Member) -> Path:
+        """Writes the member's work directory: Pulumi.yaml and its stack file."""
+        work = self.member_dir(member)
+        work.mkdir(parents=True, exist_ok=True)
+        settings = self.project_settings(work)
+        _write(work / "Pulumi.yaml", yaml.safe_dump(settings, sort_keys=False))
+        config = {k: _secure(v) for k, v in self.env_file.config.items()}
+        config[f"{NAMESPACE}:fleetMember"] = {
+            "environmentStack": self.plan.environment_stack,
+            "kind": member.kind,
+            "name": member.name,
+        }
+        doc = {**self.secrets_keys, "config": config}
+        rel = os.path.relpath(self.source, self.project_dir)
+        _write(
+            work / f"Pulumi.{member.stack}.yaml",
+            HEADER.format(source=rel) + yaml.safe_dump(doc, sort_keys=False),
+        )
+        return work
+
+    def derive_coordinator(self) -> Path:
+        work = self.root / self.coordinator_stack()
+        work.mkdir(parents=True, exist_ok=True)
+        stack = self.coordinator_stack()
+        rel = os.path.relpath(self.source, self.project_dir)
+        doc = {**self.secrets_keys, "config": {}}
+        _write(
+            work / f"Pulumi.{stack}.yaml", HEADER.format(source=rel) + yaml.safe_dump(doc, sort_keys=False)
+        )
+        return work
+
+
+def _write(path: Path, text: str) -> None:
+    if not path.exists() or path.read_text() != text:
+        tmp = path.with_suffix(path.suffix + f".{os.getpid()}.{threading.get_ident()}.tmp")
+        tmp.write_text(text)
+        tmp.replace(path)
+
+
+def _error_lines(e: Exception, limit: int = 6) -> str:
+    """The engine's error lines of a failed command (never its whole output: that may be long)."""
+    text = str(e)
+    lines = [
+        ln.strip().removeprefix("stderr: ").removeprefix("stdout: ")
+        for ln in text.splitlines()
+        if _ERROR_LINE.match(ln) and "code:" not in ln
+    ]
+    picked = [ln for ln in dict.fromkeys(lines) if ln][-limit:]
+    if picked:
+        return " | ".join(picked)[:800]
+    return text.strip().splitlines()[-1][:300] if text.strip() else type(e).__name__
+
+
+def _lock_text(e: Exception) -> str:
+    """A lock conflict's error lines and who holds the lock, when the backend says (`created by u@host (pid n)`)."""
+    holders = re.findall(r"created by (\S+ \(pid \d+\)(?: at \S+)?)", str(e))
+    held = f"; held by {', '.join(dict.fromkeys(holders))}" if holders else ""
+    return _error_lines(e) + held
+
+
+class AutomationExecutor:
+    """The rollout's Executor over the Pulumi Automation API."""
+
+    def __init__(
+        self,
+        plan: Plan,
+        project_dir: Path,
+        *,
+        work_root: Path | None = None,
+        policy_config: Path | None = None,
+        log: Callable[[str], None] = lambda line: None,
+    ) -> None:
+        self.plan = plan
+        self.workspaces = Workspaces(plan, project_dir, work_root)
+        self.project_dir = self.workspaces.project_dir
+        self.policy_config = policy_config
+        self.log = log
+        self._stacks: dict[str, Any] = {}
+        self._configs: dict[str, Any] = {}
+        self._lock = threading.Lock()
+        self._lease_lock = threading.Lock()
+        self._command: Any = None
+
+    # -- stacks -----------------------------------------------------------------------------------------------
+    def command(self) -> Any:
+        from pulumi import automation as auto
+
+        with self._lock:
+            if self._command is None:
+                try:
+                    self._command = auto.PulumiCommand()
+                except (FileNotFoundError, OSError) as e:
+                    raise StackUnavailable(
+                        f"the Pulumi CLI could not be run ({e}); install it or put it on PATH"
+                    ) from None
+                except Exception as e:  # noqa: BLE001 - the SDK raises plain errors for a too old CLI
+                    raise StackUnavailable(f"the Pulumi CLI cannot be used: {e}") from None
+            return self._command
+
+    def stack(self, member: Member, create: bool = True) -> Any:
+        """The member's Automation API stack (created on first use when `create`); None when it does not
+        exist and `create` is false."""
+        from pulumi import automation as auto
+
+        name = self.plan.qualified(member.stack)
+        with self._lock:
+            if name in self._stacks:
+                return self._stacks[name]
+        work = self.workspaces.derive(member)
+        opts = auto.LocalWorkspaceOptions(
+            work_dir=str(work),
+            secrets_provider=self.workspaces.secrets_provider,
+            pulumi_command=self.command(),
+        )
+        try:
+            if create:
+                stack = auto.create_or_select_stack(stack_name=name, work_dir=str(work), opts=opts)
+            else:
+                stack = auto.select_stack(stack_name=name, work_dir=str(work), opts=opts)
+        except auto.StackNotFoundError:
+            return None
+        except auto.ConcurrentUpdateError as e:
+            raise LockConflict(f"stack {name} is locked: {_lock_text(e)}") from None
+        except auto.CommandError as e:
+            raise StackUnavailable(
+                f"stack {name} could not be selected or created: {_error_lines(e)}"
+            ) from None
+        with self._lock:
+            self._stacks[name] = stack
+        return stack
+
+    def _policy_args(self, member: Member) -> dict[str, Any]:
+        if not self.plan.policy_pack:
+            return {}
+        from mldiag.stacks import policy_config
+
+        path = self.policy_config
+        if path is None:
+            try:
+                config, _ = policy_config.effective(
+                    self.plan.environment_stack,
+                    stack_file=self.workspaces.source,
+                    config_dir=self.project_dir / "policies" / "config",
+                )
+            except policy_config.PolicyConfigInputError as e:
+                raise StackUnavailable(
+                    f"the policy pack config of {self.plan.environment_stack}: {e}"
+                ) from None
+            path = self.workspaces.member_dir(member) / "policy-config.json"
+            _write(path, json.dumps(config, indent=2) + "\n")
+        return {"policy_packs": [str(self.project_dir / "policies")], "policy_pack_configs": [str(path)]}
+
+    # -- Executor ----------------------------------------------------------------------------------------------
+    def deploy(self, member: Member) -> None:
+        from pulumi import automation as auto
+
+        stack = self.stack(member)
+        name = self.plan.qualified(member.stack)
+        args = self._policy_args(member)
+        message = f"mldiag fleet: {member.ref} at revision {member.revision}"
+        for attempt in (1, 2):
+            try:
+                result = stack.up(color="never", message=message, suppress_progress=True, **args)
+            except auto.ConcurrentUpdateError as e:
+                raise LockConflict(
+                    f"stack {name} is locked by another update ({_lock_text(e)}); if none runs: `pulumi cancel -s {name}`"
+                ) from None
+            except auto.CommandError as e:
+                text = str(e)
+                if "Updating (" not in text and "Previewing update" not in text:
+                    raise StackUnavailable(f"stack {name} could not be updated: {_error_lines(e)}") from None
+                raise DeployFailed(_error_lines(e)) from None
+            pending = result.outputs.get("pendingSteps")
+            if not (pending is not None and pending.value) or attempt == 2:
+                return
+            # manual -> managed takes two updates (README "Adoption, renames and deletion")
+            self.log(f"{name}: pendingSteps {pending.value}: a second update")
+
+    def member_config(self, member: Member) -> Any:
+        """The member's validated config (its one target), with secrets as the Pulumi CLI decrypts them."""
+        from pulumi import automation as auto
+
+        from program import fleet_member
+        from program.config import ConfigError, parse
+
+        name = self.plan.qualified(member.stack)
+        with self._lock:
+            if name in self._configs:
+                return self._configs[name]
+        stack = self.stack(member, create=False)
+        if stack is None:
+            raise StackUnavailable(f"stack {name} does not exist (never updated)")
+        try:
+            values = stack.get_all_config()
+        except auto.CommandError as e:
+            raise StackUnavailable(f"the config of {name} could not be read: {_error_lines(e)}") from None
+        raw = {k: v.value for k, v in values.items()}
+        secret_keys = [k for k, v in values.items() if v.secret]
+        try:
+            raw, who = fleet_member.take(raw)
+            cfg = parse(raw, secret_keys, self.workspaces.env_file.secret_paths)
+            cfg = fleet_member.keep(cfg, who) if who else cfg
+        except ConfigError as e:
+            raise StackUnavailable(f"the config of {name} is invalid: {e}") from None
+        with self._lock:
+            self._configs[name] = cfg
+        return cfg
+
+    def check(self, member: Member) -> Check:
+        from mldiag.verify import report
+        from mldiag.verify.cli import Options, run_once
+        from program.verify.azure import ARM_ENDPOINT
+        from program.verify.result import Unreachable
+
+        cfg = self.member_config(member)
+        opts = Options()
+        opts.log_lines, opts.arm_endpoint = 500, ARM_ENDPOINT
+        try:
+            results = run_once(cfg, opts)
+        except Unreachable as e:
+            return Check(False, unreachable=str(e))
+        unreachable = "; ".join(f"{r.label}: {r.unreachable}" for r in results if r.unreachable)
+        failing = [f"{r.label} {c.name}: {c.detail}" for r in results for c in r.failed]
+        return Check(report.exit_code(results) == report.EXIT_OK, failing, unreachable)
+
+    def read_record(self, member: Member) -> str | None:
+        from pulumi import automation as auto
+
+        stack = self.stack(member, create=False)
+        if stack is None:
+            return None
+        try:
+            tags = stack.list_tags()
+        except auto.CommandError as e:
+            raise StackUnavailable(
+                f"the tags of {self.plan.qualified(member.stack)} could not be read: {_error_lines(e)}"
+            ) from None
+        value = tags.get(progress.TAG)
+        return str(value) if value is not None else None
+
+    def write_record(self, member: Member, text: str) -> None:
+        from pulumi import automation as auto
+
+        stack = self.stack(member)
+        try:
+            stack.set_tag(progress.TAG, text)
+        except auto.CommandError as e:
+            raise StackUnavailable(
+                f"the progress tag of {self.plan.qualified(member.stack)} could not be written: {_error_lines(e)}"
+            ) from None
+
+    def exclusive(self, decide: Callable[[Any], Any]) -> Any:
+        import pulumi
+        from pulumi import automation as auto
+
+        box: dict[str, Any] = {}
+
+        def program() -> None:
+            me = f"{pulumi.get_organization()}/{pulumi.get_project()}/{pulumi.get_stack()}"
+            ref = pulumi.StackReference(me)
+
+            def choose(existing: Any) -> Any:
+                try:
+                    box["lease"] = decide(existing)
+                except progress.LeaseHeld as e:
+                    box["held"] = e
+                    raise
+                return box["lease"]
+
+            pulumi.export("lease", ref.get_output("lease").apply(choose))
+
+        name = self.plan.qualified(self.workspaces.coordinator_stack())
+        work = self.workspaces.derive_coordinator()
+        with self._lease_lock:
+            opts = auto.LocalWorkspaceOptions(
+                work_dir=str(work),
+                secrets_provider=self.workspaces.secrets_provider,
+                pulumi_command=self.command(),
+                project_settings=auto.ProjectSettings(name=PROJECT, runtime="python"),
+            )
+            try:
+                stack = auto.create_or_select_stack(
+                    stack_name=name, project_name=PROJECT, program=program, opts=opts
+                )
+                stack.up(color="never", message="mldiag fleet: lease", suppress_progress=True)
+            except auto.ConcurrentUpdateError as e:
+                raise LockConflict(f"stack {name} is locked by another update ({_lock_text(e)})") from None
+            except auto.CommandError as e:
+                if "held" in box:
+                    raise box["held"] from None
+                raise StackUnavailable(
+                    f"the lease stack {name} could not be updated: {_error_lines(e)}"
+                ) from None
+        return box.get("lease")
+
+    # -- drift ------------------------------------------------------------------------------------------------
+    def refresh_preview(self, member: Member) -> dict[str, Any]:
+        """`pulumi refresh --preview-only` of the member: {"changes": {op: n}, "resources": [...]}."""
+        from pulumi import automation as auto
+
+        name = self.plan.qualified(member.stack)
+        stack = self.stack(member, create=False)
+        if stack is None:
+            raise StackUnavailable(f"stack {name} does not exist (never updated)")
+        resources: list[dict[str, Any]] = []
+        lock = threading.Lock()
+
+        def on_event(event: Any) -> None:
+            # A refresh step's outcome (its op: same, update, delete) and what differs come after the step.
+            done = getattr(event, "res_outputs_event", None)
+            if done is None or done.metadata is None:
+                return
+            meta = done.metadata
+            op = str(getattr(meta.op, "value", meta.op))
+            if op in ("same", "read", "refresh"):
+                return
+            diffs = sorted(meta.detailed_diff or {}) or list(meta.diffs or [])
+            with lock:
+                resources.append({"urn": meta.urn, "type": meta.type, "op": op, "diffs": diffs})
+
+        try:
+            result = stack.preview_refresh(color="never", on_event=on_event, suppress_progress=True)
+        except auto.ConcurrentUpdateError as e:
+            raise LockConflict(f"stack {name} is locked by another update ({_lock_text(e)})") from None
+        except auto.CommandError as e:
+            raise StackUnavailable(f"stack {name} could not be refreshed: {_error_lines(e)}") from None
+        changes = {
+            str(op): int(n) for op, n in (result.change_summary or {}).items() if str(op) != "same" and n
+        }
+        return {"changes": changes, "resources": resources}

@@ -1,0 +1,547 @@
+"""The rollout: waves in order, each cluster's update and gate, the wave's tolerance, soak and approval.
+
+The engine that runs an update is injected (`Executor`): mldiag/fleet/executor.py drives the Pulumi
+Automation API; tests and the benchmark inject a simulated one, with a simulated clock. Progress goes to
+the executor's stack tags after every step (mldiag/fleet/progress.py), so a rerun continues where this one
+stopped.
+
+Per wave:
+1. Every cluster not yet verified at its revision runs, at most `maxParallel` at a time: its update, then
+   its gate (verify's checks, polled until they pass or `verifyWait` runs out). One cluster's failure does
+   not stop the others; once more clusters failed than the wave tolerates, no further cluster starts
+   (those running finish) and the rollout stops: the next wave never starts.
+2. Soak: the wave waits `soak` after its last cluster passed, then runs verify once more on each cluster;
+   a cluster failing it counts against the tolerance.
+3. Approval, when the wave's gate asks for it: `--approve WAVE`, or a yes at the prompt.
+A wave that is complete at the current revisions is skipped; a wave left unfinished (a crash, a failed
+gate, a lock) retries its failed and unfinished clusters.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from mldiag.fleet import progress
+from mldiag.fleet.model import format_duration
+from mldiag.fleet.planner import Member, Plan, Wave
+from mldiag.fleet.progress import Holder, LeaseHeld, Record
+
+EXIT_OK, EXIT_GATE, EXIT_INVALID, EXIT_STACK = 0, 1, 2, 3
+RENEW_TICK = 30.0
+LEASE_TTL = 3600.0
+
+
+class DeployFailed(Exception):
+    """The update ran and failed (the reason: the engine's last error lines)."""
+
+
+class LockConflict(Exception):
+    """The stack is locked by another update."""
+
+
+class StackUnavailable(Exception):
+    """The stack could not be created, selected, read or run (backend, login, secrets provider)."""
+
+
+@dataclass
+class Check:
+    """One pass of a cluster's verify checks."""
+
+    ok: bool
+    failing: list[str] = field(default_factory=list)
+    unreachable: str = ""
+
+    def summary(self) -> str:
+        if self.unreachable:
+            return f"unreachable: {self.unreachable}"
+        return "; ".join(self.failing[:5]) + (
+            f" (+{len(self.failing) - 5} more)" if len(self.failing) > 5 else ""
+        )
+
+
+class Executor(Protocol):
+    def deploy(self, member: Member) -> None:
+        """The member stack's update; DeployFailed, LockConflict or StackUnavailable."""
+
+    def check(self, member: Member) -> Check:
+        """One pass of verify's checks of the member's target (read-only); StackUnavailable."""
+
+    def read_record(self, member: Member) -> str | None:
+        """The member stack's progress tag (None: no tag, or no stack yet); StackUnavailable."""
+
+    def write_record(self, member: Member, text: str) -> None: ...
+
+    def exclusive(self, decide: Callable[[Any], Any]) -> Any:
+        """Under the coordination stack's lock: its current lease -> `decide` -> the lease it keeps.
+        LockConflict when another update holds the lock; what `decide` raises propagates."""
+
+
+class Clock(Protocol):
+    def now(self) -> float: ...
+
+    def sleep(self, seconds: float) -> None: ...
+
+
+class SystemClock:
+    def now(self) -> float:
+        return time.time()
+
+    def sleep(self, seconds: float) -> None:
+        time.sleep(max(0.0, seconds))
+
+
+@dataclass
+class MemberOutcome:
+    member: Member
+    state: str
+    """verified | failed | done earlier | not started | not run (the stack could not be run)."""
+    seconds: float = 0.0
+    why: str = ""
+
+
+@dataclass
+class WaveOutcome:
+    wave: Wave
+    status: str
+    """passed | done earlier | failed | awaiting approval | stopped | not started."""
+    members: list[MemberOutcome] = field(default_factory=list)
+    soak_seconds: float = 0.0
+    seconds: float = 0.0
+
+    @property
+    def slowest(self) -> float:
+        return max((m.seconds for m in self.members), default=0.0)
+
+
+@dataclass
+class Report:
+    plan: Plan
+    waves: list[WaveOutcome]
+    exit_code: int
+    message: str
+    wall_seconds: float = 0.0
+
+    @property
+    def ideal_seconds(self) -> float:
+        """What the waves that ran would take with no overhead: each one's slowest cluster plus its soak."""
+        return sum(
+            w.slowest + w.soak_seconds for w in self.waves if w.status not in ("done earlier", "not started")
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "environmentStack": self.plan.environment_stack,
+            "exitCode": self.exit_code,
+            "message": self.message,
+            "wallSeconds": round(self.wall_seconds, 3),
+            "idealSeconds": round(self.ideal_seconds, 3),
+            "waves": [
+                {
+                    "name": w.wave.name,
+                    "status": w.status,
+                    "seconds": round(w.seconds, 3),
+                    "soakSeconds": round(w.soak_seconds, 3),
+                    "clusters": [
+                        {
+                            "target": m.member.ref,
+                            "stack": self.plan.qualified(m.member.stack),
+                            "state": m.state,
+                            "seconds": round(m.seconds, 3),
+                            "why": m.why,
+                        }
+                        for m in w.members
+                    ],
+                }
+                for w in self.waves
+            ],
+        }
+
+
+@dataclass
+class Options:
+    approve: frozenset[str] = frozenset()
+    """Waves approved in advance (`--approve WAVE`)."""
+    approver: Callable[[Wave], bool] | None = None
+    """Asked for a wave whose gate needs approval and that is not approved in advance (a prompt)."""
+    take_over: bool = False
+    lease_ttl: float = LEASE_TTL
+
+
+def _not_started(wave: Wave) -> WaveOutcome:
+    return WaveOutcome(wave, "not started", [MemberOutcome(m, "not started") for m in wave.members])
+
+
+class _Abort(Exception):
+    def __init__(self, cause: Exception, outcomes: dict[Member, MemberOutcome]) -> None:
+        super().__init__(str(cause))
+        self.cause = cause
+        self.outcomes = outcomes
+
+
+class Lease:
+    """The environment's lease, taken, renewed and given back through `Executor.exclusive`."""
+
+    def __init__(self, executor: Executor, clock: Clock, ttl: float, take_over: bool) -> None:
+        self.executor, self.clock, self.ttl, self.take_over = executor, clock, ttl, take_over
+        self.holder = Holder.this_process()
+        self.expires = 0.0
+        self.held = False
+
+    def acquire(self) -> None:
+        lease = self.executor.exclusive(
+            lambda existing: progress.decide(
+                existing, self.holder, self.clock.now(), self.ttl, take_over=self.take_over
+            )
+        )
+        self.held, self.expires = True, float(lease["expires"])
+
+    def renew_if_due(self) -> None:
+        if self.held and self.expires - self.clock.now() < self.ttl / 2:
+            lease = self.executor.exclusive(
+                lambda existing: progress.decide(existing, self.holder, self.clock.now(), self.ttl)
+            )
+            self.expires = float(lease["expires"])
+
+    def release(self) -> None:
+        if self.held:
+            self.executor.exclusive(
+                lambda existing: progress.decide(
+                    existing, self.holder, self.clock.now(), self.ttl, release=True
+                )
+            )
+            self.held = False
+
+
+class Rollout:
+    def __init__(
+        self,
+        plan: Plan,
+        executor: Executor,
+        clock: Clock | None = None,
+        options: Options | None = None,
+        log: Callable[[str], None] = lambda line: None,
+    ) -> None:
+        self.plan, self.executor = plan, executor
+        self.clock = clock or SystemClock()
+        self.options = options or Options()
+        self._log = log
+        self._log_lock = threading.Lock()
+        self.lease: Lease | None = None
+        self.records: dict[Member, Record | None] = {}
+        self.started = self.clock.now()
+
+    def log(self, line: str) -> None:
+        with self._log_lock:
+            self._log(f"[fleet {self.clock.now() - self.started:6.0f}s] {line}")
+
+    # -- records ----------------------------------------------------------------------------------------------
+    def read(self, members: tuple[Member, ...] | list[Member]) -> dict[Member, Record | None]:
+        """The members' records of their current revisions, read from their stacks (and kept)."""
+        for m in members:
+            self.records[m] = progress.current(Record.decode(self.executor.read_record(m)), m.revision)
+        return {m: self.records[m] for m in members}
+
+    def write(self, member: Member, record: Record) -> None:
+        self.executor.write_record(member, record.encode())
+        self.records[member] = record
+
+    def _in(self, wave: Wave, *states: str) -> list[Member]:
+        return [m for m in wave.members if (r := self.records.get(m)) is not None and r.state in states]
+
+    def _verified(self, wave: Wave) -> dict[Member, Record]:
+        return {
+            m: r for m in wave.members if (r := self.records.get(m)) is not None and r.state == "verified"
+        }
+
+    # -- the whole rollout ------------------------------------------------------------------------------------
+    def run(self) -> Report:
+        self.started = self.clock.now()
+        lease = Lease(self.executor, self.clock, self.options.lease_ttl, self.options.take_over)
+        try:
+            lease.acquire()
+        except LeaseHeld as e:
+            return self._report([], EXIT_STACK, str(e))
+        except (LockConflict, StackUnavailable) as e:
+            return self._report(
+                [], EXIT_STACK, f"the lease of {self.plan.environment_stack} could not be taken: {e}"
+            )
+        self.lease = lease
+        outcomes: list[WaveOutcome] = []
+        code, message = EXIT_OK, "every wave passed"
+        try:
+            for wave in self.plan.waves:
+                outcome, code, message = self._wave(wave)
+                outcomes.append(outcome)
+                if code != EXIT_OK:
+                    break
+            else:
+                code, message = EXIT_OK, "every wave passed"
+        except LeaseHeld as e:
+            lease.held = False  # taken over: it is not ours to give back
+            code, message = EXIT_STACK, f"the lease was lost: {e}"
+        finally:
+            outcomes += [_not_started(w) for w in self.plan.waves[len(outcomes) :]]
+            try:
+                lease.release()
+            except (LockConflict, StackUnavailable, LeaseHeld) as e:
+                self.log(f"warning: the lease could not be given back ({e}); it expires by itself")
+        return self._report(outcomes, code, message)
+
+    def _report(self, waves: list[WaveOutcome], code: int, message: str) -> Report:
+        return Report(self.plan, waves, code, message, self.clock.now() - self.started)
+
+    def _wave(self, wave: Wave) -> tuple[WaveOutcome, int, str]:
+        t0 = self.clock.now()
+        try:
+            records = self.read(wave.members)
+        except StackUnavailable as e:
+            return WaveOutcome(wave, "stopped"), EXIT_STACK, f"wave {wave.name}: {e}"
+        outcome = WaveOutcome(wave, "passed", [MemberOutcome(m, "done earlier") for m in wave.members])
+        if self.complete(wave, records):
+            self.log(f"wave {wave.name}: complete at these revisions, skipped")
+            outcome.status = "done earlier"
+            return outcome, EXIT_OK, ""
+        todo = [m for m in wave.members if (r := records[m]) is None or r.state != "verified"]
+        self.log(
+            f"wave {wave.name}: {len(todo)} of {len(wave.members)} cluster(s) to update ({wave.describe_gate()})"
+        )
+        try:
+            ran = self._members(wave, todo)
+        except _Abort as e:
+            self._merge(outcome, e.outcomes)
+            outcome.status, outcome.seconds = "stopped", self.clock.now() - t0
+            return outcome, EXIT_STACK, f"wave {wave.name}: {e.cause}; nothing else was started"
+        self._merge(outcome, ran)
+        return self._gate_phase(wave, outcome, t0)
+
+    @staticmethod
+    def _merge(outcome: WaveOutcome, ran: dict[Member, MemberOutcome]) -> None:
+        outcome.members = [ran.get(o.member, o) for o in outcome.members]
+
+    def _gate_phase(
+        self, wave: Wave, outcome: WaveOutcome, t0: float, approval_later: bool = False
+    ) -> tuple[WaveOutcome, int, str]:
+        """Tolerance, soak (then verify once more), approval, over the wave's records."""
+        unfinished = [
+            m.stack for m in wave.members if (r := self.records.get(m)) is None or r.state == "deploying"
+        ]
+        failed = self._in(wave, "failed")
+        if unfinished or len(failed) > wave.tolerance:
+            outcome.status, outcome.seconds = "failed", self.clock.now() - t0
+            return outcome, EXIT_GATE, self._failed_message(wave, failed, unfinished)
+        soak_from = self.clock.now()
+        unsoaked = {m: r for m, r in self._verified(wave).items() if r.soaked is None}
+        if unsoaked and wave.soak:
+            last_pass = max(r.at for r in self._verified(wave).values())
+            self._soak(wave, last_pass + wave.soak)
+            for m, rec in unsoaked.items():
+                check = self.executor.check(m) if wave.gate.verify else Check(True)
+                if check.ok:
+                    self.write(m, rec.with_(soaked=int(self.clock.now())))
+                    continue
+                why = f"verify failed after the soak: {check.summary()}"
+                self.write(m, rec.with_(state="failed", why=why, at=int(self.clock.now())))
+                self.log(f"wave {wave.name}: {m.stack} {why}")
+                self._merge(outcome, {m: MemberOutcome(m, "failed", 0.0, why)})
+            outcome.soak_seconds = self.clock.now() - soak_from
+            failed = self._in(wave, "failed")
+            if len(failed) > wave.tolerance:
+                outcome.status, outcome.seconds = "failed", self.clock.now() - t0
+                return outcome, EXIT_GATE, self._failed_message(wave, failed, [])
+        else:
+            for m, rec in unsoaked.items():
+                self.write(m, rec.with_(soaked=rec.at))
+        passing = self._verified(wave)
+        if wave.gate.approval and any(r.approved is None for r in passing.values()):
+            approved = wave.name in self.options.approve or (
+                self.options.approver is not None and self.options.approver(wave)
+            )
+            if self.lease is not None:
+                self.lease.renew_if_due()
+            if not approved:
+                outcome.status, outcome.seconds = "awaiting approval", self.clock.now() - t0
+                if approval_later:
+                    return outcome, EXIT_OK, f"wave {wave.name} passed; its approval is the next job"
+                return (
+                    outcome,
+                    EXIT_GATE,
+                    f"wave {wave.name} passed and waits for approval: rerun with --approve {wave.name}",
+                )
+            for m, rec in passing.items():
+                self.write(m, rec.with_(approved=int(self.clock.now())))
+            self.log(f"wave {wave.name}: approved")
+        outcome.seconds = self.clock.now() - t0
+        self.log(f"wave {wave.name}: passed ({len(failed)} failed, {wave.tolerance} tolerated)")
+        return outcome, EXIT_OK, ""
+
+    def _failed_message(self, wave: Wave, failed: list[Member], unfinished: list[str]) -> str:
+        why = "; ".join(f"{m.stack}: {r.why}" for m in failed if (r := self.records.get(m)) is not None)
+        not_run = f"; not updated: {', '.join(unfinished)}" if unfinished else ""
+        return (
+            f"wave {wave.name} failed its gate: {len(failed)} cluster(s) failed, {wave.tolerance} tolerated "
+            f"({why or 'none'}){not_run}; the next wave was not started; fix the cause and rerun to resume this wave"
+        )
+
+    def complete(self, wave: Wave, records: dict[Member, Record | None]) -> bool:
+        """Every cluster has a record of its revision, at most `tolerance` failed, the others soaked (and
+        approved when the gate asks for it)."""
+        if any(r is None or r.state == "deploying" for r in records.values()):
+            return False
+        failed = sum(1 for r in records.values() if r is not None and r.state == "failed")
+        if failed > wave.tolerance:
+            return False
+        passing = [r for r in records.values() if r is not None and r.state == "verified"]
+        if any(r.soaked is None for r in passing):
+            return False
+        return not (wave.gate.approval and any(r.approved is None for r in passing))
+
+    def _soak(self, wave: Wave, until: float) -> None:
+        left = until - self.clock.now()
+        if left > 0:
+            self.log(f"wave {wave.name}: soaking {format_duration(left)}")
+        while (left := until - self.clock.now()) > 0:
+            self.clock.sleep(min(left, RENEW_TICK))
+            if self.lease is not None:
+                self.lease.renew_if_due()
+
+    # -- the clusters of a wave -------------------------------------------------------------------------------
+    def _members(self, wave: Wave, todo: list[Member]) -> dict[Member, MemberOutcome]:
+        out: dict[Member, MemberOutcome] = {}
+        if not todo:
+            return out
+        stop: Exception | None = None
+        failures = 0
+        pending = list(todo)
+        running: dict[Future[MemberOutcome], Member] = {}
+        with ThreadPoolExecutor(
+            max_workers=min(wave.max_parallel, len(todo)), thread_name_prefix="fleet"
+        ) as pool:
+            while pending or running:
+                while (
+                    pending
+                    and len(running) < wave.max_parallel
+                    and stop is None
+                    and failures <= wave.tolerance
+                ):
+                    m = pending.pop(0)
+                    running[pool.submit(self.member, wave, m)] = m
+                if not running:
+                    break
+                done, _ = wait(running, timeout=RENEW_TICK, return_when=FIRST_COMPLETED)
+                for f in done:
+                    m = running.pop(f)
+                    try:
+                        result = f.result()
+                    except (LockConflict, StackUnavailable) as e:
+                        stop = stop or e
+                        out[m] = MemberOutcome(m, "not run", why=str(e))
+                        continue
+                    out[m] = result
+                    failures += result.state == "failed"
+                if self.lease is not None:
+                    try:
+                        self.lease.renew_if_due()
+                    except LeaseHeld:
+                        pending.clear()
+                        raise
+        for m in pending:
+            out[m] = MemberOutcome(m, "not started")
+        if stop is not None:
+            raise _Abort(stop, out)
+        return out
+
+    def member(self, wave: Wave, m: Member) -> MemberOutcome:
+        """One cluster: its update, then its gate; the outcome recorded on its stack."""
+        t0 = self.clock.now()
+        self.write(m, Record(m.revision, "deploying", wave.name, int(t0)))
+        self.log(f"wave {wave.name}: {m.stack} updating")
+        try:
+            self.executor.deploy(m)
+        except DeployFailed as e:
+            return self._finish(wave, m, t0, f"update failed: {e}")
+        why = self.gate(m, wave) if wave.gate.verify else None
+        return self._finish(wave, m, t0, why or "")
+
+    def _finish(self, wave: Wave, m: Member, t0: float, why: str) -> MemberOutcome:
+        now = self.clock.now()
+        state = "failed" if why else "verified"
+        self.write(m, Record(m.revision, state, wave.name, int(now), why=why))
+        self.log(f"wave {wave.name}: {m.stack} {state}{f': {why}' if why else ''} ({now - t0:.0f}s)")
+        return MemberOutcome(m, state, now - t0, why)
+
+    def gate(self, m: Member, wave: Wave) -> str | None:
+        """Polls the member's verify checks until they pass (None) or `verifyWait` is over (why not)."""
+        wait_s, interval = wave.gate.verify_wait, wave.gate.verify_interval
+        deadline = self.clock.now() + wait_s
+        checks = 0
+        while True:
+            check = self.executor.check(m)
+            checks += 1
+            if check.ok:
+                return None
+            left = deadline - self.clock.now()
+            if left <= 0:
+                return f"verify did not pass within {format_duration(wait_s)} ({checks} check(s)): {check.summary()}"
+            self.clock.sleep(min(interval, left))
+
+    # -- one cluster or one gate (the GitHub workflow's jobs) ---------------------------------------------------
+    def earlier_incomplete(self, wave: Wave) -> list[str]:
+        """The earlier waves that are not complete at the current revisions (a later wave must not start)."""
+        out = []
+        for w in self.plan.waves:
+            if w is wave:
+                break
+            if not self.complete(w, self.read(w.members)):
+                out.append(w.name)
+        return out
+
+    def run_one(self, member: Member) -> Report:
+        """The update and gate of one cluster, once every earlier wave is complete."""
+        self.started = self.clock.now()
+        wave = next(w for w in self.plan.waves if member in w.members)
+        try:
+            if blocked := self.earlier_incomplete(wave):
+                return self._report(
+                    [WaveOutcome(wave, "not started")],
+                    EXIT_GATE,
+                    f"{member.stack} is in wave {wave.name}; earlier wave(s) not complete: {', '.join(blocked)}",
+                )
+            rec = self.read([member])[member]
+            if rec is not None and rec.state == "verified":
+                done = WaveOutcome(wave, "done earlier", [MemberOutcome(member, "done earlier")])
+                return self._report(
+                    [done], EXIT_OK, f"{member.stack} is verified at revision {member.revision}"
+                )
+            outcome = self.member(wave, member)
+        except (LockConflict, StackUnavailable) as e:
+            return self._report([WaveOutcome(wave, "stopped")], EXIT_STACK, f"{member.stack}: {e}")
+        code = EXIT_OK if outcome.state == "verified" else EXIT_GATE
+        return self._report([WaveOutcome(wave, outcome.state, [outcome])], code, outcome.why or "verified")
+
+    def run_gate(self, wave: Wave, approve: bool = False) -> Report:
+        """The wave's gate over its recorded outcomes: tolerance, soak, verify again, and with `approve`
+        the approval. Without it, a wave that waits for approval passes (the approval is the next job)."""
+        self.started = self.clock.now()
+        if approve:
+            self.options = Options(
+                approve=self.options.approve | {wave.name}, lease_ttl=self.options.lease_ttl
+            )
+        try:
+            records = self.read(wave.members)
+            outcome = WaveOutcome(
+                wave,
+                "passed",
+                [MemberOutcome(m, r.state if r else "not started") for m, r in records.items()],
+            )
+            if self.complete(wave, records):
+                outcome.status = "done earlier"
+                return self._report([outcome], EXIT_OK, f"wave {wave.name} is complete")
+            outcome, code, message = self._gate_phase(wave, outcome, self.started, approval_later=not approve)
+        except (LockConflict, StackUnavailable) as e:
+            return self._report([WaveOutcome(wave, "stopped")], EXIT_STACK, f"wave {wave.name}: {e}")
+        return self._report([outcome], code, message or f"wave {wave.name} passed")

@@ -1,0 +1,52 @@
+"""Names and text helpers shared by the offline plan, its renderers and the offline diff (no SDK import)."""
+
+from __future__ import annotations
+
+import html
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+PROJECT = "ml-diagnostics"
+SECRET_MASK = "[secret]"
+UNKNOWN_MASK = "[unknown]"
+# The SDK registers the root under this type token; it exports no constant for it.
+STACK_TYPE = "pulumi:pulumi:Stack"
+STACK_REFERENCE_TYPE = "pulumi:pulumi:StackReference"
+PROVIDER_TYPE_PREFIX = "pulumi:providers:"
+
+
+def engine_urn(parent: str, type_: str, name: str, stack: str, project: str) -> str:
+    """The URN the engine gives a resource: its parent's qualified type (the root stack's left out), `$`,
+    its own type. (The SDK's mock monitor keeps only the parent's own type; the engine keeps the chain.)"""
+    if parent:
+        parent_type = parent.split("::")[2]
+        if parent_type != STACK_TYPE:
+            type_ = f"{parent_type}${type_}"
+    return f"urn:pulumi:{stack}::{project}::{type_}::{name}"
+
+
+EXIT_OK, EXIT_MANDATORY, EXIT_ERROR = 0, 1, 2
+GITHUB_COMMENT_LIMIT = 65_536
+
+
+def md(text: Any) -> str:
+    """Text for a Markdown table cell or HTML context: HTML-escaped, pipes and newlines neutralised."""
+    return html.escape(str(text), quote=False).replace("|", "&#124;").replace("\n", " ")
+
+
+def code(text: Any) -> str:
+    """Inline code that is safe in a table cell (a backtick span cannot escape a pipe)."""
+    return f"<code>{md(text)}</code>"
+
+
+def short_urn(urn: str) -> str:
+    """`urn:pulumi:dev::proj::a$b$kubernetes:apps/v1:DaemonSet::x` -> `kubernetes:apps/v1:DaemonSet::x`."""
+    parts = urn.split("::")
+    if len(parts) < 4:
+        return urn
+    return f"{parts[2].split('$')[-1]}::{parts[3]}"
+
+
+def is_provider(type_token: str) -> bool:
+    return type_token.startswith(PROVIDER_TYPE_PREFIX)

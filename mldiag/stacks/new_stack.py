@@ -1,0 +1,114 @@
+"""A new stack of your own, offline: `stacks/Pulumi.<name>.yaml` with a passphrase `encryptionsalt` made as
+`pulumi stack init --secrets-provider passphrase` makes it, the environment, and a commented example of
+every target kind.
+
+    PULUMI_CONFIG_PASSPHRASE=... mldiag new-stack team-a --environment dev
+
+Then add targets, put secrets in with `mldiag secrets set team-a KEY.PATH < file`, and check it with
+`mldiag plan team-a`. The policy pack's strictness follows the environment; a `policies/config/team-a.json`
+is needed only for what this stack sets differently. For the real CLI: `pulumi stack init team-a
+--secrets-provider passphrase` keeps the salt this file holds.
+
+Exit codes: 0 written; 2 bad input (name, environment, existing file, passphrase).
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from pathlib import Path
+
+from mldiag.plan.common import PROJECT, ROOT
+from mldiag.stacks.secrets import SecretInputError, passphrase
+from mldiag.stacks.stack_secrets import EXAMPLE_PASSPHRASE, new_salt_state
+
+STACKS = ROOT / "stacks"
+EXIT_OK, EXIT_BAD_INPUT = 0, 2
+# Pulumi stack names: letters, digits, '-', '_' and '.', at most 100 characters.
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")
+
+TEMPLATE = """\
+# Stack {name} ({environment}), made by `mldiag new-stack`. Each target kind is one list under config;
+# the examples below are commented out: README "What each target does", docs/configuration.md for every key.
+# Secrets: `mldiag secrets set {name} KEY.PATH < file` (or `pulumi config set --secret --path ...`).
+encryptionsalt: {salt}
+config:
+  {project}:environment: {environment}
+  # {project}:kubernetesClusters:            # self-managed Kubernetes (the manual install)
+  #   - name: lab
+  #     context: lab-admin                   # or a kubeconfig secret at kubernetesClusters[0].kubeconfig
+  #     workloadNamespaces: [{{name: ai-workloads, create: true}}]
+  #     manualInstall: {{jaxVersion: "0.8"}}
+  # {project}:gkeClusters:                    # GKE, created or adopted
+  #   - name: train
+  #     project: my-project
+  #     location: us-central1
+  #     currentVersion: 1.35.1-gke.1396000    # adopted: its version decides managed or manual
+  # {project}:azureMl:                        # the Azure ML extension on AKS or Arc
+  #   - name: aks
+  #     cluster: {{kind: aks, subscriptionId: ..., resourceGroup: ..., name: ..., location: westeurope, nodeCount: 3}}
+  #     training: true
+  # {project}:modelDevelopmentClusters:       # Vertex AI Model Development Clusters (Slurm)
+  #   - name: slurm
+  #     project: my-project
+  #     region: us-central1
+  #     modelDevelopmentClusterId: slurm1
+"""
+
+
+class NewStackError(Exception):
+    pass
+
+
+def render(name: str, environment: str, secret: str) -> str:
+    salt, _ = new_salt_state(secret)
+    return TEMPLATE.format(name=name, environment=environment, salt=salt, project=PROJECT)
+
+
+def create(name: str, environment: str, *, stacks_dir: Path = STACKS, force: bool = False) -> Path:
+    from program.kinds.table import POLICY_BASE_LEVELS
+    from program.validators import closest
+
+    if not _NAME.fullmatch(name):
+        raise NewStackError(
+            f"stack name {name[:60]!r}: letters, digits, '-', '_' and '.', starting with a letter or digit"
+        )
+    if environment not in POLICY_BASE_LEVELS:
+        hint = closest(environment, POLICY_BASE_LEVELS)
+        raise NewStackError(
+            f"--environment {environment[:30]!r}{f' (did you mean {hint!r}?)' if hint else ''}; "
+            f"allowed: {', '.join(POLICY_BASE_LEVELS)}"
+        )
+    path = stacks_dir / f"Pulumi.{name}.yaml"
+    if path.exists() and not force:
+        raise NewStackError(f"{path.name} exists already (--force replaces it, and its secrets with it)")
+    secret = passphrase()
+    if secret == EXAMPLE_PASSPHRASE:
+        raise NewStackError(
+            "PULUMI_CONFIG_PASSPHRASE is the example stacks' published passphrase; choose your own for a real stack"
+        )
+    path.write_text(render(name, environment, secret))
+    return path
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="mldiag new-stack", description=__doc__.split("\n\n")[0])
+    p.add_argument("name", help="the stack's name: stacks/Pulumi.NAME.yaml")
+    p.add_argument(
+        "--environment", required=True, help="dev, staging or prod: strictness and deletion defaults"
+    )
+    p.add_argument("--force", action="store_true", help="replace an existing stack file")
+    args = p.parse_args(argv)
+    try:
+        path = create(args.name, args.environment, force=args.force)
+    except (NewStackError, SecretInputError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    print(f"wrote {path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}")
+    print(f"next: add targets, then `mldiag plan {args.name}`")
+    return EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())

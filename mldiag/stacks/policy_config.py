@@ -1,0 +1,158 @@
+"""The policy pack config of a stack: its environment's levels, then its own file over them.
+
+- `policies/config/environments/<environment>.json`: every rule's level (and options) in that environment,
+  written from the table of target kinds (each kind's `policy_defaults`, `POLICY_BASE_LEVELS` for `all`) by
+  `mldiag policy-config --write-environments`; a test fails when they are stale.
+- `policies/config/<stack>.json` (optional): what this stack sets differently, e.g. the Azure subscriptions
+  `azureml-allowed-subscriptions` allows. A rule's entry there replaces the level and the options it names.
+
+The environment is the stack file's `ml-diagnostics:environment`, so a new stack gets its environment's
+strictness without a file of its own.
+
+    mldiag policy-config STACK [--output FILE]     # the effective config: pass it to --policy-pack-config
+    mldiag policy-config --write-environments
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from mldiag.plan.common import PROJECT, ROOT
+
+CONFIG_DIR = ROOT / "policies" / "config"
+ENVIRONMENTS_DIR = CONFIG_DIR / "environments"
+STACKS_DIR = ROOT / "stacks"
+EXIT_OK, EXIT_BAD_INPUT = 0, 2
+
+
+class PolicyConfigInputError(Exception):
+    """A stack, environment or config file the effective config cannot be made from."""
+
+
+def environment_defaults(environment: str) -> dict[str, Any]:
+    """Every rule's level and options in an environment, from the table of target kinds."""
+    from program.kinds.table import KINDS, POLICY_BASE_LEVELS
+
+    if environment not in POLICY_BASE_LEVELS:
+        raise PolicyConfigInputError(
+            f"environment {environment!r} is unknown; allowed: {', '.join(POLICY_BASE_LEVELS)}"
+        )
+    out: dict[str, Any] = {"all": POLICY_BASE_LEVELS[environment]}
+    for kind in KINDS:
+        for rule, entry in kind.policy_defaults.get(environment, {}).items():
+            if rule in out and out[rule] != entry:
+                raise PolicyConfigInputError(f"{rule}: two kinds set different defaults in {environment}")
+            out[rule] = entry
+    return {"all": out.pop("all"), **dict(sorted(out.items()))}
+
+
+def render_environment(environment: str) -> str:
+    lines = [f"  {json.dumps(k)}: {json.dumps(v)}" for k, v in environment_defaults(environment).items()]
+    return "{\n" + ",\n".join(lines) + "\n}\n"
+
+
+def _entry(value: Any) -> dict[str, Any]:
+    return dict(value) if isinstance(value, dict) else {"enforcementLevel": value}
+
+
+def merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+    """`override`'s rules over `base`'s: a rule's level and each option it names replace the base's."""
+    out = dict(base)
+    for rule, value in override.items():
+        if rule == "all" or rule not in out:
+            out[rule] = value
+            continue
+        merged = {**_entry(out[rule]), **_entry(value)}
+        out[rule] = merged["enforcementLevel"] if list(merged) == ["enforcementLevel"] else merged
+    return out
+
+
+def stack_environment(stack_file: Path) -> str:
+    try:
+        doc = yaml.safe_load(stack_file.read_text()) or {}
+    except (OSError, yaml.YAMLError) as e:
+        raise PolicyConfigInputError(f"{stack_file}: cannot read it ({type(e).__name__})") from None
+    env = (doc.get("config") or {}).get(f"{PROJECT}:environment")
+    if not isinstance(env, str):
+        raise PolicyConfigInputError(
+            f"{stack_file}: {PROJECT}:environment is not set; allowed: dev, staging, prod"
+        )
+    return env
+
+
+def read_json(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text())
+    except json.JSONDecodeError as e:
+        raise PolicyConfigInputError(f"{path}: not valid JSON ({e.msg} at line {e.lineno})") from None
+    if not isinstance(data, dict):
+        raise PolicyConfigInputError(f"{path}: must be a JSON object of policy name -> level or settings")
+    return data
+
+
+def effective(
+    stack: str,
+    *,
+    stack_file: Path | None = None,
+    environment: str | None = None,
+    config_dir: Path = CONFIG_DIR,
+) -> tuple[dict[str, Any], list[Path]]:
+    """(the stack's effective pack config, the files it was made from). The environment is the stack file's
+    unless given."""
+    env = environment or stack_environment(stack_file or STACKS_DIR / f"Pulumi.{stack}.yaml")
+    env_file = config_dir / "environments" / f"{env}.json"
+    config = read_json(env_file) if env_file.exists() else environment_defaults(env)
+    sources = [env_file]
+    own = config_dir / f"{stack}.json"
+    if own.exists():
+        config = merge(config, read_json(own))
+        sources.append(own)
+    # An entry that names options only takes the environment's level, written out for the CLI.
+    for rule, value in config.items():
+        if isinstance(value, dict) and "enforcementLevel" not in value:
+            config[rule] = {"enforcementLevel": config.get("all", "advisory"), **value}
+    return config, sources
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="mldiag policy-config", description=__doc__.split("\n\n")[0])
+    p.add_argument(
+        "stack", nargs="?", help="stack name: stacks/Pulumi.STACK.yaml and policies/config/STACK.json"
+    )
+    p.add_argument("--output", type=Path, help="write the config here instead of stdout")
+    p.add_argument("--write-environments", action="store_true", help="rewrite policies/config/environments/")
+    args = p.parse_args(argv)
+    try:
+        if args.write_environments:
+            from program.kinds.table import POLICY_BASE_LEVELS
+
+            ENVIRONMENTS_DIR.mkdir(parents=True, exist_ok=True)
+            for env in POLICY_BASE_LEVELS:
+                (ENVIRONMENTS_DIR / f"{env}.json").write_text(render_environment(env))
+                print(f"wrote {(ENVIRONMENTS_DIR / f'{env}.json').relative_to(ROOT)}")
+            return EXIT_OK
+        if not args.stack:
+            p.error("name a stack, or --write-environments")
+        stack_file = STACKS_DIR / f"Pulumi.{args.stack}.yaml"
+        if not stack_file.exists():
+            raise PolicyConfigInputError(f"{stack_file.relative_to(ROOT)} does not exist")
+        config, _ = effective(args.stack)
+    except PolicyConfigInputError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    text = json.dumps(config, indent=2) + "\n"
+    if args.output:
+        args.output.write_text(text)
+    else:
+        sys.stdout.write(text)
+    return EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())

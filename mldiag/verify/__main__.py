@@ -1,0 +1,5 @@
+import sys
+
+from mldiag.verify.cli import main
+
+sys.exit(main())

@@ -1,0 +1,169 @@
+"""`python -m mldiag.verify STACK`: read-only post-deploy checks of every target of a stack.
+
+    python -m mldiag.verify STACK [--config-file FILE | --pulumi-stack ORG/ml-diagnostics/STACK]
+                                 [--format table|json|markdown] [--output FILE]
+                                 [--wait SECONDS] [--interval SECONDS] [--log-lines N] [--arm-endpoint URL]
+
+Exit codes: 0 every check passed; 1 a check failed; 2 the stack config is invalid; 3 a target could not be
+reached (named in the report). It never changes anything and never prints a secret.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from mldiag.verify import report
+from mldiag.verify.report import TargetResult, Unreachable
+from program.config import ConfigError, StackConfig
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+class StackConfigUnavailable(Exception):
+    """The stack's config cannot be read (missing file, the Pulumi CLI failed)."""
+
+
+def read_config(
+    stack: str, config_file: Path | None, pulumi_stack: str | None, project: Path | None = None
+) -> StackConfig:
+    """The stack config through `program.config.load()`, fed as `mldiag plan` feeds it.
+
+    From the stack file, `secure:` values become placeholders (secrets are not needed to verify, except a
+    kubeconfig: see `--pulumi-stack`). With `pulumi_stack`, the Pulumi CLI reads the stack's config with
+    its secrets decrypted (`pulumi config --json --show-secrets`); the values stay in memory.
+    """
+    from pulumi.runtime import config as runtime_config
+
+    from mldiag.plan.cli import StackFileError, read_stack_file
+    from program import config as stack_config
+
+    if pulumi_stack:
+        raw, secret_keys = pulumi_cli_config(pulumi_stack, project or ROOT)
+    else:
+        try:
+            raw, secret_keys = read_stack_file(config_file or ROOT / "stacks" / f"Pulumi.{stack}.yaml")
+        except StackFileError as e:
+            raise StackConfigUnavailable(str(e)) from None
+    encoded = {k: v if isinstance(v, str) else json.dumps(v) for k, v in raw.items()}
+    runtime_config.set_all_config(encoded, list(secret_keys))
+    try:
+        return stack_config.load()
+    finally:
+        runtime_config.set_all_config({}, [])
+
+
+def pulumi_cli_config(pulumi_stack: str, project: Path = ROOT) -> tuple[dict[str, Any], list[str]]:
+    cmd = ["pulumi", "config", "--json", "--show-secrets", "--stack", pulumi_stack]
+    try:
+        run = subprocess.run(
+            cmd, cwd=project, capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL
+        )
+    except FileNotFoundError:
+        raise StackConfigUnavailable(
+            "--pulumi-stack needs the Pulumi CLI on PATH (`pulumi login` done)"
+        ) from None
+    except subprocess.TimeoutExpired:
+        raise StackConfigUnavailable(f"`{' '.join(cmd)}` did not answer within 300 s") from None
+    if run.returncode != 0:  # stderr only: stdout would carry decrypted values
+        raise StackConfigUnavailable(f"`{' '.join(cmd)}` failed: {run.stderr.strip()[:500]}")
+    try:
+        entries = json.loads(run.stdout)
+    except ValueError:
+        raise StackConfigUnavailable(f"`{' '.join(cmd)}` did not print JSON") from None
+    raw = {k: e["objectValue"] if "objectValue" in e else e.get("value") for k, e in entries.items()}
+    return raw, [k for k, e in entries.items() if e.get("secret")]
+
+
+class Options(argparse.Namespace):
+    stack: str
+    config_file: Path | None
+    pulumi_stack: str | None
+    project: Path | None
+    format: str
+    output: Path | None
+    wait: float
+    interval: float
+    log_lines: int
+    arm_endpoint: str
+
+
+def run_once(cfg: StackConfig, opts: Options) -> list[TargetResult]:
+    """Every target's checks, kind by kind in the table's order; an unreachable target is reported, not raised."""
+    from program.kinds.table import KINDS
+    from program.verify.context import VerifyContext
+
+    ctx = VerifyContext(cfg, log_lines=opts.log_lines, arm_endpoint=opts.arm_endpoint)
+    results: list[TargetResult] = []
+    for kind in KINDS:
+        check = kind.verify.load()
+        for target in getattr(cfg, kind.field):
+            result = TargetResult(kind.key, target.name)
+            results.append(result)
+            try:
+                check(target, ctx, result)
+            except Unreachable as e:
+                result.unreachable = str(e)
+    return results
+
+
+def parse_args(argv: list[str] | None) -> Options:
+    p = argparse.ArgumentParser(prog="python -m mldiag.verify", description=__doc__.split("\n\n")[0])
+    p.add_argument("stack", help="stack name: reads stacks/Pulumi.STACK.yaml")
+    src = p.add_mutually_exclusive_group()
+    src.add_argument("--config-file", type=Path, help="stack config file instead of stacks/Pulumi.STACK.yaml")
+    src.add_argument(
+        "--pulumi-stack",
+        metavar="ORG/PROJECT/STACK",
+        help="read the config through the Pulumi CLI with secrets decrypted (needed for a secret kubeconfig)",
+    )
+    p.add_argument(
+        "--project",
+        type=Path,
+        metavar="DIR",
+        help="the Pulumi project whose stack --pulumi-stack reads (default: this repository)",
+    )
+    p.add_argument("--format", choices=("table", "json", "markdown"), default="table")
+    p.add_argument("--output", type=Path, help="write the report to this file instead of stdout")
+    p.add_argument("--wait", type=float, default=0.0, metavar="SECONDS", help="poll until every check passes")
+    p.add_argument("--interval", type=float, default=10.0, metavar="SECONDS", help="pause between polls")
+    p.add_argument("--log-lines", type=int, default=500, help="recent log lines read per Diagon pod")
+    p.add_argument(
+        "--arm-endpoint", default="https://management.azure.com", help="Azure Resource Manager URL"
+    )
+    return p.parse_args(argv, namespace=Options())
+
+
+def main(argv: list[str] | None = None) -> int:
+    opts = parse_args(argv)
+    try:
+        cfg = read_config(opts.stack, opts.config_file, opts.pulumi_stack, opts.project)
+    except (ConfigError, StackConfigUnavailable) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return report.EXIT_CONFIG
+    start = time.monotonic()
+    while True:
+        results = run_once(cfg, opts)
+        code = report.exit_code(results)
+        left = opts.wait - (time.monotonic() - start)
+        if code == report.EXIT_OK or left <= 0:
+            break
+        failing = [f"{r.label} {c.name}" for r in results for c in r.failed]
+        failing += [f"{r.label} unreachable" for r in results if r.unreachable]
+        print(
+            f"[verify {time.monotonic() - start:5.0f}s] waiting ({left:.0f}s left): {', '.join(failing)}",
+            file=sys.stderr,
+            flush=True,
+        )
+        time.sleep(max(0.0, min(opts.interval, left)))
+    text = report.render(opts.stack, results, opts.format)
+    if opts.output:
+        opts.output.write_text(text)
+    else:
+        sys.stdout.write(text)
+    return code

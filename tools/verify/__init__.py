@@ -1,3 +1,0 @@
-"""Post-deploy verification: `python -m tools.verify STACK` checks, with read-only calls, that what the
-vendor docs verify by hand actually holds on every target of a stack (see cli.py and README
-"After `pulumi up`")."""

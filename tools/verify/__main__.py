@@ -1,5 +1,0 @@
-import sys
-
-from tools.verify.cli import main
-
-sys.exit(main())
