@@ -93,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0 if argv else EXIT_USAGE
     command, rest = argv[0], argv[1:]
     if command not in commands:
-        from program.validators import closest
+        from ml_diagnostics.rules.names import closest
 
         hint = closest(command, list(commands))
         print(

@@ -8,31 +8,33 @@ Components never read config themselves. The base model and errors live in `conf
 from __future__ import annotations
 
 import re
-import typing
 from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
 import pulumi
 from pydantic import BaseModel, Field, ValidationError, create_model, field_validator
 
-from program import checks, config_input, fleet_member, regions, validators
+from ml_diagnostics.compat import arm_location, quote
+from ml_diagnostics.rules import names, regions
+from ml_diagnostics.rules.base import describe as describe_error
+from ml_diagnostics.rules.base import format_loc
+from program import checks, config_input, fleet_member
 from program.config_base import (
     NAMESPACE,
     PLACEHOLDER_SECRET,
     PLAIN_SECRETS_OK,
     ConfigError,
-    Issues,
     Model,
     Secret,
     is_placeholder,
     raise_issues,
     secret_inputs,
     secret_output,
+    unwrap_misplaced_secrets,
 )
 from program.google_api import GoogleApiSettings
 from program.kinds.table import KINDS
 from program.stack_file import Path_, StackFileError
-from program.validators import closest, quote
 
 __all__ = [
     "NAMESPACE",
@@ -50,7 +52,7 @@ __all__ = [
 
 
 class ExtraRegions(Model):
-    """Regions (and GCP zones) newer than the built-in lists (program/regions.py, with their date)."""
+    """Regions (and GCP zones) newer than the built-in lists (ml_diagnostics/rules/regions.py, with their date)."""
 
     gcp: list[str] = []
     """Google Cloud regions or zones, e.g. europe-west15 or europe-west15-a."""
@@ -63,7 +65,7 @@ class ExtraRegions(Model):
     def _gcp(cls, v: list[str]) -> list[str]:
         raise_issues(
             [
-                (f"[{i}]", f"{quote(r)} must look like a region (europe-west15) or a zone (europe-west15-a)")
+                ((i,), f"{quote(r)} must look like a region (europe-west15) or a zone (europe-west15-a)")
                 for i, r in enumerate(v)
                 if not _REGION_SHAPE.fullmatch(r)
             ]
@@ -74,13 +76,9 @@ class ExtraRegions(Model):
     @classmethod
     def _azure(cls, v: list[str]) -> list[str]:
         raise_issues(
-            [
-                (f"[{i}]", p)
-                for i, r in enumerate(v)
-                if (p := validators.azure_location_shape_problem(r)) is not None
-            ]
+            [((i,), p) for i, r in enumerate(v) if (p := names.azure_location_shape_problem(r)) is not None]
         )
-        return [validators.arm_location(r) for r in v]
+        return [arm_location(r) for r in v]
 
 
 _REGION_SHAPE = re.compile(r"[a-z]{2,20}-[a-z]{2,20}[0-9]{1,2}(-[a-z])?")
@@ -90,7 +88,7 @@ class StackBase(Model):
     environment: Literal["dev", "staging", "prod"]
     """Which environment this stack is; the policy pack's strictness and the deletion defaults follow it."""
     extra_regions: ExtraRegions = ExtraRegions()
-    """Regions newer than the built-in lists of program/regions.py (their date is there): {gcp: [...], azure: [...]}."""
+    """Regions newer than the built-in lists of ml_diagnostics/rules/regions.py (their date is there): {gcp: [...], azure: [...]}."""
 
 
 # One list field per target kind, from the table (program/kinds): `cfg.<kind.field>` holds its targets.
@@ -115,22 +113,6 @@ StackConfig: type[StackBase] = create_model(  # type: ignore[call-overload]
 TARGET_KINDS = tuple(k.key for k in KINDS)
 
 
-def _fmt_loc(loc: Iterable[Any]) -> str:
-    out = ""
-    for part in loc:
-        if isinstance(part, str) and len(part) > 60:
-            part = part[:60] + "..."
-        if isinstance(part, int):
-            out += f"[{part}]"
-        elif part == "[key]":
-            out += " (key)"
-        elif str(part).startswith("["):
-            out += str(part)
-        else:
-            out += f".{part}" if out else str(part)
-    return out
-
-
 def _join(base: str, rel: str) -> str:
     if not rel:
         return base
@@ -143,53 +125,17 @@ def _allowed_keys(model: type[BaseModel]) -> list[str]:
     return sorted(f.alias or n for n, f in model.model_fields.items())
 
 
-def _model_at(loc: tuple[Any, ...]) -> type[BaseModel] | None:
-    """Walks StackConfig's fields along a location to find the model that owns the last key."""
-    model: Any = StackConfig
-    for part in loc[:-1]:
-        if isinstance(part, int):
-            continue
-        if not (isinstance(model, type) and issubclass(model, BaseModel)):
-            return None
-        field = next((f for n, f in model.model_fields.items() if (f.alias or n) == part), None)
-        if field is None:
-            return None
-        ann = field.annotation
-        # unwrap Optional / list / dict to the model inside
-        for _ in range(4):
-            args = [a for a in typing.get_args(ann) if a is not type(None)]
-            if isinstance(ann, type) and issubclass(ann, BaseModel):
-                break
-            if not args:
-                break
-            ann = next((a for a in args if isinstance(a, type) and issubclass(a, BaseModel)), args[-1])
-        model = ann
-    return model if isinstance(model, type) and issubclass(model, BaseModel) else None
-
-
-_TYPE_MESSAGES = {
-    "int_type": "must be a whole number (not a string, boolean or decimal)",
-    "int_from_float": "must be a whole number (not a string, boolean or decimal)",
-    "float_type": "must be a number (not a string or boolean)",
-    "bool_type": "must be true or false (not a string or number)",
-    "string_type": "must be a string (quote numbers and booleans: '0.8', 'true')",
-    "list_type": "must be a list",
-    "dict_type": "must be a map of key: value",
-    "model_type": "must be a map of key: value",
-    "model_attributes_type": "must be a map of key: value",
-}
 SECRET_FIELDS_HINT = (
     "kubeconfig, inference.sslCertPem, inference.sslKeyPem and free-form data (chart values, ...)"
 )
 
 
 def _describe(err: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """(stack-file key path, message) of one error: the secret cases here, everything else as the library
+    describes it (the same rule says the same words for a program's Args)."""
     loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function-")))
-    path = _fmt_loc(loc)
+    path = format_loc(loc)
     typ = err["type"]
-    ctx = err.get("ctx") or {}
-    if typ == "value_error" and isinstance(ctx.get("error"), Issues):
-        return [(_join(path, rel), msg) for rel, msg in ctx["error"].problems]
     if isinstance(err.get("input"), Secret) and typ not in (
         "value_error",
         "extra_forbidden",
@@ -204,36 +150,13 @@ def _describe(err: Mapping[str, Any]) -> list[tuple[str, str]]:
                 f"`pulumi config set --secret --path '{NAMESPACE}:{path}' ...`",
             )
         ]
-    if typ == "extra_forbidden":
-        owner = _model_at(loc)
-        key = loc[-1] if loc and isinstance(loc[-1], str) else ""
-        return [(path, f"unknown key{_did_you_mean(key, _allowed_keys(owner)) if owner else ''}")]
-    if typ == "missing":
-        return [(path, "required key is missing")]
-    msg = _TYPE_MESSAGES.get(typ) or err["msg"]
-    if msg.startswith("Value error, "):
-        msg = msg[len("Value error, ") :]
-    if typ == "literal_error":
-        msg = f"must be one of {ctx.get('expected')}"
-    bounds = {"less_than_equal": "at most", "greater_than_equal": "at least", "greater_than": "more than"}
-    if typ in bounds:
-        limit = next(iter(ctx.values()), "")
-        msg = (
-            f"must be {bounds[typ]} {limit:g}"
-            if isinstance(limit, float)
-            else f"must be {bounds[typ]} {limit}"
-        )
-    return [(path, msg)]
+    return describe_error(err, StackConfig, "stack")
 
 
 def _did_you_mean(key: str, allowed: list[str]) -> str:
-    """`; did you mean X? allowed keys: ...`: the nearest allowed key first, then all of them."""
-    hint = closest(key, allowed)
-    return (
-        f" (did you mean {hint!r}?); allowed keys: {', '.join(allowed)}"
-        if hint
-        else f"; allowed keys: {', '.join(allowed)}"
-    )
+    from ml_diagnostics.rules.base import did_you_mean
+
+    return did_you_mean(key, allowed)
 
 
 def _unique_names(kind: str, targets: list[Any]) -> list[str]:
@@ -270,7 +193,10 @@ def parse(
     data, wrapped_all = config_input.wrap_secrets(data, secret_keys, secret_paths)
     token = regions.EXTRA.set(_extra_regions(data.get("extraRegions")))
     try:
-        cfg = StackConfig.model_validate(data, context={PLAIN_SECRETS_OK: wrapped_all})
+        cfg = StackConfig.model_validate(
+            data,
+            context={PLAIN_SECRETS_OK: wrapped_all, "spelling": "stack", "prepare": unwrap_misplaced_secrets},
+        )
     except ValidationError as e:
         for err in e.errors(include_url=False):
             for path, msg in _describe(err):
@@ -296,15 +222,15 @@ def _extra_regions(raw: Any) -> dict[str, frozenset[str]]:
     if not isinstance(raw, Mapping):
         return {}
     out = {}
-    names = raw.get("gcp")
-    if isinstance(names, list):
-        out["gcp"] = frozenset(n for n in names if isinstance(n, str) and _REGION_SHAPE.fullmatch(n))
-    names = raw.get("azure")
-    if isinstance(names, list):
+    gcp = raw.get("gcp")
+    if isinstance(gcp, list):
+        out["gcp"] = frozenset(n for n in gcp if isinstance(n, str) and _REGION_SHAPE.fullmatch(n))
+    azure = raw.get("azure")
+    if isinstance(azure, list):
         out["azure"] = frozenset(
-            validators.arm_location(n)
-            for n in names
-            if isinstance(n, str) and validators.azure_location_shape_problem(n) is None
+            arm_location(n)
+            for n in azure
+            if isinstance(n, str) and names.azure_location_shape_problem(n) is None
         )
     return out
 

@@ -1,8 +1,8 @@
 """The bottom of the config layer: the base model, the error types and the secret wrapper.
 
-Layers point down only: `config_base` and `validators` -> the kinds' models (`kinds/<kind>/model.py`) ->
-`config` (StackConfig, load) -> the kinds' factories -> `__main__`. This module imports nothing else of the
-program, so every kind's model can import it alone.
+Layers point down only: the library's rules (ml_diagnostics.rules) -> `config_base` -> the kinds' models
+(`kinds/<kind>/model.py`) -> `config` (StackConfig, load) -> the kinds' factories -> `__main__`. This
+module imports nothing else of the program, so every kind's model can import it alone.
 """
 
 from __future__ import annotations
@@ -15,18 +15,18 @@ from typing import Annotated, Any
 import pulumi
 from pydantic import (
     BaseModel,
-    ConfigDict,
     SecretStr,
     ValidationInfo,
     ValidatorFunctionWrapHandler,
     WrapValidator,
     field_validator,
-    model_validator,
 )
-from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError
 
-from program import validators
+from ml_diagnostics.rules import names
+from ml_diagnostics.rules.base import Issues as Issues
+from ml_diagnostics.rules.base import Spec
+from ml_diagnostics.rules.base import raise_issues as raise_issues
 
 NAMESPACE = "ml-diagnostics"
 
@@ -51,23 +51,6 @@ class ConfigError(pulumi.RunError):
         self.total = len(problems) if total is None else total
         lines = "\n".join(f"  - {p}" for p in problems)
         super().__init__(f"invalid stack configuration ({self.total} problem(s)):\n{lines}")
-
-
-class Issues(ValueError):
-    """Raised by model validators to report problems on specific sub-paths of the model.
-
-    `problems` is a list of (relative path, message); the path may be "" for the model itself,
-    `"inference.sslCname"` or `"nodePools[2].id"`.
-    """
-
-    def __init__(self, problems: list[tuple[str, str]]):
-        self.problems = problems
-        super().__init__("; ".join(f"{p}: {m}" if p else m for p, m in problems))
-
-
-def raise_issues(problems: list[tuple[str, str]]) -> None:
-    if problems:
-        raise Issues(problems)
 
 
 class Secret:
@@ -188,34 +171,19 @@ def secret_output(value: SecretStr | None) -> pulumi.Output[str] | None:
     return pulumi.Output.secret(value.get_secret_value())
 
 
-class Model(BaseModel):
-    """Base of every config model: camelCase keys, unknown keys rejected, immutable, no surprising coercion.
+class Model(Spec):
+    """Base of every config model of the program's own keys: a library Spec (camelCase keys, unknown keys
+    refused, immutable, no surprising coercion; field docs are the attribute docstrings, which the generated
+    config reference prints). The keys a stack file shares with the library are the library's Specs."""
 
-    Field descriptions are the attribute docstrings (the generated config reference prints them).
-    """
 
-    model_config = ConfigDict(
-        extra="forbid",
-        alias_generator=to_camel,
-        populate_by_name=True,
-        frozen=True,
-        strict=True,
-        str_strip_whitespace=True,
-        hide_input_in_errors=True,
-        use_attribute_docstrings=True,
-    )
-
-    def __deepcopy__(self, memo: dict[int, Any] | None = None) -> Model:
-        # Frozen: a default instance is shared, not copied for every target (copies dominated large stacks).
-        return self
-
-    @model_validator(mode="before")
-    @classmethod
-    def _unwrap_misplaced_secrets(cls, data: Any, info: ValidationInfo) -> Any:
-        if not ((info.context or {}).get(PLAIN_SECRETS_OK) and isinstance(data, dict)):
-            return data
-        kinds = field_kinds(cls)
-        return {k: reveal(v) if kinds.get(k) == "plain" else v for k, v in data.items()}
+def unwrap_misplaced_secrets(model: type[BaseModel], data: Any, context: Mapping[str, Any]) -> Any:
+    """Before a model validates (the Specs call it from their context): with PLAIN_SECRETS_OK every string leaf
+    of a secret key arrived as a `Secret`; the fields that take no secret get their plain text back."""
+    if not (context.get(PLAIN_SECRETS_OK) and isinstance(data, dict)):
+        return data
+    kinds = field_kinds(model)
+    return {k: reveal(v) if kinds.get(k) == "plain" else v for k, v in data.items()}
 
 
 @cache
@@ -255,9 +223,9 @@ class TargetBase(Model):
     @field_validator("name")
     @classmethod
     def _name_shape(cls, v: str) -> str:
-        return validators.check(validators.target_name_problem, v)
+        return names.check(names.target_name_problem, v)
 
     @field_validator("previous_name")
     @classmethod
     def _previous_name_shape(cls, v: str | None) -> str | None:
-        return None if v is None else validators.check(validators.target_name_problem, v)
+        return None if v is None else names.check(names.target_name_problem, v)

@@ -18,10 +18,10 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from ml_diagnostics.rules.names import quote
 from program import stack_file
 from program.config_base import NAMESPACE, PLACEHOLDER_SECRET, Secret, is_placeholder
 from program.stack_file import Path_, StackFileError
-from program.validators import quote
 
 
 def _norm(ns: str) -> str:

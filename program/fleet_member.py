@@ -17,10 +17,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ml_diagnostics.rules.names import quote, target_name_problem
 from program import config_input
 from program.config_base import NAMESPACE, ConfigError
 from program.kinds.table import KINDS
-from program.validators import quote, target_name_problem
 
 KEY = f"{NAMESPACE}:fleetMember"
 FIELDS = ("environmentStack", "kind", "name")

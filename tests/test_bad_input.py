@@ -111,7 +111,7 @@ def test_engine_passed_config_gets_the_same_limits():
 
 
 def test_pem_check_is_linear_on_a_header_and_many_spaces():
-    from program.kinds.azure_ml.model import _pem_labels
+    from ml_diagnostics.rules.azure_ml import _pem_labels
 
     assert _pem_labels("-----BEGIN CERTIFICATE-----" + " " * 1_000_000) == []
     assert _pem_labels("-----BEGIN CERTIFICATE-----\nQUJD\n-----END CERTIFICATE-----\n") == ["CERTIFICATE"]

@@ -9,7 +9,6 @@ import yaml
 
 from dev.bench import input as bench_input
 from dev.bench import plan as bench_plan
-from mldiag.plan.common import ROOT
 
 
 def test_bench_input_help_prints_usage_and_runs_nothing():

@@ -409,7 +409,7 @@ def test_config_validators_and_pack_share_the_prerelease_rule():
             {"jaxVersion": "0.8.1", "connectionOperator": {"version": "0.24.0-rc.1"}}
         )
     assert (
-        "connectionOperator.version: JAX 0.8.x needs connection-operator chart 0.24.0, not 0.24.0-rc.1"
+        "connection_operator.version: JAX 0.8.x needs connection-operator chart 0.24.0, not 0.24.0-rc.1"
         in str(e.value)
     )
     with pytest.raises(ValueError) as e:

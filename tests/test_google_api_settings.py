@@ -52,7 +52,7 @@ def test_all_keys_parse():
     assert rest_inputs(g.to_args(), "container") == {
         "quota_project": "billing",
         "impersonate_service_account": SA,
-        "retry": g.retry.inputs(),
+        "retry": g.retry.model_dump(),
     }
 
 

@@ -561,11 +561,18 @@ def test_managed_path_creates_no_releases(tmp_path: Path):
     assert comp.parent is None or "Stack" in comp.parent
 
 
-def test_unresolved_mode_is_refused(tmp_path: Path):
+def test_mode_auto_resolves_by_the_gke_version_and_an_unknown_mode_is_refused(tmp_path: Path):
     program = tmp_path / "__main__.py"
     program.write_text(MANAGED_PROGRAM.replace('"mode": "managed"', '"mode": "auto"'))
-    with pytest.raises(ValueError, match="mode must be managed or manual, got 'auto'"):
+    result = run_config({}, program=program)
+    assert result.outputs["mode"] == "managed" and not result.by_type(RELEASE)
+    program.write_text(MANAGED_PROGRAM.replace('"mode": "managed"', '"mode": "magic"'))
+    with pytest.raises(ValueError) as e:
         run_config({}, program=program)
+    assert str(e.value) == (
+        "invalid arguments of ClusterMlDiagnostics 'gke-mldiag' (1 problem(s)):\n"
+        "  - ClusterMlDiagnosticsArgs.mode: must be one of 'managed', 'manual' or 'auto'"
+    )
 
 
 def test_cert_manager_from_v1_15_honours_a_deprecated_install_crds_and_warns(monkeypatch):

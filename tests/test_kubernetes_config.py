@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from program import config
-from program.in_cluster import InClusterSettings, manual_install_issues
+from program.in_cluster import InClusterSettings
 from program.kinds.kubernetes.model import KubernetesClusterTarget
 
 KEY = "ml-diagnostics:kubernetesClusters"
@@ -65,7 +65,7 @@ def test_in_cluster_settings_are_inherited_flat():
     [
         (
             {"mode": "magic"},
-            [f"{P}.mode: unknown mode 'magic'; self-managed clusters allow: manual, auto (= manual)"],
+            [f"{P}.mode: must be one of 'managed', 'manual' or 'auto'"],
         ),
         (
             {"mode": "managed"},
@@ -141,7 +141,7 @@ def test_in_cluster_settings_are_inherited_flat():
                 ]
             },
             [
-                f'{P}.workloadNamespaces[0].labels.managed-mldiagnostics-gke: is set by the program to "true"; remove it'
+                f'{P}.workloadNamespaces[0].labels.managed-mldiagnostics-gke: is set to "true" by the component; remove it'
             ],
         ),
         (
@@ -254,16 +254,16 @@ def test_every_problem_at_once_across_targets():
     ]
 
 
-def test_manual_install_issues_for_gke_targets():
-    assert manual_install_issues(InClusterSettings()) == [
+def test_manual_install_problems_for_gke_targets():
+    assert InClusterSettings().manual_install_problems() == [
         (
-            "manualInstall.jaxVersion",
+            ("manual_install", "jax_version"),
             "required for the manual install (it picks the connection-operator chart and args); "
             "supported: 0.8.x, 0.9.x and later",
         )
     ]
     assert (
-        manual_install_issues(InClusterSettings.model_validate({"manualInstall": {"jaxVersion": "0.9"}}))
+        InClusterSettings.model_validate({"manualInstall": {"jaxVersion": "0.9"}}).manual_install_problems()
         == []
     )
 

@@ -1,6 +1,6 @@
 """The component plugin's schema is the one the analyzer infers from the Args today (committed, so a change
-of the Args without `python -m ml_diagnostics.plugin --write` fails here), and the generated Model
-Development Cluster Args are those of the spec (`python -m dev.gen.mdc_args`)."""
+of the Args without `python -m ml_diagnostics.plugin --write` fails here), and the Args are the ones
+generated from the Specs of ml_diagnostics.rules (`python -m dev.gen.args`)."""
 
 from __future__ import annotations
 
@@ -43,6 +43,7 @@ def test_the_schema_offers_the_main_components_with_typed_inputs():
     assert {e["value"] for e in schema["types"]["mldiag:index:MlDiagnosticsMode"]["enum"]} == {
         "managed",
         "manual",
+        "auto",
     }
     assert sorted(cluster["properties"]) == [
         "certManagerSource",
@@ -62,17 +63,23 @@ def test_the_schema_offers_the_main_components_with_typed_inputs():
                 assert prop.get("description"), (token, name)
 
 
-def test_the_mdc_args_are_generated_from_the_spec():
+def test_the_args_are_generated_from_the_specs():
     run = subprocess.run(
-        [sys.executable, "-m", "dev.gen.mdc_args", "--check"], cwd=ROOT, capture_output=True, text=True
+        [sys.executable, "-m", "dev.gen.args", "--check"], cwd=ROOT, capture_output=True, text=True
     )
     assert run.returncode == 0, run.stdout + run.stderr
-    from ml_diagnostics.model_development_args import ModelDevelopmentClusterArgs
+    from ml_diagnostics.args import GkeClusterArgs, ModelDevelopmentClusterArgs
+    from ml_diagnostics.rules.gke import GkeClusterSpec
+    from ml_diagnostics.rules.model_development import ModelDevelopmentClusterSpec
 
+    for args, spec in (
+        (ModelDevelopmentClusterArgs, ModelDevelopmentClusterSpec),
+        (GkeClusterArgs, GkeClusterSpec),
+    ):
+        assert list(args.__annotations__) == list(spec.model_fields)
+        assert args.__required_keys__ == {n for n, f in spec.model_fields.items() if f.is_required()}
     assert set(ModelDevelopmentClusterArgs.__annotations__) == {
         *ClusterSpec.model_fields,
         "google_api",
         "adopt",
     }
-    required = {n for n, f in ClusterSpec.model_fields.items() if f.is_required()}
-    assert ModelDevelopmentClusterArgs.__required_keys__ == required

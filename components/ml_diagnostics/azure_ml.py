@@ -8,15 +8,15 @@ defaults, the TLS material, and for Arc an Azure Relay) and the chart fails its 
 # No `from __future__ import annotations`: the component plugin infers its schema from these annotations.
 import base64
 import hashlib
-from typing import NotRequired, TypedDict
 
 import pulumi
 from pulumi_azure_native import kubernetesconfiguration, relay
 from pulumi_azure_native.provider import Provider as AzureProvider
 
-from ml_diagnostics import lifecycle
+from ml_diagnostics import lifecycle, rules
+from ml_diagnostics.args import AzureClusterArgs, AzureMlExtensionArgs, InferenceArgs
 from ml_diagnostics.compat import arm_location
-from ml_diagnostics.rbac_args import VerifyRbacArgs
+from ml_diagnostics.rules.azure_ml import MIN_HA_NODES, AzureMlExtensionSpec
 
 EXTENSION_TYPE = "Microsoft.AzureML.Kubernetes"
 RELEASE_NAMESPACE = "azureml"
@@ -24,101 +24,6 @@ DEFAULT_RELEASE_TRAIN = "stable"
 RELAY_AUTH_RULE = "azureml_rw"
 RELAY_RIGHTS = ["Manage", "Send", "Listen"]
 RELAY_TAGS = {"created_by": "Azure Arc-enabled ML"}
-# Fewer nodes than this: the CLI marks the cluster DevTest and turns inference-router HA off.
-MIN_HA_NODES = 3
-
-
-class AzureClusterArgs(TypedDict):
-    """The AKS or Arc-enabled cluster the extension goes to."""
-
-    kind: str
-    """aks (managed cluster) or arc (connected cluster)."""
-    subscription_id: str
-    """The cluster's subscription (the explicit provider is bound to it)."""
-    resource_group: str
-    """The cluster's resource group."""
-    name: str
-    """The cluster's name."""
-    location: str
-    """The cluster's Azure region in any form ARM takes (westeurope, WestEurope, West Europe); sent as the CLI
-    sends it, lowercase without spaces (westeurope)."""
-    node_count: int
-    """Nodes of the cluster: fewer than 3 gets the CLI's small-cluster defaults."""
-    openshift: NotRequired[bool]
-    """An OpenShift cluster."""
-    tenant_id: NotRequired[str]
-    """Tenant of the explicit provider."""
-    cloud_environment: NotRequired[str]
-    """public, usgovernment or china."""
-
-
-class InferenceArgs(TypedDict):
-    """Inference settings of the extension (the CLI's --config inference keys)."""
-
-    enabled: NotRequired[bool]
-    """Enable inference (enableInference)."""
-    router_service_type: NotRequired[str]
-    """inferenceRouterServiceType: LoadBalancer, NodePort or ClusterIP."""
-    internal_load_balancer_provider: NotRequired[str]
-    """azure: an internal load balancer (AKS only)."""
-    allow_insecure_connections: NotRequired[bool]
-    """Serve HTTP without TLS (dev only)."""
-    ssl_cname: NotRequired[str]
-    """The CNAME the TLS certificate is for."""
-    ssl_secret: NotRequired[str]
-    """A Kubernetes secret in the azureml namespace holding the TLS certificate and key."""
-    ssl_cert_pem: NotRequired[pulumi.Input[str]]
-    """TLS certificate (PEM, a secret); sent base64-encoded as a protected setting."""
-    ssl_key_pem: NotRequired[pulumi.Input[str]]
-    """TLS key (PEM, a secret); sent base64-encoded as a protected setting."""
-    router_ha: NotRequired[bool]
-    """inferenceRouterHA (needs at least 3 nodes)."""
-
-
-class AzureMlExtensionArgs(TypedDict):
-    """The Azure Machine Learning extension on one cluster, with what `az k8s-extension create` sends."""
-
-    cluster: AzureClusterArgs
-    """The cluster."""
-    extension_name: str
-    """ARM extension name (also the Helm release name)."""
-    training: NotRequired[bool]
-    """Enable training (enableTraining)."""
-    inference: NotRequired[InferenceArgs]
-    """Inference settings."""
-    node_selector: NotRequired[dict[str, str]]
-    """Node labels the extension's components run on."""
-    install_nvidia_device_plugin: NotRequired[bool]
-    """installNvidiaDevicePlugin."""
-    install_prom_op: NotRequired[bool]
-    """installPromOp: false when the cluster already runs a Prometheus operator."""
-    install_volcano: NotRequired[bool]
-    """installVolcano: false when the cluster already runs Volcano."""
-    install_dcgm_exporter: NotRequired[bool]
-    """installDcgmExporter."""
-    version: NotRequired[str]
-    """A pinned extension version (with auto_upgrade_minor_version false)."""
-    auto_upgrade_minor_version: NotRequired[bool]
-    """Let Azure upgrade minor versions."""
-    release_train: NotRequired[str]
-    """stable (default) or preview."""
-    domain: NotRequired[str]
-    """Inference domain (default <location>.cloudapp.azure.com with the location as sent, e.g.
-    eastus.cloudapp.azure.com for East US)."""
-    nginx_ingress_controller: NotRequired[str]
-    """AKS: the ingress class controller of the extension's nginx (nginxIngress.controller; the chart's default
-    k8s.io/ingress-nginx clashes with an nginx ingress controller the cluster already runs)."""
-    verify_rbac: NotRequired[VerifyRbacArgs]
-    """A read-only role for verify's in-cluster checks (the reads of `azure_verify_rules`); needs `kubeconfig`
-    or `aks_user_credentials` to reach the cluster."""
-    kubeconfig: NotRequired[pulumi.Input[str]]
-    """Kubeconfig (a secret) the verify role is created through."""
-    kubeconfig_context: NotRequired[str]
-    """Context of that kubeconfig (default: its current context)."""
-    aks_user_credentials: NotRequired[bool]
-    """AKS: create the verify role through the cluster user credentials ARM lists (listClusterUserCredential)."""
-    adopt: NotRequired[bool]
-    """Import what `az k8s-extension create` made (the extension and, on Arc, the relay resources)."""
 
 
 def cluster_rp(cluster: AzureClusterArgs) -> str:
@@ -251,6 +156,10 @@ class AzureMlExtension(pulumi.ComponentResource):
     """The cluster's ARM id."""
 
     def __init__(self, name: str, args: AzureMlExtensionArgs, opts: pulumi.ResourceOptions | None = None):
+        # Checked first: kind `AKS` is aks, a location in any form ARM takes is the one the CLI sends.
+        args = rules.checked_args(  # type: ignore[assignment]
+            AzureMlExtensionSpec, args, component="AzureMlExtension", name=name, owner="AzureMlExtensionArgs"
+        )
         super().__init__("mldiag:index:AzureMlExtension", name, None, opts)
         cluster = args["cluster"]
         inf: InferenceArgs = args.get("inference") or {}
@@ -407,3 +316,12 @@ class AzureMlExtension(pulumi.ComponentResource):
             rules=azure_verify_rules(ingress_classes=cluster["kind"] == "aks"),
             after=[ext],
         )
+
+
+__all__ = [
+    "AzureClusterArgs",
+    "AzureMlExtension",
+    "AzureMlExtensionArgs",
+    "InferenceArgs",
+    "configuration_settings",
+]

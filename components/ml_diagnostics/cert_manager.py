@@ -8,28 +8,14 @@ The namespace is created by Helm (as `--create-namespace`), so the release is th
 
 # No `from __future__ import annotations`: the component plugin infers its schema from these annotations.
 from collections.abc import Mapping, Sequence
-from typing import Any, NotRequired, TypedDict
+from typing import Any
 
 import pulumi
 from pulumi_kubernetes.helm.v3 import Release, ReleaseArgs, RepositoryOptsArgs
 
-from ml_diagnostics import compat, lifecycle
-
-
-class CertManagerArgs(TypedDict):
-    """cert-manager, the injection-webhook's prerequisite (manual mode only)."""
-
-    enabled: NotRequired[bool]
-    """False: the cluster already runs cert-manager (pre-installed); nothing is created and nothing waits on
-    it. Default true."""
-    version: NotRequired[str]
-    """Chart version (default v1.13.0); decides the CRD values (installCRDs before v1.15.0, crds.* after)."""
-    repository: NotRequired[str]
-    """Helm repository of the cert-manager chart (default https://charts.jetstack.io)."""
-    values: NotRequired[dict[str, Any]]
-    """Extra chart values, deep-merged over the defaults (CRD values by version, leader election namespace)."""
-    adopt: NotRequired[bool]
-    """Import the release of the vendor's `helm install cert-manager ...` (cert-manager/cert-manager)."""
+from ml_diagnostics import compat, lifecycle, rules
+from ml_diagnostics.args import CertManagerArgs
+from ml_diagnostics.rules.in_cluster import CertManagerSpec
 
 
 def cert_manager_values(version: str, values: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -57,6 +43,9 @@ class CertManager(pulumi.ComponentResource):
         release_after: Sequence[pulumi.Resource] = (),
     ):
         """`release_after`: resources the release must wait for besides the cluster (e.g. node pools)."""
+        args = rules.checked_args(
+            CertManagerSpec, args, component="CertManager", name=name, owner="CertManagerArgs"
+        )  # type: ignore[assignment]
         super().__init__("mldiag:index:CertManager", name, None, opts)
         version = args.get("version", compat.CERT_MANAGER_DEFAULT_VERSION)
         if compat.cert_manager_installcrds_deprecated(version, args.get("values") or {}):
@@ -90,3 +79,6 @@ class CertManager(pulumi.ComponentResource):
         self.release_name = self.release.name
         self.version = pulumi.Output.from_input(version)
         self.register_outputs({"releaseName": self.release.name, "version": version})
+
+
+__all__ = ["CertManager", "CertManagerArgs", "cert_manager_values"]

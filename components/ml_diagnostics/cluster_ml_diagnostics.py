@@ -10,33 +10,19 @@ The mode is resolved by the caller (`compat.resolve_mode`: GKE by version; self-
 
 # No `from __future__ import annotations`: the component plugin infers its schema from these annotations.
 from collections.abc import Sequence
-from typing import NotRequired
+from typing import Any
 
 import pulumi
 from pulumi_kubernetes.provider import Provider as KubernetesProvider
 
-from ml_diagnostics import compat
+from ml_diagnostics import compat, rules
+from ml_diagnostics.args import ClusterMlDiagnosticsArgs
 from ml_diagnostics.cert_manager import CertManager
 from ml_diagnostics.diagon import Diagon
-from ml_diagnostics.in_cluster import InClusterArgs, MlDiagnosticsMode, resolved
 from ml_diagnostics.mldiagnostics_manual import MlDiagnosticsManual
+from ml_diagnostics.rules.in_cluster import ClusterMlDiagnosticsSpec, MlDiagnosticsMode
 from ml_diagnostics.verify_rbac import VerifyRbac
 from ml_diagnostics.workload_opt_in import WorkloadOptIn
-
-
-class ClusterMlDiagnosticsArgs(InClusterArgs):
-    """ML Diagnostics inside one cluster: managed (GKE runs it) or manual (Helm releases)."""
-
-    mode: MlDiagnosticsMode
-    """managed (GKE >= 1.35.0-gke.3065000 with the cluster's managed flag on) or manual."""
-    kubeconfig: NotRequired[pulumi.Input[str]]
-    """Kubeconfig of the cluster (a secret). Unset: the `providers` option's Kubernetes provider is used."""
-    context: NotRequired[pulumi.Input[str]]
-    """Kubeconfig context (with `kubeconfig`, or of the ambient kubeconfig)."""
-    gke_version: NotRequired[str]
-    """The cluster's GKE version when known; decides the `workloadMonitoring` output."""
-    self_managed: NotRequired[bool]
-    """Not GKE: Diagon's default placement is every node, and no automatic workload monitoring."""
 
 
 class ClusterMlDiagnostics(pulumi.ComponentResource):
@@ -64,7 +50,15 @@ class ClusterMlDiagnostics(pulumi.ComponentResource):
     ):
         """`releases_after`: what the Helm releases wait for (they await pod readiness, so e.g. the node pools);
         namespaces, labels and Diagon need only the API server and do not wait."""
-        mode = resolved(args["mode"])
+        spec = rules.check(
+            ClusterMlDiagnosticsSpec,
+            args,
+            component="ClusterMlDiagnostics",
+            name=name,
+            owner="ClusterMlDiagnosticsArgs",
+        )
+        mode = spec.resolved_mode
+        args = enabled_parts(spec)  # type: ignore[assignment]
         super().__init__("mldiag:index:ClusterMlDiagnostics", name, None, opts)
         if args.get("kubeconfig") is not None:
             provider = KubernetesProvider(
@@ -83,8 +77,6 @@ class ClusterMlDiagnostics(pulumi.ComponentResource):
         self.verify_rbac: VerifyRbac | None = None
         cert_manager_state = None
         if mode is MlDiagnosticsMode.MANUAL:
-            if "manual_install" not in args:
-                raise ValueError("manual mode needs manual_install (at least jax_version)")
             cm = args.get("cert_manager") or {}
             release = None
             if cm.get("enabled", True):
@@ -104,7 +96,7 @@ class ClusterMlDiagnostics(pulumi.ComponentResource):
         self.opt_in = WorkloadOptIn(f"{name}-opt-in", {"namespaces": namespaces}, opts=child)
         diagon = args.get("diagon")
         if diagon is not None:
-            self.diagon = Diagon(f"{name}-diagon", {"self_managed": self_managed, **diagon}, opts=child)
+            self.diagon = Diagon(f"{name}-diagon", {**diagon, "self_managed": self_managed}, opts=child)
         if args.get("verify_rbac") is not None:
             # Roles go into the namespaces the releases and Diagon create, so they wait for those.
             creators = [c for c in (self.cert_manager, self.manual, self.diagon) if c is not None]
@@ -138,3 +130,15 @@ class ClusterMlDiagnostics(pulumi.ComponentResource):
                 "workloadMonitoring": self.workload_monitoring,
             }
         )
+
+
+def enabled_parts(spec: ClusterMlDiagnosticsSpec) -> dict[str, Any]:
+    """The checked Args, without Diagon or the verify role when they are given but not enabled."""
+    out = spec.model_dump(exclude_unset=True, warnings=False)
+    for part in ("diagon", "verify_rbac"):
+        if part in out and not out[part].get("enabled", True):
+            del out[part]
+    return out
+
+
+__all__ = ["ClusterMlDiagnostics", "ClusterMlDiagnosticsArgs"]

@@ -9,14 +9,16 @@ create_namespace, the namespace), declared as that manifest has them.
 """
 
 # No `from __future__ import annotations`: the component plugin infers its schema from these annotations.
-from typing import Any, NotRequired, TypedDict
+from typing import Any
 
 import pulumi
 from pulumi_kubernetes.apps import v1 as apps
 from pulumi_kubernetes.core import v1 as core
 from pulumi_kubernetes.meta.v1 import LabelSelectorArgs, ObjectMetaArgs
 
-from ml_diagnostics import compat, lifecycle
+from ml_diagnostics import compat, lifecycle, rules
+from ml_diagnostics.args import DiagonArgs
+from ml_diagnostics.rules.in_cluster import DiagonSpec
 
 DAEMON_NAME = "diagon-daemon"
 DAEMON_COMMAND = [
@@ -32,32 +34,6 @@ DEFAULT_SERVICE_ACCOUNT = "diagon-daemon"
 POD_SECURITY_LABELS = {
     f"pod-security.kubernetes.io/{mode}": "privileged" for mode in ("enforce", "audit", "warn")
 }
-
-
-class DiagonArgs(TypedDict):
-    """The Diagon profiling DaemonSet (preview). Every key is optional."""
-
-    namespace: NotRequired[str]
-    """Namespace of the daemon (default `diagon`)."""
-    create_namespace: NotRequired[bool]
-    """False: the namespace exists already (e.g. kube-system) and is not created or owned here."""
-    image: NotRequired[pulumi.Input[str]]
-    """Daemon image; pull policy Always only for :latest. Pin a tag or digest outside dev."""
-    service_account: NotRequired[str]
-    """Kubernetes ServiceAccount the daemon runs as (created; default `diagon-daemon`)."""
-    gcp_service_account: NotRequired[pulumi.Input[str]]
-    """GKE Workload Identity: the Google service account the daemon's Kubernetes SA acts as."""
-    accelerator_node_labels: NotRequired[list[str]]
-    """Runs on nodes carrying any of these labels (node affinity `Exists`); empty list: every node. Unset: on
-    GKE the GKE accelerator labels (and nvidia.com/gpu.present), on self-managed clusters every node."""
-    node_selector: NotRequired[dict[str, str]]
-    """Overrides the accelerator affinity: run only on nodes with exactly these labels."""
-    max_unavailable: NotRequired[str]
-    """RollingUpdate maxUnavailable: a count ("1", the default) or a percentage ("10%")."""
-    self_managed: NotRequired[bool]
-    """Not GKE: the default placement is every node, as the vendor manifest."""
-    adopt: NotRequired[bool]
-    """Import what `kubectl apply -f diagon-daemonset.yaml` made; placement then defaults to the manifest's."""
 
 
 def node_labels(args: DiagonArgs) -> list[str]:
@@ -123,12 +99,19 @@ class Diagon(pulumi.ComponentResource):
     """The DaemonSet's name (diagon-daemon)."""
 
     def __init__(self, name: str, args: DiagonArgs, opts: pulumi.ResourceOptions | None = None):
+        args = rules.checked_args(DiagonSpec, args, component="Diagon", name=name, owner="DiagonArgs")  # type: ignore[assignment]
         super().__init__("mldiag:index:Diagon", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         adopt = args.get("adopt", False)
         ns_name = args.get("namespace", compat.DIAGON_DEFAULT_NAMESPACE)
         sa_name = args.get("service_account", DEFAULT_SERVICE_ACCOUNT)
         image = args.get("image", compat.DIAGON_DEFAULT_IMAGE)
+        self.namespace = pulumi.Output.from_input(ns_name)
+        self.image = pulumi.Output.from_input(image)
+        self.daemon_set = pulumi.Output.from_input(DAEMON_NAME)
+        if not args.get("enabled", True):
+            self.register_outputs({"enabled": False})
+            return
         # Adopted: the namespace and ServiceAccount made by kubectl carry no labels of ours.
         part_of = None if adopt else {"app.kubernetes.io/part-of": "diagon"}
         self._namespace: core.Namespace | None = None
@@ -204,7 +187,7 @@ class Diagon(pulumi.ComponentResource):
                 lifecycle.adopt_options(lifecycle.k8s_id(ns_name, DAEMON_NAME) if adopt else None),
             ),
         )
-        self.namespace = pulumi.Output.from_input(ns_name)
-        self.image = pulumi.Output.from_input(image)
-        self.daemon_set = pulumi.Output.from_input(DAEMON_NAME)
         self.register_outputs({"namespace": ns_name, "image": image, "daemonSet": DAEMON_NAME})
+
+
+__all__ = ["Diagon", "DiagonArgs", "node_labels", "node_placement"]

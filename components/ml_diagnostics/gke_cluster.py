@@ -15,18 +15,28 @@ runs inside it (`ClusterMlDiagnostics`).
 
 # No `from __future__ import annotations`: the component plugin infers its schema from these annotations.
 import json
-from typing import Any, NotRequired, TypedDict
+from typing import Any
 
 import pulumi
 from pulumi_gcp import container
 from pulumi_gcp.provider import Provider as GcpProvider
 from pulumi_kubernetes.provider import Provider as KubernetesProvider
 
-from ml_diagnostics import compat, lifecycle
+from ml_diagnostics import compat, lifecycle, rules
+from ml_diagnostics.args import (
+    GkeAutoscalingArgs,
+    GkeClusterArgs,
+    GkeGuestAcceleratorArgs,
+    GkeNodePoolArgs,
+    GkeTaintArgs,
+    GoogleApiArgs,
+    InClusterArgs,
+)
 from ml_diagnostics.cluster_ml_diagnostics import ClusterMlDiagnostics
-from ml_diagnostics.google_api import GoogleApiArgs, exec_env, gcp_provider_args, rest_inputs
-from ml_diagnostics.in_cluster import InClusterArgs, MlDiagnosticsMode, resolved
+from ml_diagnostics.google_api import exec_env, gcp_provider_args, rest_inputs
 from ml_diagnostics.providers.gke_managed_diagnostics import ManagedMlDiagnostics
+from ml_diagnostics.rules.gke import GkeClusterSpec
+from ml_diagnostics.rules.in_cluster import MlDiagnosticsMode
 
 CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
 AUTH_PLUGIN = "gke-gcloud-auth-plugin"
@@ -110,64 +120,6 @@ def managed_flag(
     return pulumi.Output.from_input(previous_mode).apply(lambda prev: prev != "manual")
 
 
-class GkeTaintArgs(TypedDict):
-    key: str
-    """Taint key."""
-    value: NotRequired[str]
-    """Taint value."""
-    effect: str
-    """NO_SCHEDULE, PREFER_NO_SCHEDULE or NO_EXECUTE."""
-
-
-class GkeGuestAcceleratorArgs(TypedDict):
-    """GPUs attached to each node."""
-
-    type: str
-    """e.g. nvidia-l4, nvidia-tesla-a100, nvidia-h100-80gb"""
-    count: int
-    """GPUs per node."""
-    gpu_driver_version: NotRequired[str]
-    """DEFAULT, LATEST or INSTALLATION_DISABLED (default DEFAULT)."""
-
-
-class GkeAutoscalingArgs(TypedDict):
-    min_node_count: NotRequired[int]
-    """Fewest nodes per zone (default 0)."""
-    max_node_count: int
-    """Most nodes per zone."""
-
-
-class GkeNodePoolArgs(TypedDict):
-    """A node pool of a cluster the component creates."""
-
-    name: str
-    """Pool name (part of the child resource's name)."""
-    machine_type: str
-    """Compute Engine machine type, e.g. ct5lp-hightpu-4t or a3-highgpu-8g."""
-    node_count: NotRequired[int]
-    """Fixed size per zone; or `autoscaling`. Neither: 1 node per zone."""
-    autoscaling: NotRequired[GkeAutoscalingArgs]
-    """Autoscaling bounds per zone."""
-    node_locations: NotRequired[list[str]]
-    """Zones of the pool (default: the cluster's)."""
-    spot: NotRequired[bool]
-    """Spot VMs."""
-    disk_size_gb: NotRequired[int]
-    """Boot disk size."""
-    disk_type: NotRequired[str]
-    """Boot disk type."""
-    service_account: NotRequired[str]
-    """The nodes' Google service account."""
-    labels: NotRequired[dict[str, str]]
-    """Kubernetes labels of the nodes."""
-    taints: NotRequired[list[GkeTaintArgs]]
-    """Kubernetes taints of the nodes."""
-    guest_accelerator: NotRequired[GkeGuestAcceleratorArgs]
-    """GPUs per node."""
-    tpu_topology: NotRequired[str]
-    """Multi-host TPU slice shape, e.g. 2x4: COMPACT placement with this topology."""
-
-
 def _node_config(pool: GkeNodePoolArgs, workload_identity: bool) -> dict[str, Any]:
     cfg: dict[str, Any] = {
         "machine_type": pool["machine_type"],
@@ -197,44 +149,6 @@ def _node_config(pool: GkeNodePoolArgs, workload_identity: bool) -> dict[str, An
     return cfg
 
 
-class GkeClusterArgs(InClusterArgs):
-    """A GKE cluster the component creates (`create: True`) or adopts, and ML Diagnostics in it."""
-
-    project: str
-    """The cluster's project."""
-    location: str
-    """Region (regional cluster) or zone (zonal cluster)."""
-    cluster_name: str
-    """The GKE cluster's name."""
-    mode: MlDiagnosticsMode
-    """managed (GKE >= 1.35.0-gke.3065000) or manual; resolve `auto` with `compat.resolve_mode`."""
-    create: NotRequired[bool]
-    """True: create and own the cluster. False (default): adopt an existing one."""
-    current_version: NotRequired[str]
-    """Adopted clusters: the cluster's current master version."""
-    min_master_version: NotRequired[str]
-    """Created clusters: minimum master version."""
-    release_channel: NotRequired[str]
-    """Created clusters: RAPID, REGULAR, STABLE, EXTENDED or UNSPECIFIED (unset: GKE's default)."""
-    network: NotRequired[str]
-    """Created clusters: VPC network."""
-    subnetwork: NotRequired[str]
-    """Created clusters: subnetwork."""
-    workload_identity: NotRequired[bool]
-    """Created clusters: Workload Identity (PROJECT.svc.id.goog); default true."""
-    deletion_protection: NotRequired[bool]
-    """Created clusters: GKE's own guard against deletion; default true."""
-    node_pools: NotRequired[list[GkeNodePoolArgs]]
-    """Created clusters: node pools (the default pool is removed)."""
-    google_api: NotRequired[GoogleApiArgs]
-    """How the gcp provider, the auth plugin and the REST client call Google."""
-    deletion_policy: NotRequired[lifecycle.DeletionPolicy]
-    """Created clusters: DELETE (default), ABANDON (retainOnDelete) or PREVENT (protect)."""
-    previous_mode: NotRequired[pulumi.Input[str]]
-    """The mode the last deployment ran in (e.g. from a StackReference); a switch from manual to managed then
-    takes two updates (the releases are deleted first, the flag goes on in the next)."""
-
-
 class GkeCluster(pulumi.ComponentResource):
     """A GKE cluster, created or adopted, with its managed ML Diagnostics flag and what runs inside it."""
 
@@ -252,13 +166,14 @@ class GkeCluster(pulumi.ComponentResource):
     """What a later update still has to do (the second step of a switch to managed); unset when nothing."""
 
     def __init__(self, name: str, args: GkeClusterArgs, opts: pulumi.ResourceOptions | None = None):
+        spec = rules.check(GkeClusterSpec, args, component="GkeCluster", name=name, owner="GkeClusterArgs")
         super().__init__("mldiag:index:GkeCluster", name, None, opts)
-        t = args
-        google_api = t.get("google_api") or {}
+        t: dict[str, Any] = spec.model_dump(exclude_unset=True, warnings=False)
+        google_api: GoogleApiArgs = t.get("google_api") or {}  # type: ignore[assignment]
         project, location, gke_name = t["project"], t["location"], t["cluster_name"]
         create = t.get("create", False)
         version = t.get("min_master_version") if create else t.get("current_version")
-        mode = resolved(t["mode"])
+        mode = MlDiagnosticsMode(spec.resolved_mode)
         managed = mode is MlDiagnosticsMode.MANAGED
         flag = managed_flag(mode, t.get("previous_mode"))
         self.mode = pulumi.Output.from_input(mode.value)
@@ -298,7 +213,7 @@ class GkeCluster(pulumi.ComponentResource):
                 ),
                 managed_machine_learning_diagnostics_config={"enabled": flag},
                 opts=pulumi.ResourceOptions.merge(
-                    child, lifecycle.deletion_options(t.get("deletion_policy", "DELETE"))
+                    child, lifecycle.deletion_options(t.get("deletion_policy") or "DELETE")
                 ),
             )
             for pool in t.get("node_pools") or []:
@@ -408,3 +323,15 @@ class GkeCluster(pulumi.ComponentResource):
                 "workloadMonitoring": self.workload_monitoring,
             }
         )
+
+
+__all__ = [
+    "GkeAutoscalingArgs",
+    "GkeCluster",
+    "GkeClusterArgs",
+    "GkeGuestAcceleratorArgs",
+    "GkeNodePoolArgs",
+    "GkeTaintArgs",
+    "gke_kubeconfig",
+    "managed_flag",
+]

@@ -9,39 +9,12 @@ provider, the kubeconfig's exec credential and the REST clients of the dynamic r
 - `retry`: Google's retry guidance (truncated exponential backoff with jitter, under a total deadline).
 """
 
-# No `from __future__ import annotations`: the component plugin infers its schema from these annotations.
 import re
-from typing import Any, NotRequired, TypedDict
+from typing import Any
+
+from ml_diagnostics.args import GoogleApiArgs, RetryArgs
 
 _ZONE = re.compile(r"[a-z]+-[a-z]+\d+-[a-z]", re.ASCII)
-
-
-class RetryArgs(TypedDict):
-    """Retries of the REST clients (408/429/5xx and lost connections, idempotent calls only)."""
-
-    deadline_minutes: NotRequired[float]
-    """Total time spent retrying one call (default 5)."""
-    initial_delay_seconds: NotRequired[float]
-    """First delay (default 1); each retry multiplies it by `multiplier`."""
-    max_delay_seconds: NotRequired[float]
-    """Longest single delay (default 32)."""
-    multiplier: NotRequired[float]
-    """Growth factor of the delay (default 2)."""
-
-
-class GoogleApiArgs(TypedDict):
-    """How the Google parts authenticate and where they send requests. Every key is optional."""
-
-    quota_project: NotRequired[str]
-    """Project billed for API quota (x-goog-user-project); also the gcp provider's billing project."""
-    impersonate_service_account: NotRequired[str]
-    """Service account the gcp provider, the REST clients and kubectl's auth plugin impersonate."""
-    endpoints: NotRequired[dict[str, str]]
-    """Custom API roots by API: aiplatform, container, iamcredentials."""
-    emulator: NotRequired[bool]
-    """Loopback endpoints only, and no credentials at all (local fakes, end-to-end tests)."""
-    retry: NotRequired[RetryArgs]
-    """Retry policy of the REST clients."""
 
 
 def rest_inputs(settings: GoogleApiArgs | None, api: str) -> dict[str, Any]:
@@ -97,3 +70,6 @@ def gcp_provider_args(project: str, location: str, settings: GoogleApiArgs | Non
         args["billing_project"] = settings["quota_project"]
         args["user_project_override"] = True
     return args
+
+
+__all__ = ["GoogleApiArgs", "RetryArgs", "exec_env", "gcp_provider_args", "rest_inputs"]

@@ -2,22 +2,16 @@
 `ClusterMlDiagnostics` in manual mode (managed ML diagnostics exists only on GKE)."""
 
 # No `from __future__ import annotations`: the component plugin infers its schema from these annotations.
-from typing import Any, NotRequired
+from typing import Any
 
 import pulumi
 from pulumi_kubernetes.provider import Provider
 
+from ml_diagnostics import rules
+from ml_diagnostics.args import KubernetesClusterArgs
 from ml_diagnostics.cluster_ml_diagnostics import ClusterMlDiagnostics
-from ml_diagnostics.in_cluster import InClusterArgs, MlDiagnosticsMode
-
-
-class KubernetesClusterArgs(InClusterArgs):
-    """A self-managed cluster reached by a kubeconfig (secret) and/or a context name. Always manual."""
-
-    kubeconfig: NotRequired[pulumi.Input[str]]
-    """Kubeconfig text (a secret); without it the ambient kubeconfig (KUBECONFIG, ~/.kube/config) is read."""
-    context: NotRequired[pulumi.Input[str]]
-    """Kubeconfig context to use."""
+from ml_diagnostics.rules.in_cluster import MlDiagnosticsMode
+from ml_diagnostics.rules.kubernetes import KubernetesClusterSpec
 
 
 class KubernetesCluster(pulumi.ComponentResource):
@@ -29,6 +23,13 @@ class KubernetesCluster(pulumi.ComponentResource):
     """Automatic workload monitoring: never on self-managed clusters."""
 
     def __init__(self, name: str, args: KubernetesClusterArgs, opts: pulumi.ResourceOptions | None = None):
+        args = rules.checked_args(  # type: ignore[assignment]
+            KubernetesClusterSpec,
+            args,
+            component="KubernetesCluster",
+            name=name,
+            owner="KubernetesClusterArgs",
+        )
         super().__init__("mldiag:index:KubernetesCluster", name, None, opts)
         kubeconfig = args.get("kubeconfig")
         self.provider = Provider(
@@ -37,7 +38,9 @@ class KubernetesCluster(pulumi.ComponentResource):
             context=args.get("context"),
             opts=pulumi.ResourceOptions(parent=self),
         )
-        in_cluster: dict[str, Any] = {k: v for k, v in args.items() if k not in ("kubeconfig", "context")}
+        in_cluster: dict[str, Any] = {
+            k: v for k, v in args.items() if k not in ("kubeconfig", "context", "mode")
+        }
         self.diagnostics = ClusterMlDiagnostics(
             f"{name}-mldiag",
             {**in_cluster, "mode": MlDiagnosticsMode.MANUAL, "self_managed": True},  # type: ignore[typeddict-item]
@@ -46,3 +49,6 @@ class KubernetesCluster(pulumi.ComponentResource):
         self.mode = self.diagnostics.mode
         self.workload_monitoring = self.diagnostics.workload_monitoring
         self.register_outputs({"mode": self.mode, "workloadMonitoring": self.workload_monitoring})
+
+
+__all__ = ["KubernetesCluster", "KubernetesClusterArgs"]

@@ -9,49 +9,16 @@ release (when this program installs it), not on each other. `adopt: True` import
 
 # No `from __future__ import annotations`: the component plugin infers its schema from these annotations.
 from collections.abc import Sequence
-from typing import Any, NotRequired, TypedDict
+from typing import Any
 
 import pulumi
 from pulumi_kubernetes.core import v1 as core
 from pulumi_kubernetes.helm.v3 import Release, ReleaseArgs, RepositoryOptsArgs
 from pulumi_kubernetes.meta.v1 import ObjectMetaArgs
 
-from ml_diagnostics import compat, lifecycle
-
-
-class ChartArgs(TypedDict):
-    """Override of one mldiagnostics chart: `chart` is a full oci:// URL or a chart name in `repository`."""
-
-    chart: NotRequired[str]
-    """Chart name in `repository`, or a full oci:// URL."""
-    version: NotRequired[str]
-    """Chart version; default from the version table."""
-    repository: NotRequired[str]
-    """Defaults to the install's `repository`."""
-    values: NotRequired[dict[str, Any]]
-    """Extra chart values."""
-
-
-class ConnectionOperatorArgs(ChartArgs):
-    """Override of the connection-operator chart (default version by JAX version)."""
-
-    args: NotRequired[list[str]]
-    """Controller args; replace the chart's default args. Default: by JAX version (only 0.8.x sets them)."""
-
-
-class MlDiagnosticsManualArgs(TypedDict):
-    """The manual install (GKE before 1.35.0-gke.3065000, self-managed): injection-webhook + connection-operator."""
-
-    jax_version: str
-    """JAX version of the workloads: picks the connection-operator chart and args."""
-    repository: NotRequired[str]
-    """Where both charts live: an oci:// registry path or an https Helm repository."""
-    injection_webhook: NotRequired[ChartArgs]
-    """Overrides for the injection-webhook chart (default 0.25.0)."""
-    connection_operator: NotRequired[ConnectionOperatorArgs]
-    """Overrides for the connection-operator chart (default by JAX version)."""
-    adopt: NotRequired[bool]
-    """Import the vendor's `helm upgrade --install` releases and their gke-mldiagnostics namespace."""
+from ml_diagnostics import compat, lifecycle, rules
+from ml_diagnostics.args import ChartArgs, ConnectionOperatorArgs, MlDiagnosticsManualArgs
+from ml_diagnostics.rules.in_cluster import MlDiagnosticsManualSpec
 
 
 def chart_source(
@@ -115,6 +82,21 @@ class MlDiagnosticsManual(pulumi.ComponentResource):
     ):
         """`cert_manager`: the cert-manager release to wait for; None when the cluster already runs cert-manager.
         `release_after`: what the releases must wait for besides cert-manager (e.g. node pools)."""
+        args = rules.checked_args(  # type: ignore[assignment]
+            MlDiagnosticsManualSpec,
+            args,
+            component="MlDiagnosticsManual",
+            name=name,
+            owner="MlDiagnosticsManualArgs",
+        )
+        if not args.get("jax_version"):
+            raise rules.InvalidArgsError(
+                "MlDiagnosticsManual",
+                name,
+                [
+                    "MlDiagnosticsManualArgs.jax_version: required for the manual install (it picks the connection-operator chart and args)"
+                ],
+            )
         super().__init__("mldiag:index:MlDiagnosticsManual", name, None, opts)
         adopt = args.get("adopt", False)
         repository = args.get("repository", compat.MLDIAGNOSTICS_REPOSITORY)
@@ -200,3 +182,13 @@ class MlDiagnosticsManual(pulumi.ComponentResource):
                 parent=self, depends_on=depends_on, import_=_release_id(release, adopt)
             ),
         )
+
+
+__all__ = [
+    "ChartArgs",
+    "ConnectionOperatorArgs",
+    "MlDiagnosticsManual",
+    "MlDiagnosticsManualArgs",
+    "chart_source",
+    "connection_operator_values",
+]

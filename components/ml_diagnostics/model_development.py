@@ -11,10 +11,11 @@ from typing import Any
 
 import pulumi
 
-from ml_diagnostics import lifecycle
+from ml_diagnostics import lifecycle, rules
+from ml_diagnostics.args import ModelDevelopmentClusterArgs
 from ml_diagnostics.google_api import rest_inputs
-from ml_diagnostics.model_development_args import ModelDevelopmentClusterArgs
 from ml_diagnostics.providers.model_development_cluster import ModelDevelopmentCluster as ClusterResource
+from ml_diagnostics.rules.model_development import ModelDevelopmentClusterSpec
 from ml_diagnostics.specs.model_development import DEFAULT_OPERATION_TIMEOUT_MINUTES
 
 SPEC_DEFAULTS = {
@@ -48,6 +49,13 @@ class ModelDevelopmentCluster(pulumi.ComponentResource):
     def __init__(
         self, name: str, args: ModelDevelopmentClusterArgs, opts: pulumi.ResourceOptions | None = None
     ):
+        args = rules.checked_args(  # type: ignore[assignment]
+            ModelDevelopmentClusterSpec,
+            args,
+            component="ModelDevelopmentCluster",
+            name=name,
+            owner="ModelDevelopmentClusterArgs",
+        )
         spec: dict[str, Any] = {k: v for k, v in args.items() if k not in ("google_api", "adopt")}
         spec = {**SPEC_DEFAULTS, **_strip_empty(spec)}
         policy = lifecycle.DeletionPolicy(spec["deletion_policy"])
@@ -82,3 +90,6 @@ class ModelDevelopmentCluster(pulumi.ComponentResource):
                 "deletionPolicy": policy.value,
             }
         )
+
+
+__all__ = ["ModelDevelopmentCluster", "ModelDevelopmentClusterArgs"]

@@ -7,8 +7,10 @@ committed as components/schema.json (`python -m ml_diagnostics.plugin --write`; 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -39,14 +41,37 @@ def components() -> list[type[pulumi.ComponentResource]]:
     ]
 
 
+KEYS_SECTION = "\n\nKeys:\n"
+
+
+@contextlib.contextmanager
+def summaries() -> Iterator[None]:
+    """A type's description in the schema is its summary: the Args' docstrings also list their keys (for
+    `help()`), which the schema describes property by property."""
+    from ml_diagnostics import args
+
+    docs = {}
+    for name in args.__all__:
+        cls = getattr(args, name)
+        if isinstance(cls.__doc__, str) and KEYS_SECTION in cls.__doc__:
+            docs[cls] = cls.__doc__
+            cls.__doc__ = cls.__doc__.split(KEYS_SECTION, 1)[0]
+    try:
+        yield
+    finally:
+        for cls, doc in docs.items():
+            cls.__doc__ = doc
+
+
 def schema() -> dict[str, Any]:
     """The schema as the engine hands it out (`pulumi package get-schema`): the analyzer's, in the shape of the
     CLI's package spec (a type reference under `items`/`additionalProperties` has no description; empty
     lists and dependencies are left out; `config` is always there)."""
     from pulumi.provider.experimental.component import ComponentProvider
 
-    provider = ComponentProvider(components(), NAME, version=VERSION)
-    return _as_package_spec(json.loads(provider.schema or "{}"))
+    with summaries():
+        provider = ComponentProvider(components(), NAME, version=VERSION)
+        return _as_package_spec(json.loads(provider.schema or "{}"))
 
 
 def _type_spec(t: dict[str, Any]) -> dict[str, Any]:
@@ -94,7 +119,8 @@ def host() -> None:
     """Serve the components to the engine (run by the plugin's __main__.py)."""
     from pulumi.provider.experimental import component_provider_host
 
-    component_provider_host(components(), name=NAME, version=VERSION)
+    with summaries():
+        component_provider_host(components(), name=NAME, version=VERSION)
 
 
 if __name__ == "__main__":

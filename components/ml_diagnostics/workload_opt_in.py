@@ -5,34 +5,15 @@ apply owning only the opt-in label, so every other label on it stays as it is).
 """
 
 # No `from __future__ import annotations`: the component plugin infers its schema from these annotations.
-from typing import NotRequired, TypedDict
-
 import pulumi
 from pulumi_kubernetes.core import v1 as core
 from pulumi_kubernetes.meta.v1 import ObjectMetaArgs, ObjectMetaPatchArgs
 
-from ml_diagnostics import compat, lifecycle
+from ml_diagnostics import compat, lifecycle, rules
+from ml_diagnostics.args import WorkloadNamespaceArgs, WorkloadOptInArgs
+from ml_diagnostics.rules.in_cluster import WorkloadOptInSpec
 
 OPT_IN = {compat.OPT_IN_LABEL: "true"}
-
-
-class WorkloadNamespaceArgs(TypedDict):
-    """A namespace whose workloads opt in to the injection-webhook."""
-
-    name: str
-    """The namespace's name (part of the child resource's name)."""
-    create: NotRequired[bool]
-    """True: the component creates and owns the namespace. False (default): it exists; only the opt-in label
-    is applied, by server-side apply, and its other labels stay untouched."""
-    labels: NotRequired[dict[str, pulumi.Input[str]]]
-    """Extra labels of a namespace the component creates."""
-    adopt: NotRequired[bool]
-    """Import a namespace made by `kubectl create namespace` + `kubectl label` (needs create: true)."""
-
-
-class WorkloadOptInArgs(TypedDict):
-    namespaces: list[WorkloadNamespaceArgs]
-    """The namespaces to label `managed-mldiagnostics-gke=true`."""
 
 
 class WorkloadOptIn(pulumi.ComponentResource):
@@ -42,8 +23,11 @@ class WorkloadOptIn(pulumi.ComponentResource):
     """The names of the labelled namespaces."""
 
     def __init__(self, name: str, args: WorkloadOptInArgs, opts: pulumi.ResourceOptions | None = None):
+        checked = rules.checked_args(
+            WorkloadOptInSpec, args, component="WorkloadOptIn", name=name, owner="WorkloadOptInArgs"
+        )
         super().__init__("mldiag:index:WorkloadOptIn", name, None, opts)
-        namespaces = list(args.get("namespaces") or [])
+        namespaces = list(checked.get("namespaces") or [])
         self._resources: list[pulumi.CustomResource] = []
         for ns in namespaces:
             child = pulumi.ResourceOptions(parent=self)
@@ -72,3 +56,6 @@ class WorkloadOptIn(pulumi.ComponentResource):
         names = [ns["name"] for ns in namespaces]
         self.namespaces = pulumi.Output.from_input(names)
         self.register_outputs({"namespaces": names})
+
+
+__all__ = ["WorkloadNamespaceArgs", "WorkloadOptIn", "WorkloadOptInArgs"]

@@ -9,6 +9,7 @@ sets pydantic's `use_attribute_docstrings`), or an explicit `Field(description=.
 
 from __future__ import annotations
 
+import enum
 import sys
 import types
 import typing
@@ -46,6 +47,8 @@ def _type_name(ann: Any) -> str:
         return f"map of {_type_name(args[1])}" if len(args) == 2 else "map"
     if isinstance(ann, type) and issubclass(ann, BaseModel):
         return "object"
+    if isinstance(ann, type) and issubclass(ann, enum.Enum):
+        return " \\| ".join(f"`{m.value}`" for m in ann)
     if origin is typing.Annotated:
         return _type_name(args[0])
     return getattr(ann, "__name__", str(ann)).replace("typing.", "")
@@ -64,6 +67,8 @@ def _default(model: type[BaseModel], name: str) -> str:
     value = field.default if field.default is not PydanticUndefined else field.default_factory()
     if isinstance(value, BaseModel) or value in ({}, [], None):
         return ""
+    if isinstance(value, enum.Enum):
+        value = value.value
     text = str(value).lower() if isinstance(value, bool) else str(value)
     return f"`{text}`"
 
@@ -73,7 +78,8 @@ def _rows(
 ) -> list[tuple[str, str, str, str]]:
     rows = []
     # `name` first: targets inherit it from TargetBase after mixins such as InClusterSettings.
-    names = sorted(model.model_fields, key=lambda n: n != "name")
+    hidden = getattr(model, "ARGS_ONLY", frozenset())  # a program's Args have them; a stack file does not
+    names = sorted((n for n in model.model_fields if n not in hidden), key=lambda n: n != "name")
     for name in names:
         field = model.model_fields[name]
         key = f"{prefix}.{field.alias or name}" if prefix else (field.alias or name)

@@ -128,7 +128,7 @@ class _BadArgument(Exception):
 
 
 def _member(plan: Plan, ref: str) -> Any:
-    from program.validators import closest
+    from ml_diagnostics.rules.names import closest
 
     found = [m for m in plan.members if ref in (m.ref, m.name, m.stack)]
     if len(found) == 1:

@@ -32,9 +32,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ml_diagnostics.rules.names import (
+    closest,
+    label_key_problem,
+    label_value_problem,
+    quote,
+    short_name_problem,
+)
 from program import stack_file
 from program.stack_file import StackFileError
-from program.validators import closest, label_key_problem, label_value_problem, quote, short_name_problem
 
 TOP_KEYS = ("environment", "organization", "policyPack", "labels", "defaults", "waves")
 WAVE_SETTINGS = ("maxParallel", "failureTolerance", "soak", "gate")

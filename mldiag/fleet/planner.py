@@ -19,12 +19,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ml_diagnostics.rules.names import closest, quote
 from mldiag.fleet.model import Fleet, FleetError, Gate, WaveSpec, format_duration
 from mldiag.plan.common import PROJECT
 from program import stack_file
 from program.config_base import NAMESPACE
 from program.stack_file import SecretLeaf, StackFileError
-from program.validators import closest, quote
 
 # What the program's update depends on besides the stack file (the member revision's program part).
 PROGRAM_PATHS = ("Pulumi.yaml", "__main__.py", "requirements.txt", "program", "components/ml_diagnostics")

@@ -67,8 +67,8 @@ def render(name: str, environment: str, secret: str) -> str:
 
 
 def create(name: str, environment: str, *, stacks_dir: Path = STACKS, force: bool = False) -> Path:
+    from ml_diagnostics.rules.names import closest
     from program.kinds.table import POLICY_BASE_LEVELS
-    from program.validators import closest
 
     if not _NAME.fullmatch(name):
         raise NewStackError(

@@ -24,6 +24,8 @@ from pulumi.runtime.rpc import UNKNOWN
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel, to_snake
 
+from ml_diagnostics.rules.base import Input
+
 API_VERSION = "v1beta1"
 DEFAULT_OPERATION_TIMEOUT_MINUTES = 120
 UPDATE_MODES = ("USER_AND_SERVICE", "USER_ONLY")
@@ -232,7 +234,7 @@ class ClusterSpec(SpecModel):
     project: str
     region: str
     model_development_cluster_id: str
-    display_name: str | None = None
+    display_name: Input[str] | None = None
     """Display name; a change is an in-place update (updateMask displayName), never a replacement."""
     labels: dict[str, str] = {}
     network: Network
@@ -245,7 +247,7 @@ class ClusterSpec(SpecModel):
     """USER_ONLY keeps unpinned node images and service-managed fields as they are."""
     deletion_policy: Literal["DELETE", "ABANDON", "PREVENT"] = "DELETE"
     """DELETE; ABANDON (leave the cluster); PREVENT (refuse to delete or replace)."""
-    operation_timeout_minutes: int = Field(default=DEFAULT_OPERATION_TIMEOUT_MINUTES, ge=1, le=1440)
+    operation_timeout_minutes: Input[int] = Field(default=DEFAULT_OPERATION_TIMEOUT_MINUTES, ge=1, le=1440)
     """Deadline for each long-running operation."""
 
 

@@ -7,7 +7,7 @@ Shared by the stack config model (camelCase key paths) and the provider's `check
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from ml_diagnostics.compat import quote
@@ -22,11 +22,16 @@ from ml_diagnostics.specs.model_development import (
 
 
 def validate_spec(
-    spec: Mapping[str, Any], old: Mapping[str, Any] | None = None, *, camel: bool = False
+    spec: Mapping[str, Any],
+    old: Mapping[str, Any] | None = None,
+    *,
+    camel: bool = False,
+    mention: Callable[..., str] | None = None,
 ) -> list[tuple[str, str]]:
-    """Problems in a cluster spec as (path, message); `old` (previous inputs) enables update rules."""
+    """Problems in a cluster spec as (path, message); `old` (previous inputs) enables update rules.
+    `mention(*parts)` writes a key path named inside a message (default: as the paths are written)."""
 
-    def p(*parts: str | int) -> str:
+    def path(*parts: str | int) -> str:
         out = ""
         for part in parts:
             if isinstance(part, int):
@@ -36,6 +41,10 @@ def validate_spec(
                 out += f".{name}" if out else name
         return out
 
+    def p(*parts: str | int) -> str:
+        return path(*parts)
+
+    named = mention or path
     problems: list[tuple[str, str]] = []
     cid = spec.get("model_development_cluster_id")
     if isinstance(cid, str) and cid != UNKNOWN and not CLUSTER_ID_SLURM.fullmatch(cid):
@@ -68,7 +77,7 @@ def validate_spec(
             problems.append(
                 (
                     p("node_pools", i, "id"),
-                    f"duplicate node pool id {quote(pid)} (also {p('node_pools', pool_ids[pid])})",
+                    f"duplicate node pool id {quote(pid)} (also {named('node_pools', pool_ids[pid])})",
                 )
             )
         else:
@@ -134,7 +143,7 @@ def validate_spec(
             problems.append(
                 (
                     p(*sp, "partitions", i, "id"),
-                    f"duplicate partition id {quote(pid)} (also {p(*sp, 'partitions', part_ids[pid])})",
+                    f"duplicate partition id {quote(pid)} (also {named(*sp, 'partitions', part_ids[pid])})",
                 )
             )
         else:

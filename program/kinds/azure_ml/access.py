@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from pydantic import Field, model_validator
 
+from ml_diagnostics.rules.base import Path
 from program.config_base import Model, SecretText, raise_issues
 
 
@@ -23,7 +24,7 @@ class NodeResources(Model):
 
     vcpus: float = Field(gt=0, le=1024)
     """vCPUs of one node."""
-    memory_gib: float = Field(gt=0, le=65536, alias="memoryGiB")
+    memory_gib: float = Field(gt=0, le=65536)
     """Memory of one node in GiB."""
 
 
@@ -41,13 +42,15 @@ class AzureVerifyAccess(Model):
 
     @model_validator(mode="after")
     def _one_way(self) -> AzureVerifyAccess:
-        problems: list[tuple[str, str]] = []
+        problems: list[tuple[Path, str]] = []
         if (self.kubeconfig is None) == (not self.aks_user_credentials):
-            problems.append(("", "give either kubeconfig (a secret) or aksUserCredentials: true, not both"))
+            problems.append(((), "give either kubeconfig (a secret) or aksUserCredentials: true, not both"))
         if self.context is not None:
             if self.kubeconfig is None:
-                problems.append(("context", "only with kubeconfig"))
+                problems.append((("context",), "only with kubeconfig"))
             elif not 0 < len(self.context) <= 253 or not self.context.isprintable():
-                problems.append(("context", "must be a kubeconfig context name: 1-253 printable characters"))
+                problems.append(
+                    (("context",), "must be a kubeconfig context name: 1-253 printable characters")
+                )
         raise_issues(problems)
         return self

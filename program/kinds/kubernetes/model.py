@@ -16,43 +16,16 @@ Example:
 
 from __future__ import annotations
 
-from pydantic import field_validator, model_validator
-
-from ml_diagnostics import compat
-from program.config_base import SecretText, TargetBase, raise_issues
-from program.in_cluster import InClusterSettings, manual_install_issues
+from ml_diagnostics.rules.kubernetes import KubernetesClusterSpec
+from program.config_base import SecretText, TargetBase
+from program.in_cluster import InClusterSettings
 
 
-class KubernetesClusterTarget(TargetBase, InClusterSettings):
-    """A self-managed cluster reached by a kubeconfig (secret) and/or a context name. Always manual."""
+class KubernetesClusterTarget(TargetBase, InClusterSettings, KubernetesClusterSpec):
+    """A self-managed cluster reached by a kubeconfig (secret) and/or a context name. Always manual: the
+    library's KubernetesCluster keys and rules, with the stack file's own keys."""
 
-    kubeconfig: SecretText | None = None
+    kubeconfig: SecretText | None = None  # type: ignore[assignment]
     """Kubeconfig text, set with --secret; or use `context` with the ambient kubeconfig."""
-    context: str | None = None
+    context: str | None = None  # type: ignore[assignment]
     """Kubeconfig context to use."""
-    mode: str = "manual"
-    """manual | auto (both mean manual here); managed is GKE-only and refused."""
-
-    @field_validator("mode")
-    @classmethod
-    def _mode(cls, v: str) -> str:
-        compat.resolve_mode(v, None, self_managed=True)
-        return v
-
-    @model_validator(mode="after")
-    def _target_check(self) -> KubernetesClusterTarget:
-        problems = []
-        if self.kubeconfig is None and not self.context:
-            problems.append(
-                (
-                    "kubeconfig",
-                    "give a kubeconfig (secret) or a context name (of the ambient kubeconfig), or both",
-                )
-            )
-        problems += manual_install_issues(self)
-        raise_issues(problems)
-        return self
-
-    @property
-    def resolved_mode(self) -> compat.ResolvedMode:
-        return compat.resolve_mode(self.mode, None, self_managed=True)

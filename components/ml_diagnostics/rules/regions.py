@@ -1,12 +1,13 @@
-"""The cloud regions and zones a stack file may name, as of 2026-11-01.
+"""The cloud regions and zones a location may name, as of 2026-11-01.
 
 Neither cloud publishes a machine-readable list that needs no account (`gcloud compute regions list` and
 `az account list-locations` both need credentials), so these are the lists of the public pages, with
 their date: https://cloud.google.com/compute/docs/regions-zones and
 https://learn.microsoft.com/azure/reliability/regions-list (public, US Government and China clouds).
 
-A region newer than the list: add it to the stack's `extraRegions` (`{gcp: [...], azure: [...]}`; GCP zones
-too), which is read before the targets are checked.
+A region newer than the list: a stack file adds it to its `extraRegions` (`{gcp: [...], azure: [...]}`; GCP
+zones too), read before its targets are checked; a program calls `allow(gcp=[...], azure=[...])` before it
+creates the components.
 
 Azure names are listed as ARM's location names, lowercase without spaces (`koreacentral`); a location (or an
 extra region) in another form ARM takes (`KoreaCentral`, `Korea Central`) is looked up, and sent, in this form
@@ -15,7 +16,10 @@ extra region) in another form ARM takes (`KoreaCentral`, `Korea Central`) is loo
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from contextvars import ContextVar
+
+from ml_diagnostics.compat import arm_location
 
 LIST_DATE = "2026-11-01"
 
@@ -88,8 +92,15 @@ AZURE_REGIONS = frozenset(
 
 # The running stack's `extraRegions`, set by program.config.parse while it validates.
 EXTRA: ContextVar[dict[str, frozenset[str]] | None] = ContextVar("extra_regions", default=None)
+_ALLOWED: dict[str, set[str]] = {"gcp": set(), "azure": set()}
+
+
+def allow(*, gcp: Iterable[str] = (), azure: Iterable[str] = ()) -> None:
+    """Regions (and GCP zones) newer than these lists, for every component of this process."""
+    _ALLOWED["gcp"].update(gcp)
+    _ALLOWED["azure"].update(arm_location(n) for n in azure)
 
 
 def known(cloud: str) -> frozenset[str]:
     base = {"gcp": GCP_REGIONS | GCP_ZONE_NAMES, "azure": AZURE_REGIONS}[cloud]
-    return base | (EXTRA.get() or {}).get(cloud, frozenset())
+    return base | _ALLOWED[cloud] | (EXTRA.get() or {}).get(cloud, frozenset())

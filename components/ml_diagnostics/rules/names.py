@@ -1,50 +1,21 @@
-"""Shared validators of identifiers, one per kind, from the documented rules of each system.
+"""Rules of identifiers, one per kind of name, from each system's documented naming rules.
 
-Each `*_problem(value)` returns why the value is not allowed (None when fine); `check(problem, value)` raises it
-as the ValueError pydantic reports with the key path. Every check bounds the length before any regex, and the
-regexes have no nested unbounded repetition, so their cost is linear in the (bounded) input.
-This module imports nothing from the project but the library's compat (`quote`, `arm_location`): targets, the stack
-config and components may all use it.
+Each `*_problem(value)` returns why the value is not allowed (None when fine). Every check bounds the length
+before any regex, and the regexes have no nested unbounded repetition, so their cost is linear in the
+(bounded) input. The Specs (ml_diagnostics.rules) call them from their field validators.
 """
 
 from __future__ import annotations
 
-import difflib
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 
 from ml_diagnostics.compat import QUOTE_LIMIT as QUOTE_LIMIT
-from ml_diagnostics.compat import arm_location as arm_location
+from ml_diagnostics.compat import arm_location
 from ml_diagnostics.compat import quote as quote
-
-
-def closest(value: str, allowed: Iterable[str], cutoff: float = 0.6) -> str | None:
-    """The allowed value nearest to `value` (ignoring case, spaces, '-' and '_'), for "did you mean"."""
-
-    def norm(v: str) -> str:
-        return re.sub(r"[\s_\-]", "", v.lower())
-
-    options = list(allowed)
-    by_norm = {norm(o): o for o in options}
-    if norm(value) in by_norm:
-        return by_norm[norm(value)]
-    prefixed = [
-        o
-        for n, o in by_norm.items()
-        if min(len(n), len(norm(value))) >= 3 and (n.startswith(norm(value)) or norm(value).startswith(n))
-    ]
-    if len(prefixed) == 1:
-        return prefixed[0]
-    match = difflib.get_close_matches(norm(value), list(by_norm), n=1, cutoff=cutoff)
-    return by_norm[match[0]] if match else None
-
-
-def check(problem: Callable[[str], str | None], value: str) -> str:
-    """Raises the problem (a ValueError, reported by pydantic with the key path) or returns the value."""
-    if (msg := problem(value)) is not None:
-        raise ValueError(msg)
-    return value
-
+from ml_diagnostics.rules import regions
+from ml_diagnostics.rules.base import MapKey, Path, closest, key, phrase
+from ml_diagnostics.rules.base import check as check
 
 # --- names of this program ------------------------------------------------------------------------------
 
@@ -115,12 +86,14 @@ def label_value_problem(v: str) -> str | None:
     return None
 
 
-def k8s_labels_problems(labels: Mapping[str, str], path: str) -> list[tuple[str, str]]:
-    """(relative path, message) for every bad key or value of a Kubernetes label map."""
-    problems = []
+def k8s_labels_problems(labels: Mapping[str, object], path: Path) -> list[tuple[Path, str]]:
+    """(relative path, message) for every bad key or value of a Kubernetes label map (an Output value
+    is known only later: its key is checked)."""
+    problems: list[tuple[Path, str]] = []
     for k, v in labels.items():
-        if p := label_key_problem(k) or label_value_problem(v):
-            problems.append((f"{path}.{k}" if path else k, p))
+        value_problem = label_value_problem(v) if isinstance(v, str) else None
+        if p := label_key_problem(k) or value_problem:
+            problems.append(((*path, MapKey(k)), p))
     return problems
 
 
@@ -168,21 +141,18 @@ def gcp_project_problem(v: str) -> str | None:
 
 def _listed(v: str, cloud: str, names: Iterable[str], what: str) -> str | None:
     """None when `v` is a known name; else the problem, with the nearest known name when there is one."""
-    from program import regions
-
     if v in regions.known(cloud):
         return None
     hint = closest(v, sorted(names))
     near = f" (did you mean {hint!r}?)" if hint else ""
-    return (
-        f"{quote(v)} is not {what}{near}; the list is of {regions.LIST_DATE}: a newer one goes in the stack's "
-        f"extraRegions.{cloud}"
+    where = phrase(
+        stack=f"the stack's extraRegions.{cloud}",
+        args=f"ml_diagnostics.rules.regions.allow({cloud}=[...])",
     )
+    return f"{quote(v)} is not {what}{near}; the list is of {regions.LIST_DATE}: a newer one goes in {where}"
 
 
 def gcp_region_problem(v: str) -> str | None:
-    from program import regions
-
     if shape := _shaped(v, 45, _GCP_REGION, "must be a Google Cloud region such as us-central1"):
         hint = closest(v, sorted(regions.GCP_REGIONS))
         return shape + (f" (did you mean {hint!r}?)" if hint else "")
@@ -190,8 +160,6 @@ def gcp_region_problem(v: str) -> str | None:
 
 
 def gcp_zone_problem(v: str) -> str | None:
-    from program import regions
-
     if shape := _shaped(v, 47, _GCP_ZONE, "must be a Google Cloud zone such as us-central1-a"):
         hint = closest(v, sorted(regions.GCP_ZONE_NAMES))
         return shape + (f" (did you mean {hint!r}?)" if hint else "")
@@ -204,8 +172,6 @@ def gcp_location_problem(v: str) -> str | None:
         return gcp_zone_problem(v)
     if _GCP_REGION.fullmatch(v):
         return gcp_region_problem(v)
-    from program import regions
-
     hint = closest(v, sorted(regions.GCP_REGIONS | regions.GCP_ZONE_NAMES))
     return (
         url_segment_problem(v)
@@ -235,14 +201,14 @@ def _gcp_label_chars_ok(v: str) -> bool:
     return all(c.islower() or c.isdigit() or c in "-_" for c in v)
 
 
-def gcp_labels_problems(labels: dict[str, str], path: str) -> list[tuple[str, str]]:
+def gcp_labels_problems(labels: Mapping[str, str], path: Path) -> list[tuple[Path, str]]:
     """Google Cloud labels: at most 64; keys 1-63 lowercase letters (any script), digits, '_' and '-',
     starting with a lowercase letter; values 0-63 of the same characters."""
-    problems = []
+    problems: list[tuple[Path, str]] = []
     if len(labels) > 64:
         problems.append((path, f"at most 64 labels ({len(labels)} given)"))
     for k, v in labels.items():
-        at = f"{path}.{k[:60]}"
+        at = (*path, MapKey(k))
         if not (0 < len(k) <= 63 and k[0].islower() and _gcp_label_chars_ok(k)):
             problems.append(
                 (
@@ -316,9 +282,7 @@ def azure_location_shape_problem(v: str) -> str | None:
 def azure_location_problem(v: str) -> str | None:
     """An Azure region's name in any form ARM takes: any case, with or without spaces (eastus, EastUS and
     East US are one region). Checked in the form the CLI sends, `arm_location(v)`; refused only when no
-    region (of the list or the stack's extraRegions.azure) has that name."""
-    from program import regions
-
+    region (of the list, or the extra regions) has that name."""
     shape = azure_location_shape_problem(v)
     if shape is None and arm_location(v) in regions.known("azure"):
         return None
@@ -336,7 +300,7 @@ def extension_version_problem(v: str) -> str | None:
         20,
         _EXTENSION_VERSION,
         "must be an exact version such as 1.1.62 (to follow the newest, leave version unset and keep "
-        "autoUpgradeMinorVersion)",
+        f"{key('auto_upgrade_minor_version')})",
     )
 
 

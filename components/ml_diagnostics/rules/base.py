@@ -1,0 +1,391 @@
+"""The machinery of the rules: the Spec base model, problems with their paths, and how each caller reads them.
+
+A rule is written once, on a Spec model (a field's type, constraint or validator), and two callers read it:
+a program calling a component (its Args in snake_case: `GkeClusterArgs.node_pools[0].node_count`) and the
+stack file of the program in this repository (camelCase: `ml-diagnostics:gkeClusters[0].nodePools[0].nodeCount`),
+whose config models are these Specs validated by alias. So a rule never writes a key path or a key name as
+text: a problem's path is a tuple of field names, list indexes and `MapKey`s (user-chosen keys, spelled as
+given), and a key named inside a message is `key("node_count")`; `spell()` writes both for one caller.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+import typing
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from enum import Enum
+from typing import Annotated, Any, ClassVar, Literal, TypeVar
+
+import pulumi
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    ValidationError,
+    ValidationInfo,
+    ValidatorFunctionWrapHandler,
+    WrapValidator,
+    model_validator,
+)
+from pydantic.alias_generators import to_camel
+from pydantic_core import PydanticCustomError
+
+Spelling = Literal["args", "stack"]
+"""args: a program's Args (field names, snake_case); stack: a stack file (aliases, camelCase)."""
+
+
+class MapKey(str):
+    """A key of a user's map in a problem's path (a label key): written as given, in any spelling."""
+
+
+PathPart = str | int
+Path = tuple[PathPart, ...]
+
+# Markers inside a message, replaced by `spell`: `\x1f names \x1f` a key path; `\x1d stack \x1c args \x1d` a
+# phrase each caller says its own way. Values in messages go through `quote` (repr), which escapes both.
+_KEY = "\x1f"
+_PHRASE, _PHRASE_SEP = "\x1d", "\x1c"
+_MARKERS = re.compile(
+    f"{_KEY}([^{_KEY}]*){_KEY}|{_PHRASE}([^{_PHRASE}]*){_PHRASE_SEP}([^{_PHRASE}]*){_PHRASE}"
+)
+
+
+def key(*names: str) -> str:
+    """A key (or dotted key path, `key("diagon", "gcp_service_account")`) named inside a message."""
+    return f"{_KEY}{'.'.join(names)}{_KEY}"
+
+
+def phrase(*, stack: str, args: str) -> str:
+    """A phrase a stack file's reader and a program's author need said differently (where to add a region)."""
+    return f"{_PHRASE}{stack}{_PHRASE_SEP}{args}{_PHRASE}"
+
+
+# The camelCase keys that are not to_camel of their field's name (the vendor's own spelling).
+ALIASES = {"router_ha": "routerHA", "memory_gib": "memoryGiB"}
+
+
+def alias_of(name: str) -> str:
+    """A field's key in a stack file (and in the APIs' JSON): camelCase."""
+    return ALIASES.get(name) or to_camel(name)
+
+
+def spell_name(name: str, spelling: Spelling) -> str:
+    return alias_of(name) if spelling == "stack" else name
+
+
+def spell(message: str, spelling: Spelling) -> str:
+    """A rule's message for one caller: its key names and phrases in that caller's words."""
+
+    def one(m: re.Match[str]) -> str:
+        if m.group(1) is not None:
+            return ".".join(spell_name(n, spelling) for n in m.group(1).split("."))
+        return m.group(2) if spelling == "stack" else m.group(3)
+
+    return _MARKERS.sub(one, message)
+
+
+def join_path(base: str, path: Iterable[PathPart], spelling: Spelling) -> str:
+    """`base` followed by a relative path: `.name`, `[index]`, `.map key`."""
+    out = base
+    for part in path:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif isinstance(part, MapKey):
+            out += f".{part[:60]}" if out else part[:60]
+        else:
+            name = spell_name(part, spelling)
+            out += f".{name}" if out else name
+    return out
+
+
+class Issues(ValueError):
+    """Problems a validator found, each on a path relative to the model it validates."""
+
+    def __init__(self, problems: Sequence[tuple[Path, str]]):
+        self.problems = list(problems)
+        super().__init__(
+            "; ".join(spell(f"{join_path('', p, 'args')}: {m}", "args") for p, m in self.problems)
+        )
+
+
+def raise_issues(problems: Sequence[tuple[Path, str]]) -> None:
+    if problems:
+        raise Issues(problems)
+
+
+def nested(prefix: Path, problems: Iterable[tuple[Path, str]]) -> list[tuple[Path, str]]:
+    return [((*prefix, *path), msg) for path, msg in problems]
+
+
+def closest(value: str, allowed: Iterable[str], cutoff: float = 0.6) -> str | None:
+    """The allowed value nearest to `value` (ignoring case, spaces, '-' and '_'), for "did you mean"."""
+
+    def norm(v: str) -> str:
+        return re.sub(r"[\s_\-]", "", v.lower())
+
+    options = list(allowed)
+    by_norm = {norm(o): o for o in options}
+    if norm(value) in by_norm:
+        return by_norm[norm(value)]
+    prefixed = [
+        o
+        for n, o in by_norm.items()
+        if min(len(n), len(norm(value))) >= 3 and (n.startswith(norm(value)) or norm(value).startswith(n))
+    ]
+    if len(prefixed) == 1:
+        return prefixed[0]
+    match = difflib.get_close_matches(norm(value), list(by_norm), n=1, cutoff=cutoff)
+    return by_norm[match[0]] if match else None
+
+
+def did_you_mean(value: str, allowed: list[str]) -> str:
+    """` (did you mean X?); allowed keys: ...`: the nearest allowed key first, then all of them."""
+    hint = closest(value, allowed)
+    listed = ", ".join(allowed)
+    return f" (did you mean {hint!r}?); allowed keys: {listed}" if hint else f"; allowed keys: {listed}"
+
+
+# --- the Spec base model and its field types -------------------------------------------------------------
+
+
+class Spec(BaseModel):
+    """Base of every Spec: snake_case fields with camelCase aliases, unknown keys refused, immutable, and no
+    surprising coercion ("3", 3.0 and true are not the integer 3). Field docs are attribute docstrings."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        alias_generator=alias_of,
+        validate_by_name=True,
+        validate_by_alias=True,
+        frozen=True,
+        strict=True,
+        str_strip_whitespace=True,
+        hide_input_in_errors=True,
+        use_attribute_docstrings=True,
+        arbitrary_types_allowed=True,
+    )
+
+    ARGS_ONLY: ClassVar[frozenset[str]] = frozenset()
+    """Fields a program passes but a stack file does not have (the program sets them itself)."""
+
+    def __deepcopy__(self, memo: dict[int, Any] | None = None) -> Spec:
+        # Frozen: a default instance is shared, not copied for every target (copies dominated large stacks).
+        return self
+
+    @model_validator(mode="before")
+    @classmethod
+    def _caller(cls, data: Any, info: ValidationInfo) -> Any:
+        """What the caller's validation context asks (the program's stack files set it; a program's Args none):
+        `spelling` "stack" refuses the ARGS_ONLY keys; `prepare(model, data, context)` runs first."""
+        context = info.context or {}
+        prepare = context.get("prepare")
+        if prepare is not None:
+            data = prepare(cls, data, context)
+        if cls.ARGS_ONLY and context.get("spelling") == "stack" and isinstance(data, Mapping):
+            given = [n for n in cls.ARGS_ONLY if alias_of(n) in data or n in data]
+            if given:
+                allowed = allowed_keys(cls, "stack")
+                raise Issues([((n,), f"unknown key{did_you_mean(alias_of(n), allowed)}") for n in given])
+        return data
+
+    def set_keys(self) -> set[str]:
+        """The field names the caller set."""
+        return set(self.model_fields_set)
+
+
+def is_output(value: object) -> bool:
+    """A value only known once resources resolve (pulumi.Output, or any awaitable): no rule can read it."""
+    return isinstance(value, (pulumi.Output, Awaitable))
+
+
+def _input(value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+    return value if is_output(value) else handler(value)
+
+
+class _InputMark:
+    """Marks a field that takes a `pulumi.Input` (the generated Args say so; an Output skips its rules)."""
+
+    def __repr__(self) -> str:
+        return "INPUT"
+
+
+INPUT = _InputMark()
+T = TypeVar("T")
+if typing.TYPE_CHECKING:
+    Input = Annotated[T, INPUT]
+else:
+
+    class Input:
+        """`Input[str]`: a plain value, checked by the field's rules, or a pulumi.Output, taken as it is."""
+
+        def __class_getitem__(cls, item: Any) -> Any:
+            return Annotated[item, INPUT, WrapValidator(_input)]
+
+
+def enum_of(enum: type[Enum]) -> Any:
+    """The enum, also given as its string values ("manual" for MlDiagnosticsMode.MANUAL)."""
+    values = [m.value for m in enum]
+    expected = ", ".join(repr(v) for v in values[:-1]) + f" or {values[-1]!r}"
+
+    def coerce(value: Any) -> Any:
+        if isinstance(value, enum):
+            return value
+        for member in enum:
+            if member.value == value:
+                return member
+        raise PydanticCustomError("enum", "must be one of {expected}", {"expected": expected})
+
+    return Annotated[enum, BeforeValidator(coerce)]
+
+
+def casefolded(value: Any) -> Any:
+    """For a closed set of lowercase names: `AKS` is `aks` (anything else still refused by the set)."""
+    return value.strip().lower() if isinstance(value, str) else value
+
+
+def check(problem: Callable[[str], str | None], value: str) -> str:
+    """Raises the problem (a ValueError, reported with the key path) or returns the value."""
+    if (msg := problem(value)) is not None:
+        raise ValueError(msg)
+    return value
+
+
+# --- reading pydantic's errors, in either spelling -------------------------------------------------------
+
+_TYPE_MESSAGES = {
+    "int_type": "must be a whole number (not a string, boolean or decimal)",
+    "int_from_float": "must be a whole number (not a string, boolean or decimal)",
+    "float_type": "must be a number (not a string or boolean)",
+    "bool_type": "must be true or false (not a string or number)",
+    "string_type": "must be a string (quote numbers and booleans: '0.8', 'true')",
+    "list_type": "must be a list",
+    "dict_type": "must be a map of key: value",
+    "model_type": "must be a map of key: value",
+    "model_attributes_type": "must be a map of key: value",
+}
+_BOUNDS = {"less_than_equal": "at most", "greater_than_equal": "at least", "greater_than": "more than"}
+
+
+def format_loc(loc: Iterable[Any]) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, str) and len(part) > 60:
+            part = part[:60] + "..."
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif part == "[key]":
+            out += " (key)"
+        elif str(part).startswith("["):
+            out += str(part)
+        else:
+            out += f".{part}" if out else str(part)
+    return out
+
+
+def allowed_keys(model: type[BaseModel], spelling: Spelling) -> list[str]:
+    hidden: frozenset[str] = getattr(model, "ARGS_ONLY", frozenset()) if spelling == "stack" else frozenset()
+    return sorted(
+        (f.alias or n) if spelling == "stack" else n for n, f in model.model_fields.items() if n not in hidden
+    )
+
+
+def model_at(root: type[BaseModel], loc: tuple[Any, ...], spelling: Spelling) -> type[BaseModel] | None:
+    """The model that owns the last key of `loc`, walking `root`'s fields (unknown-key hints)."""
+    model: Any = root
+    for part in loc[:-1]:
+        if isinstance(part, int):
+            continue
+        if not (isinstance(model, type) and issubclass(model, BaseModel)):
+            return None
+        field = next(
+            (
+                f
+                for n, f in model.model_fields.items()
+                if ((f.alias or n) if spelling == "stack" else n) == part
+            ),
+            None,
+        )
+        if field is None:
+            return None
+        ann = field.annotation
+        for _ in range(4):  # unwrap Optional / list / dict / Annotated to the model inside
+            if isinstance(ann, type) and issubclass(ann, BaseModel):
+                break
+            args = [a for a in typing.get_args(ann) if a is not type(None)]
+            if not args:
+                break
+            ann = next((a for a in args if isinstance(a, type) and issubclass(a, BaseModel)), args[-1])
+        model = ann
+    return model if isinstance(model, type) and issubclass(model, BaseModel) else None
+
+
+def describe(err: Mapping[str, Any], root: type[BaseModel], spelling: Spelling) -> list[tuple[str, str]]:
+    """(key path, message) of one pydantic error, every key and message in `spelling`."""
+    loc = tuple(
+        p for p in err["loc"] if not (isinstance(p, str) and p.startswith(("function-", "is-instance[")))
+    )
+    path = format_loc(loc)
+    typ = err["type"]
+    ctx = err.get("ctx") or {}
+    if typ == "value_error" and isinstance(ctx.get("error"), Issues):
+        base = path
+        return [(join_path(base, rel, spelling), spell(msg, spelling)) for rel, msg in ctx["error"].problems]
+    if typ == "extra_forbidden":
+        owner = model_at(root, loc, spelling)
+        name = loc[-1] if loc and isinstance(loc[-1], str) else ""
+        return [(path, f"unknown key{did_you_mean(name, allowed_keys(owner, spelling)) if owner else ''}")]
+    if typ == "missing":
+        return [(path, "required key is missing")]
+    msg = _TYPE_MESSAGES.get(typ) or str(err["msg"])
+    if msg.startswith("Value error, "):
+        msg = msg[len("Value error, ") :]
+    if typ in ("literal_error", "enum"):
+        msg = f"must be one of {ctx.get('expected')}"
+    if typ in _BOUNDS:
+        limit = next(iter(ctx.values()), "")
+        msg = (
+            f"must be {_BOUNDS[typ]} {limit:g}"
+            if isinstance(limit, float)
+            else f"must be {_BOUNDS[typ]} {limit}"
+        )
+    return [(path, spell(msg, spelling))]
+
+
+# --- a component's own check of its Args -----------------------------------------------------------------
+
+MAX_PROBLEMS = 60
+S = TypeVar("S", bound=BaseModel)
+
+
+class InvalidArgsError(pulumi.RunError, ValueError):
+    """A component refused its arguments, before it registered anything. Every problem is listed, each with
+    its key path in the caller's spelling (`GkeClusterArgs.node_pools[0].node_count: must be 0 or more`).
+
+    A ValueError for Python callers; a pulumi.RunError, so `pulumi up` prints it without a traceback."""
+
+    def __init__(self, component: str, name: str, problems: list[str]):
+        self.component, self.name, self.problems = component, name, problems
+        shown = problems[:MAX_PROBLEMS]
+        more = (
+            [f"... and {len(problems) - MAX_PROBLEMS} more problem(s)"]
+            if len(problems) > MAX_PROBLEMS
+            else []
+        )
+        lines = "\n".join(f"  - {p}" for p in [*shown, *more])
+        super().__init__(f"invalid arguments of {component} {name!r} ({len(problems)} problem(s)):\n{lines}")
+
+
+def problems_of(spec: type[S], args: Any, owner: str) -> tuple[S | None, list[str]]:
+    """The validated Spec of `args` (None when refused) and every problem, `owner` first in each key path."""
+    if not isinstance(args, Mapping):
+        return None, [f"{owner}: must be a dict of its keys, not {type(args).__name__}"]
+    try:
+        return spec.model_validate(dict(args), by_name=True, by_alias=False), []
+    except ValidationError as e:
+        found = [
+            f"{join_path(owner, [], 'args')}{'.' if path and not path.startswith('[') else ''}{path}: {msg}"
+            for err in e.errors(include_url=False)
+            for path, msg in describe(err, spec, "args")
+        ]
+        return None, sorted(dict.fromkeys(found))
