@@ -67,6 +67,7 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     # built from a copy: setuptools writes its build/ and egg-info beside the sources
     src = tmp_path_factory.mktemp("src")
     shutil.copy(ROOT / "pyproject.toml", src)
+    shutil.copy(ROOT / "LICENSE", src)
     shutil.copytree(
         ROOT / "components",
         src / "components",
@@ -92,6 +93,10 @@ def test_the_wheel_holds_the_library_only(wheel: Path):
         "ml_diagnostics/compat.py",
         "ml_diagnostics/providers/model_development_cluster.py",
         "ml_diagnostics/specs/model_development.py",
+        "ml_diagnostics/schema.json",
+        "ml_diagnostics/args.py",
+        "ml_diagnostics/rules/__init__.py",
+        f"ml_diagnostics-{wheel.name.split('-')[1]}.dist-info/licenses/LICENSE",
     ):
         assert required in names
     assert not [n for n in names if n.startswith(("program/", "mldiag/", "dev/", "policies/", "components/"))]
@@ -165,3 +170,39 @@ def test_a_program_uses_the_installed_wheel_in_a_clean_venv(wheel: Path, tmp_pat
     installed = {p["name"].lower() for p in json.loads(listed.stdout)}
     assert "ml-diagnostics" in installed
     assert not installed & {"pulumi-azure-native", "pulumi-gcp"}
+    # the plugin needs every component: without the extras it says so
+    check = subprocess.run(
+        [str(python), "-m", "ml_diagnostics.plugin", "--check"], capture_output=True, text=True, cwd=tmp_path
+    )
+    assert check.returncode == 2 and "pip install 'ml-diagnostics[all]'" in check.stderr
+    # with them (the repository's own copies, last on the path rather than a 60 s install of the same pins),
+    # the installed plugin's schema is the one it infers
+    site = next(Path(p) for p in sys.path if p.endswith("site-packages"))
+    (next((env_dir / "lib").glob("python3*/site-packages")) / "zz-extras.pth").write_text(f"{site}\n")
+    check = subprocess.run(
+        [str(python), "-m", "ml_diagnostics.plugin", "--check"], capture_output=True, text=True, cwd=tmp_path
+    )
+    assert (check.returncode, check.stdout) == (0, "schema.json is current\n"), check.stderr[-2000:]
+
+
+def test_the_package_metadata_a_registry_reader_sees(wheel: Path):
+    meta = (
+        zipfile.ZipFile(wheel).read(f"ml_diagnostics-{wheel.name.split('-')[1]}.dist-info/METADATA").decode()
+    )
+    headers, _, description = meta.partition("\n\n")
+    urls = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["urls"]
+    assert "License-Expression: Apache-2.0" in headers and "License-File: LICENSE" in headers
+    for name, url in urls.items():
+        assert f"Project-URL: {name}, {url}" in headers
+    assert "Description-Content-Type: text/markdown" in headers
+    # the long description stands on its own: what it is, how to install it (a tag and a checkout), how to use it
+    assert description.startswith("# ml-diagnostics\n")
+    for part in (
+        "## Install",
+        "## Use",
+        "InvalidArgsError",
+        f"git+{urls['Repository']}@v0.2.0",
+        urls["Repository"],
+    ):
+        assert part in description, part
+    assert "see the repository README" not in description.lower()

@@ -13,7 +13,7 @@ import pulumi
 from pulumi_azure_native import kubernetesconfiguration, relay
 from pulumi_azure_native.provider import Provider as AzureProvider
 
-from ml_diagnostics import lifecycle, rules
+from ml_diagnostics import docs, lifecycle, rules
 from ml_diagnostics.args import AzureClusterArgs, AzureMlExtensionArgs, InferenceArgs
 from ml_diagnostics.compat import arm_location
 from ml_diagnostics.rules.azure_ml import MIN_HA_NODES, AzureMlExtensionSpec
@@ -317,6 +317,8 @@ class AzureMlExtension(pulumi.ComponentResource):
             after=[ext],
         )
 
+
+docs.document(AzureMlExtension, AzureMlExtensionArgs)
 
 __all__ = [
     "AzureClusterArgs",

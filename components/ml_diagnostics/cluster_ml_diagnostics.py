@@ -15,7 +15,7 @@ from typing import Any
 import pulumi
 from pulumi_kubernetes.provider import Provider as KubernetesProvider
 
-from ml_diagnostics import compat, rules
+from ml_diagnostics import compat, docs, rules
 from ml_diagnostics.args import ClusterMlDiagnosticsArgs
 from ml_diagnostics.cert_manager import CertManager
 from ml_diagnostics.diagon import Diagon
@@ -140,5 +140,7 @@ def enabled_parts(spec: ClusterMlDiagnosticsSpec) -> dict[str, Any]:
             del out[part]
     return out
 
+
+docs.document(ClusterMlDiagnostics, ClusterMlDiagnosticsArgs)
 
 __all__ = ["ClusterMlDiagnostics", "ClusterMlDiagnosticsArgs"]

@@ -16,7 +16,7 @@ from pulumi_kubernetes.apps import v1 as apps
 from pulumi_kubernetes.core import v1 as core
 from pulumi_kubernetes.meta.v1 import LabelSelectorArgs, ObjectMetaArgs
 
-from ml_diagnostics import compat, lifecycle, rules
+from ml_diagnostics import compat, docs, lifecycle, rules
 from ml_diagnostics.args import DiagonArgs
 from ml_diagnostics.rules.in_cluster import DiagonSpec
 
@@ -189,5 +189,7 @@ class Diagon(pulumi.ComponentResource):
         )
         self.register_outputs({"namespace": ns_name, "image": image, "daemonSet": DAEMON_NAME})
 
+
+docs.document(Diagon, DiagonArgs)
 
 __all__ = ["Diagon", "DiagonArgs", "node_labels", "node_placement"]

@@ -22,7 +22,7 @@ from pulumi_gcp import container
 from pulumi_gcp.provider import Provider as GcpProvider
 from pulumi_kubernetes.provider import Provider as KubernetesProvider
 
-from ml_diagnostics import compat, lifecycle, rules
+from ml_diagnostics import compat, docs, lifecycle, rules
 from ml_diagnostics.args import (
     GkeAutoscalingArgs,
     GkeClusterArgs,
@@ -324,6 +324,8 @@ class GkeCluster(pulumi.ComponentResource):
             }
         )
 
+
+docs.document(GkeCluster, GkeClusterArgs)
 
 __all__ = [
     "GkeAutoscalingArgs",

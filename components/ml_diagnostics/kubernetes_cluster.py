@@ -7,7 +7,7 @@ from typing import Any
 import pulumi
 from pulumi_kubernetes.provider import Provider
 
-from ml_diagnostics import rules
+from ml_diagnostics import docs, rules
 from ml_diagnostics.args import KubernetesClusterArgs
 from ml_diagnostics.cluster_ml_diagnostics import ClusterMlDiagnostics
 from ml_diagnostics.rules.in_cluster import MlDiagnosticsMode
@@ -50,5 +50,7 @@ class KubernetesCluster(pulumi.ComponentResource):
         self.workload_monitoring = self.diagnostics.workload_monitoring
         self.register_outputs({"mode": self.mode, "workloadMonitoring": self.workload_monitoring})
 
+
+docs.document(KubernetesCluster, KubernetesClusterArgs)
 
 __all__ = ["KubernetesCluster", "KubernetesClusterArgs"]

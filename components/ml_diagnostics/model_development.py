@@ -11,7 +11,7 @@ from typing import Any
 
 import pulumi
 
-from ml_diagnostics import lifecycle, rules
+from ml_diagnostics import docs, lifecycle, rules
 from ml_diagnostics.args import ModelDevelopmentClusterArgs
 from ml_diagnostics.google_api import rest_inputs
 from ml_diagnostics.providers.model_development_cluster import ModelDevelopmentCluster as ClusterResource
@@ -91,5 +91,7 @@ class ModelDevelopmentCluster(pulumi.ComponentResource):
             }
         )
 
+
+docs.document(ModelDevelopmentCluster, ModelDevelopmentClusterArgs)
 
 __all__ = ["ModelDevelopmentCluster", "ModelDevelopmentClusterArgs"]

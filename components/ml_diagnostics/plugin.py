@@ -2,7 +2,7 @@
 
 The schema is inferred from the components' typed Args and outputs by the SDK's analyzer
 (`pulumi.provider.experimental`), the same way `pulumi package get-schema components` infers it; it is
-committed as components/schema.json (`python -m ml_diagnostics.plugin --write`; a test fails when it is stale).
+committed as components/ml_diagnostics/schema.json (shipped in the wheel, so an installed plugin can `--check`) (`python -m ml_diagnostics.plugin --write`; a test fails when it is stale).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import pulumi
 
 NAME = "mldiag"
 VERSION = "0.2.0"
-SCHEMA = Path(__file__).resolve().parent.parent / "schema.json"
+SCHEMA = Path(__file__).resolve().parent / "schema.json"
 
 
 def components() -> list[type[pulumi.ComponentResource]]:
@@ -41,25 +41,20 @@ def components() -> list[type[pulumi.ComponentResource]]:
     ]
 
 
-KEYS_SECTION = "\n\nKeys:\n"
-
-
 @contextlib.contextmanager
 def summaries() -> Iterator[None]:
-    """A type's description in the schema is its summary: the Args' docstrings also list their keys (for
-    `help()`), which the schema describes property by property."""
-    from ml_diagnostics import args
+    """The schema describes a component and a type by its summary: their docstrings also list keys and outputs
+    (for `help()`), which the schema describes property by property."""
+    from ml_diagnostics import args, docs
 
-    docs = {}
-    for name in args.__all__:
-        cls = getattr(args, name)
-        if isinstance(cls.__doc__, str) and KEYS_SECTION in cls.__doc__:
-            docs[cls] = cls.__doc__
-            cls.__doc__ = cls.__doc__.split(KEYS_SECTION, 1)[0]
+    documented = [getattr(args, name) for name in args.__all__] + list(components())
+    saved = {cls: cls.__doc__ for cls in documented if isinstance(cls.__doc__, str)}
+    for cls, doc in saved.items():
+        cls.__doc__ = docs.summary(doc)
     try:
         yield
     finally:
-        for cls, doc in docs.items():
+        for cls, doc in saved.items():
             cls.__doc__ = doc
 
 
@@ -123,11 +118,32 @@ def host() -> None:
         component_provider_host(components(), name=NAME, version=VERSION)
 
 
-if __name__ == "__main__":
-    if sys.argv[1:] == ["--write"]:
-        SCHEMA.write_text(render())
+def main(argv: list[str]) -> int:
+    """`--write` the schema, `--check` it (exit 1 when stale), or print it."""
+    try:
+        text = render()
+    except ImportError as e:
+        print(
+            f"the component plugin serves every component, and {e.name} is not installed: "
+            "pip install 'ml-diagnostics[all]'",
+            file=sys.stderr,
+        )
+        return 2
+    if argv == ["--write"]:
+        SCHEMA.write_text(text)
         print(f"wrote {SCHEMA}")
-    elif sys.argv[1:] == ["--check"]:
-        sys.exit(0 if SCHEMA.exists() and SCHEMA.read_text() == render() else 1)
+    elif argv == ["--check"]:
+        same = SCHEMA.exists() and SCHEMA.read_text() == text
+        print(
+            f"{SCHEMA.name} is current"
+            if same
+            else f"{SCHEMA} is stale: python -m ml_diagnostics.plugin --write"
+        )
+        return 0 if same else 1
     else:
-        sys.stdout.write(render())
+        sys.stdout.write(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -9,7 +9,7 @@ import pulumi
 from pulumi_kubernetes.core import v1 as core
 from pulumi_kubernetes.meta.v1 import ObjectMetaArgs, ObjectMetaPatchArgs
 
-from ml_diagnostics import compat, lifecycle, rules
+from ml_diagnostics import compat, docs, lifecycle, rules
 from ml_diagnostics.args import WorkloadNamespaceArgs, WorkloadOptInArgs
 from ml_diagnostics.rules.in_cluster import WorkloadOptInSpec
 
@@ -57,5 +57,7 @@ class WorkloadOptIn(pulumi.ComponentResource):
         self.namespaces = pulumi.Output.from_input(names)
         self.register_outputs({"namespaces": names})
 
+
+docs.document(WorkloadOptIn, WorkloadOptInArgs)
 
 __all__ = ["WorkloadNamespaceArgs", "WorkloadOptIn", "WorkloadOptInArgs"]

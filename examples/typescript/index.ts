@@ -1,5 +1,5 @@
 // ML Diagnostics on a self-managed cluster you already have, from TypeScript.
-//   pulumi package add ../../components    (generates sdks/mldiag and adds it to package.json)
+//   pulumi package add ../../components    (generates sdks/mldiag; package.json names it: file:sdks/mldiag)
 import * as pulumi from "@pulumi/pulumi";
 import * as kubernetes from "@pulumi/kubernetes";
 import * as mldiag from "@pulumi/mldiag";
