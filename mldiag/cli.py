@@ -29,7 +29,9 @@ import sys
 from collections.abc import Callable
 from typing import NoReturn
 
-EXIT_USAGE = 2
+from mldiag.exit_codes import Exit
+
+EXIT_USAGE = Exit.INVALID
 
 
 def _commands() -> dict[str, Callable[[list[str]], int]]:

@@ -264,7 +264,9 @@ def load() -> StackConfig:
     from pulumi.runtime import config as runtime_config
 
     raw = {**runtime_config.get_config_env(), **runtime_config.CONFIG.get()}
-    secret = set(runtime_config.get_config_secret_keys_env()) | set(runtime_config._SECRET_KEYS.get())
+    secret = set(runtime_config.get_config_secret_keys_env()) | {
+        k for k in raw if runtime_config.is_config_secret(k)
+    }
     # A fleet member stack (program/fleet_member.py) holds its environment's config, stack file and all.
     raw, member = fleet_member.take(raw)
     paths = None

@@ -578,6 +578,29 @@ def check_ciphertexts(doc: dict[str, Any], config: dict[str, Any], path: Path) -
             raise StackFileError(f"{path}: {_fmt(at)}: the `secure:` value {problem}; {fix}")
 
 
+def plain_data(value: Any) -> Any:
+    """A parsed document's value with each `secure:` leaf back as `{"secure": ciphertext}` (for a tool that
+    edits a stack file's data and writes it out again)."""
+    if isinstance(value, SecretLeaf):
+        return {"secure": value.ciphertext}
+    if isinstance(value, dict):
+        return {k: plain_data(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [plain_data(v) for v in value]
+    return value
+
+
+def read_document(path: Path) -> dict[str, Any]:
+    """A stack file's whole document (config, encryptionsalt, ...) through the hardened reader, its `secure:`
+    leaves as `{"secure": ciphertext}`."""
+    doc, _ = parse_text(read_text(path), str(path))
+    if doc is None:
+        return {}
+    if not isinstance(doc, dict):
+        raise StackFileError(f"{path}: must be a mapping with a 'config:' key")
+    return plain_data(doc)  # type: ignore[no-any-return]
+
+
 def read(path: Path, project: str) -> StackFile:
     """Reads a `Pulumi.<stack>.yaml`; bare config keys get the project's namespace like the CLI does."""
     doc, secrets = parse_text(read_text(path), str(path))

@@ -295,7 +295,7 @@ def test_import_file_command(tmp_path, capsys):
         "urn:pulumi:staging::ml-diagnostics::mldiag:index:KubernetesCluster$pulumi:providers:kubernetes"
         "::k8s-onprem-gpu-provider"
     )
-    assert import_file.main(["nope"]) == 1
+    assert import_file.main(["nope"]) == 2  # invalid config (README "Exit codes")
     assert "does not exist" in capsys.readouterr().err
 
 

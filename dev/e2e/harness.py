@@ -23,6 +23,8 @@ from typing import Any
 
 import yaml
 
+from program import stack_file
+
 REPO = Path(__file__).resolve().parents[2]
 PROJECT = "ml-diagnostics"
 PASSPHRASE = "e2e-only-passphrase"
@@ -180,7 +182,7 @@ class Project:
     def set_config(self, stack: str, config: dict[str, Any]) -> None:
         """Replaces the plain config keys given (as `ml-diagnostics:<key>`), keeping the salt and secrets."""
         path = self.stack_file(stack)
-        doc = yaml.safe_load(path.read_text()) or {}
+        doc = stack_file.read_document(path)
         cfg = doc.setdefault("config", {})
         for key, value in config.items():
             old = cfg.get(f"{PROJECT}:{key}")
@@ -188,7 +190,7 @@ class Project:
         path.write_text(yaml.safe_dump(doc, sort_keys=False))
 
     def config(self, stack: str) -> dict[str, Any]:
-        doc = yaml.safe_load(self.stack_file(stack).read_text())
+        doc = stack_file.read_document(self.stack_file(stack))
         return {k.split(":", 1)[1]: v for k, v in doc.get("config", {}).items()}
 
 

@@ -22,6 +22,7 @@ import yaml
 
 from mldiag.plan.common import GITHUB_COMMENT_LIMIT, ROOT
 from mldiag.plan.graph_text import MERMAID_BUDGET, fitted
+from program import stack_file
 
 NS = "ml-diagnostics"
 STACK = "urn:pulumi:dev::ml-diagnostics::"
@@ -52,7 +53,7 @@ def sample_diff(base: dict[str, Any] | None = None) -> dict[str, Any]:
     from mldiag.plan.cli import plan_stack
 
     base = base or dev_report()
-    doc = yaml.safe_load((ROOT / "stacks" / f"Pulumi.{base['stack']}.yaml").read_text())
+    doc = stack_file.read_document(ROOT / "stacks" / f"Pulumi.{base['stack']}.yaml")
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "Pulumi.dev.yaml"
         path.write_text(yaml.safe_dump(edited_dev_config(doc)))

@@ -21,13 +21,10 @@ from typing import Any, NoReturn
 from google.protobuf import json_format
 from pulumi.runtime import config as runtime_config
 from pulumi.runtime import mocks, rpc, settings
-from pulumi.runtime import resource as runtime_resource
-from pulumi.runtime.proto import source_pb2
 from pulumi.runtime.stack import run_pulumi_func
-from pulumi.runtime.sync_await import _sync_await
 
 from mldiag.engine import invented as plan_invented
-from mldiag.engine import mock_answers
+from mldiag.engine import mock_answers, sdk
 from mldiag.plan.common import (
     PROJECT,
     ROOT,
@@ -38,8 +35,7 @@ from mldiag.plan.common import (
     engine_urn,
 )
 
-# The SDK's own wire-format markers (pulumi.runtime.rpc).
-_SIG, _SECRET_SIG, _RESOURCE_SIG = rpc._special_sig_key, rpc._special_secret_sig, rpc._special_resource_sig
+_SIG, _SECRET_SIG, _RESOURCE_SIG = sdk.SIG_KEY, sdk.SECRET_SIG, sdk.RESOURCE_SIG
 # The pickled dynamic provider changes with any code change and is not compared by the engine.
 _NOT_DIGESTED = {"__provider"}
 
@@ -355,19 +351,14 @@ def run_config(
         runpy.run_path(str(program), run_name="__main__")
 
     loop = _ensure_loop()
-    # Source positions (a walk of the whole Python stack per resource) serve the CLI's diagnostics; the
-    # mock monitor records none, so the plan skips capturing them.
-    saved_stack_trace = runtime_resource._get_stack_trace
-    runtime_resource._get_stack_trace = _no_stack_trace
     restore_gc = _gc_for_run(GC_MODE)
     try:
-        _sync_await(run_pulumi_func(body))
-        outputs_wire = _sync_await(_serialize_outputs(settings.get_root_resource()))
+        with sdk.without_stack_traces():
+            sdk.run_to_completion(run_pulumi_func(body))
+            outputs_wire = sdk.run_to_completion(_serialize_outputs(sdk.root_resource()))
     finally:
-        settings.SETTINGS.rpc_manager.clear()
-        settings.SETTINGS.outputs.clear()
+        sdk.reset_run_state()
         runtime_config.set_all_config({}, [])
-        runtime_resource._get_stack_trace = saved_stack_trace
         restore_gc()
         del loop
     masked, plain = unwire(outputs_wire)
@@ -415,10 +406,6 @@ def deterministic_order(resources: list[RecordedResource]) -> list[RecordedResou
     placed = {r.urn for r in order}
     # A dependency cycle cannot come from a real program (the SDK awaits dependencies first); keep all anyway.
     return order + sorted((r for r in resources if r.urn not in placed), key=lambda r: r.urn)
-
-
-def _no_stack_trace() -> source_pb2.StackTrace:
-    return source_pb2.StackTrace()
 
 
 async def _serialize_outputs(root: Any) -> dict[str, Any]:

@@ -26,12 +26,13 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from mldiag.exit_codes import Exit
 from mldiag.fleet import progress
 from mldiag.fleet.model import format_duration
 from mldiag.fleet.planner import Member, Plan, Wave
 from mldiag.fleet.progress import Holder, LeaseHeld, Record
 
-EXIT_OK, EXIT_GATE, EXIT_INVALID, EXIT_STACK = 0, 1, 2, 3
+EXIT_OK, EXIT_GATE, EXIT_INVALID, EXIT_STACK = Exit.OK, Exit.FINDING, Exit.INVALID, Exit.UNREACHABLE
 RENEW_TICK = 30.0
 LEASE_TTL = 3600.0
 

@@ -6,6 +6,8 @@ import html
 from pathlib import Path
 from typing import Any
 
+from mldiag.exit_codes import Exit
+
 ROOT = Path(__file__).resolve().parents[2]
 PROJECT = "ml-diagnostics"
 SECRET_MASK = "[secret]"
@@ -26,7 +28,7 @@ def engine_urn(parent: str, type_: str, name: str, stack: str, project: str) -> 
     return f"urn:pulumi:{stack}::{project}::{type_}::{name}"
 
 
-EXIT_OK, EXIT_MANDATORY, EXIT_ERROR = 0, 1, 2
+EXIT_OK, EXIT_MANDATORY, EXIT_ERROR = Exit.OK, Exit.FINDING, Exit.INVALID
 GITHUB_COMMENT_LIMIT = 65_536
 
 

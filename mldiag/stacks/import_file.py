@@ -28,9 +28,10 @@ from typing import Any
 import pulumi
 
 from mldiag.engine.runtime import ROOT, PlanResult, run_config
+from mldiag.exit_codes import Exit
 
 PROGRAM = Path(__file__).resolve().parents[1] / "engine" / "options_program.py"
-_SEEN: list[tuple[pulumi.Resource, pulumi.ResourceOptions]] = []
+_SEEN: list[tuple[str, str, pulumi.ResourceOptions]] = []
 
 
 @dataclass(frozen=True)
@@ -46,8 +47,8 @@ class Registered:
 
 
 def record(args: pulumi.ResourceTransformationArgs) -> None:
-    """Stack transformation (see options_program.py): keeps each resource and its declared options."""
-    _SEEN.append((args.resource, args.opts))
+    """Stack transformation (see options_program.py): keeps each resource's declared options."""
+    _SEEN.append((args.type_, args.name, args.opts))
 
 
 def run_with_options(
@@ -57,13 +58,14 @@ def run_with_options(
     _SEEN.clear()
     try:
         result = run_config(config, secret_keys, stack=stack, program=PROGRAM)
+        # protect as the engine got it (after parent inheritance), from the recorded registrations
+        protected = {(r.type, r.name): r.protect for r in result.resources}
         out: dict[str, Registered] = {}
-        for res, opts in _SEEN:
-            name = res._name  # noqa: SLF001 (the SDK has no public accessor)
+        for type_, name, opts in _SEEN:
             out[name] = Registered(
-                type=res._type,  # noqa: SLF001
+                type=type_,
                 name=name,
-                protect=bool(res._protect),  # noqa: SLF001 (after parent inheritance)
+                protect=bool(protected.get((type_, name))),
                 retain_on_delete=bool(opts.retain_on_delete),
                 import_id=opts.import_,
                 # Name aliases only (SDKs add type aliases of older API versions on their own).
@@ -145,17 +147,17 @@ def main(argv: list[str] | None = None) -> int:
         result, registered = run_with_options(config, secrets, stack=args.stack)
     except (StackFileError, ConfigError) as e:
         print(f"error: {e}", file=sys.stderr)
-        return 1
+        return Exit.INVALID
     doc = import_file(result, registered)
     if args.targets:
         sys.stdout.write("".join(f"--target {urn}\n" for urn in provider_targets(result, doc)))
-        return 0
+        return Exit.OK
     text = json.dumps(doc, indent=2) + "\n"
     if args.output:
         args.output.write_text(text)
     else:
         sys.stdout.write(text)
-    return 0
+    return Exit.OK
 
 
 if __name__ == "__main__":

@@ -19,12 +19,13 @@ import re
 import sys
 from pathlib import Path
 
+from mldiag.exit_codes import Exit
 from mldiag.plan.common import PROJECT, ROOT
 from mldiag.stacks.secrets import SecretInputError, passphrase
 from mldiag.stacks.stack_secrets import EXAMPLE_PASSPHRASE, new_salt_state
 
 STACKS = ROOT / "stacks"
-EXIT_OK, EXIT_BAD_INPUT = 0, 2
+EXIT_OK, EXIT_BAD_INPUT = Exit.OK, Exit.INVALID
 # Pulumi stack names: letters, digits, '-', '_' and '.', at most 100 characters.
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")
 
@@ -68,17 +69,17 @@ def render(name: str, environment: str, secret: str) -> str:
 
 def create(name: str, environment: str, *, stacks_dir: Path = STACKS, force: bool = False) -> Path:
     from ml_diagnostics.rules.names import closest
-    from program.kinds.table import POLICY_BASE_LEVELS
+    from policies.mldiag_policy.levels import ENVIRONMENTS
 
     if not _NAME.fullmatch(name):
         raise NewStackError(
             f"stack name {name[:60]!r}: letters, digits, '-', '_' and '.', starting with a letter or digit"
         )
-    if environment not in POLICY_BASE_LEVELS:
-        hint = closest(environment, POLICY_BASE_LEVELS)
+    if environment not in ENVIRONMENTS:
+        hint = closest(environment, ENVIRONMENTS)
         raise NewStackError(
             f"--environment {environment[:30]!r}{f' (did you mean {hint!r}?)' if hint else ''}; "
-            f"allowed: {', '.join(POLICY_BASE_LEVELS)}"
+            f"allowed: {', '.join(ENVIRONMENTS)}"
         )
     path = stacks_dir / f"Pulumi.{name}.yaml"
     if path.exists() and not force:

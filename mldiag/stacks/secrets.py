@@ -23,11 +23,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from mldiag.exit_codes import Exit
 from mldiag.plan.common import PROJECT, ROOT
 from mldiag.stacks.stack_secrets import SecretsError, decrypt_stack, encrypt_value, key_from_state
 
 STACKS = ROOT / "stacks"
-EXIT_OK, EXIT_BAD_INPUT = 0, 2
+EXIT_OK, EXIT_BAD_INPUT = Exit.OK, Exit.INVALID
 _PART = re.compile(r'\.([^.\[\]"]+)|\[(\d+)\]|\["((?:[^"\\]|\\.)*)"\]')
 
 

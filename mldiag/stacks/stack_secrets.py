@@ -33,6 +33,9 @@ from typing import Any
 import yaml
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
+from mldiag.exit_codes import Exit
+from program import stack_file
+
 ROOT = Path(__file__).resolve().parents[2]
 STACKS = ROOT / "stacks"
 EXAMPLE_PASSPHRASE = "ml-diagnostics-example-only"
@@ -89,6 +92,15 @@ def key_from_state(passphrase: str, state: str) -> bytes:
     return key
 
 
+def _document(text: str) -> dict[str, Any]:
+    """A stack file's document through the stack files' hardened reader."""
+    try:
+        doc, _ = stack_file.parse_text(text)
+    except stack_file.StackFileError as e:
+        raise SecretsError(str(e)) from None
+    return stack_file.plain_data(doc) if isinstance(doc, dict) else {}  # type: ignore[no-any-return]
+
+
 def secure_paths(value: Any, path: str) -> Iterator[tuple[str, str]]:
     """(key path, ciphertext) of every `secure:` value, in document order."""
     if isinstance(value, dict):
@@ -104,7 +116,7 @@ def secure_paths(value: Any, path: str) -> Iterator[tuple[str, str]]:
 
 def decrypt_stack(text: str, passphrase: str) -> dict[str, str]:
     """Every secure value of a stack file, decrypted: key path -> plaintext."""
-    doc = yaml.safe_load(text) or {}
+    doc = _document(text)
     state = doc.get("encryptionsalt")
     if not state:
         raise SecretsError("no encryptionsalt: the CLI cannot decrypt this stack's secrets")
@@ -207,7 +219,7 @@ EXAMPLES: dict[str, dict[str, Callable[[], str]]] = {
 
 def rewrite(text: str, stack: str, passphrase: str, salt: bytes | None = None) -> str:
     """The stack file with a new encryptionsalt and every secure value re-encrypted (comments kept)."""
-    doc = yaml.safe_load(text) or {}
+    doc = _document(text)
     paths = [p for p, _ in secure_paths(doc.get("config") or {}, "")]
     plaintexts = EXAMPLES.get(stack, {})
     unknown = [p for p in paths if p not in plaintexts]
@@ -255,8 +267,8 @@ def main(argv: list[str] | None = None) -> int:
                     print(f"{path.relative_to(ROOT)}: {key_path}: decrypts")
     except SecretsError as e:
         print(f"error: {e}", file=sys.stderr)
-        return 1
-    return 0
+        return Exit.INVALID
+    return Exit.OK
 
 
 if __name__ == "__main__":

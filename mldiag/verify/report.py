@@ -14,16 +14,23 @@ import json
 from dataclasses import asdict
 from typing import Any
 
+from mldiag.exit_codes import Exit
 from program.verify.result import (  # noqa: F401 (re-exported for the CLI and tests)
-    EXIT_CONFIG,
-    EXIT_FAILED,
-    EXIT_OK,
-    EXIT_UNREACHABLE,
     Check,
     TargetResult,
     Unreachable,
-    exit_code,
 )
+
+EXIT_OK, EXIT_FAILED, EXIT_CONFIG, EXIT_UNREACHABLE = Exit.OK, Exit.FINDING, Exit.INVALID, Exit.UNREACHABLE
+
+
+def exit_code(results: list[TargetResult]) -> int:
+    """An unreachable target wins over a failed check: a target nobody could look at is not known to work."""
+    if any(r.unreachable for r in results):
+        return EXIT_UNREACHABLE
+    if any(r.failed for r in results):
+        return EXIT_FAILED
+    return EXIT_OK
 
 
 def summary(results: list[TargetResult]) -> str:

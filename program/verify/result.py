@@ -8,8 +8,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-EXIT_OK, EXIT_FAILED, EXIT_CONFIG, EXIT_UNREACHABLE = 0, 1, 2, 3
-
 
 @dataclass(frozen=True)
 class Check:
@@ -42,11 +40,3 @@ class TargetResult:
 
 class Unreachable(Exception):
     """The target cannot be reached (connection, credentials, missing secret): no check can run."""
-
-
-def exit_code(results: list[TargetResult]) -> int:
-    if any(r.unreachable for r in results):
-        return EXIT_UNREACHABLE
-    if any(r.failed for r in results):
-        return EXIT_FAILED
-    return EXIT_OK

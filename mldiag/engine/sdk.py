@@ -1,0 +1,93 @@
+"""The one place the product reaches into the Pulumi SDK's internals (pulumi==3.272.0, requirements.txt).
+
+The offline engine runs a program under the SDK's mock runtime the way the engine would run it, and a few
+things it needs have no public name. Everything such lives here, checked against the pinned version by
+tests/test_sdk_internals.py, which fails loudly (naming the attribute) when an upgrade moves one. (The policy
+pack is self-contained and keeps its one such place to itself: policies/mldiag_policy/serving.py.)
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Awaitable, Iterator
+from typing import Any, TypeVar
+
+import pulumi
+from pulumi.runtime import resource as _resource
+from pulumi.runtime import rpc as _rpc
+from pulumi.runtime import settings as _settings
+from pulumi.runtime import sync_await as _sync
+from pulumi.runtime.proto import source_pb2
+
+PINNED = "3.272.0"
+T = TypeVar("T")
+
+# The wire format's markers of special values (a secret, a resource reference).
+SIG_KEY: str = _rpc._special_sig_key
+SECRET_SIG: str = _rpc._special_secret_sig
+RESOURCE_SIG: str = _rpc._special_resource_sig
+UNKNOWN: str = _rpc.UNKNOWN
+
+
+def run_to_completion(awaitable: Awaitable[T]) -> T:
+    """Runs an awaitable on the SDK's own event loop as the SDK's synchronous entry points do."""
+    return _sync._sync_await(awaitable)
+
+
+@contextlib.contextmanager
+def without_stack_traces() -> Iterator[None]:
+    """The SDK captures the Python stack of every registration for the CLI's diagnostics (a walk of the whole
+    stack each time); a mock monitor records none, so a run under mocks skips it."""
+    saved = _resource._get_stack_trace
+    _resource._get_stack_trace = lambda: source_pb2.StackTrace()
+    try:
+        yield
+    finally:
+        _resource._get_stack_trace = saved
+
+
+def reset_run_state() -> None:
+    """What one run under mocks leaves in the SDK's settings, cleared so the next starts clean."""
+    _settings.SETTINGS.rpc_manager.clear()
+    _settings.SETTINGS.outputs.clear()
+
+
+def root_resource() -> Any:
+    return _settings.get_root_resource()
+
+
+def check() -> list[str]:
+    """Every internal this module uses that the installed SDK lacks (empty: all are there)."""
+    missing = [
+        f"pulumi.runtime.{module.__name__.rsplit('.', 1)[-1]}.{name}"
+        for module, names in (
+            (_rpc, ("_special_sig_key", "_special_secret_sig", "_special_resource_sig", "UNKNOWN")),
+            (_sync, ("_sync_await",)),
+            (_resource, ("_get_stack_trace",)),
+            (_settings, ("SETTINGS", "get_root_resource", "set_root_resource")),
+        )
+        for name in names
+        if not hasattr(module, name)
+    ]
+    settings = getattr(_settings, "SETTINGS", None)
+    missing += [
+        f"pulumi.runtime.settings.SETTINGS.{n}"
+        for n in ("rpc_manager", "outputs")
+        if not hasattr(settings, n)
+    ]
+    return missing
+
+
+__all__ = [
+    "PINNED",
+    "RESOURCE_SIG",
+    "SECRET_SIG",
+    "SIG_KEY",
+    "UNKNOWN",
+    "check",
+    "pulumi",
+    "reset_run_state",
+    "root_resource",
+    "run_to_completion",
+    "without_stack_traces",
+]

@@ -1,0 +1,34 @@
+"""The one table of `mldiag`'s exit codes: every command ends with one of these, and the README's "Exit
+codes" table is this table (tests/test_exit_codes.py compares them)."""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+
+class Exit(IntEnum):
+    OK = 0
+    """Done: no mandatory finding, every check passed, no drift."""
+    FINDING = 1
+    """What the command looks for was found: a mandatory policy violation, a failed check or gate, drift."""
+    INVALID = 2
+    """Bad input, named: an invalid stack config, fleet file or argument, a wrong passphrase, an error."""
+    UNREACHABLE = 3
+    """Something the command must reach could not be: a target, a member stack (locked, unreadable)."""
+
+
+# What each code means per command: the README's table, row by row ("-": the command never ends so).
+MEANINGS: dict[str, tuple[str, str, str, str]] = {
+    "`mldiag plan`, `mldiag diff`": ("no mandatory finding", "a mandatory policy violation", "invalid config or an error", "-"),
+    "`mldiag verify`": ("every check passed", "a check failed", "invalid config", "a target unreachable"),
+    "`mldiag import`": ("written", "-", "invalid config or an error", "-"),
+    "`mldiag new-stack`, `mldiag secrets`, `mldiag policy-config`": ("done", "-", "bad input (named)", "-"),
+    "`mldiag fleet plan/run/status`": ("done", "a wave failed its gate", "invalid fleet file", "a stack could not be run"),
+    "`mldiag fleet drift`": ("no drift", "drift", "invalid input", "a stack could not be read"),
+}  # fmt: skip
+
+
+def readme_table() -> str:
+    rows = ["| command | 0 | 1 | 2 | 3 |", "| --- | --- | --- | --- | --- |"]
+    rows += [f"| {command} | {' | '.join(meaning)} |" for command, meaning in MEANINGS.items()]
+    return "\n".join(rows) + "\n"

@@ -1,0 +1,78 @@
+"""The SDK internals the offline engine relies on (mldiag/engine/sdk.py) are there in the pinned SDK, and do
+what the engine expects of them. An SDK upgrade that moves one fails here, by name, not somewhere in a plan."""
+
+from __future__ import annotations
+
+import ast
+import importlib.metadata
+from pathlib import Path
+
+from mldiag.engine import sdk
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_the_pinned_sdk_has_every_internal_the_engine_uses():
+    assert importlib.metadata.version("pulumi") == sdk.PINNED, (
+        "requirements.txt pins another pulumi: re-check mldiag/engine/sdk.py"
+    )
+    assert sdk.check() == []
+    assert (sdk.SIG_KEY, sdk.SECRET_SIG, sdk.UNKNOWN) == (
+        "4dabf18193072939515e22adb298388d",
+        "1b47061264138c4ac30d75fd1eb44270",
+        "04da6b54-80e4-46f7-96ec-b56ff0331ba9",
+    )
+
+
+def test_a_run_to_completion_and_no_stack_traces():
+    async def answer() -> int:
+        return 42
+
+    assert sdk.run_to_completion(answer()) == 42
+    from pulumi.runtime import resource
+
+    before = resource._get_stack_trace
+    with sdk.without_stack_traces():
+        assert resource._get_stack_trace() == type(resource._get_stack_trace())()
+    assert resource._get_stack_trace is before
+
+
+def internal_uses(source: str) -> list[str]:
+    """`pulumi...._private` names a module's text uses (an import of one, or an attribute of a pulumi name)."""
+    tree = ast.parse(source)
+    pulumi_names = set()
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            pulumi_names |= {a.asname or a.name for a in node.names if a.name.startswith("pulumi")}
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("pulumi"):
+            pulumi_names |= {a.asname or a.name for a in node.names}
+            found += [f"{node.lineno} {a.name}" for a in node.names if a.name.startswith("_")]
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__"):
+            root = node.value
+            while isinstance(root, ast.Attribute):
+                root = root.value
+            if isinstance(root, ast.Name) and root.id in pulumi_names:
+                found.append(f"{node.lineno} {ast.unparse(node)}")
+    return found
+
+
+def test_the_finder_finds_internals():
+    assert internal_uses("from pulumi.runtime import config as c\nc._SECRET_KEYS.get()\n") == [
+        "2 c._SECRET_KEYS"
+    ]
+    assert internal_uses("from pulumi.runtime.sync_await import _sync_await\n") == ["1 _sync_await"]
+    assert internal_uses("import pulumi\npulumi.Output.secret('x')\n") == []
+
+
+def test_no_other_module_of_the_product_or_the_program_touches_sdk_internals():
+    """Outside mldiag/engine/sdk.py (the pack keeps its own: serving.py)."""
+    offenders = []
+    for base in ("program", "mldiag", "components/ml_diagnostics", "__main__.py"):
+        paths = [ROOT / base] if base.endswith(".py") else sorted((ROOT / base).rglob("*.py"))
+        for path in paths:
+            if path == ROOT / "mldiag" / "engine" / "sdk.py":
+                continue
+            offenders += [f"{path.relative_to(ROOT)}:{u}" for u in internal_uses(path.read_text())]
+    assert offenders == []
