@@ -1,13 +1,17 @@
 """Rules of a Model Development Cluster spec that a pydantic field type cannot express (references between
 node pools, partitions and node sets; provisioning rules; the default-partition update rule).
 
-Shared by the stack config model (camelCase key paths) and the provider's `check` (snake_case paths).
+Shared by the library's Spec rules (`ml_diagnostics.rules.model_development`, after pydantic validated the
+spec) and the provider's `check`, `create` and `update` (snake_case paths), which get the engine's inputs as
+they are: the checks that repeat `ClusterSpec`'s own types and ranges (allowed values, required keys, ranges)
+stay for them, since a program may register the dynamic resource with inputs no pydantic model has seen.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from ml_diagnostics.compat import quote
@@ -20,6 +24,9 @@ from ml_diagnostics.specs.model_development import (
     to_camel,
 )
 
+Problems = list[tuple[str, str]]
+_SLURM = ("orchestrator_spec", "slurm_spec")
+
 
 def validate_spec(
     spec: Mapping[str, Any],
@@ -27,30 +34,93 @@ def validate_spec(
     *,
     camel: bool = False,
     mention: Callable[..., str] | None = None,
-) -> list[tuple[str, str]]:
+) -> Problems:
     """Problems in a cluster spec as (path, message); `old` (previous inputs) enables update rules.
     `mention(*parts)` writes a key path named inside a message (default: as the paths are written)."""
+    paths = _Paths(camel, mention)
+    pools = spec.get("node_pools") or []
+    pool_ids = _PoolIds.of(pools)
+    problems = _settings_problems(spec, paths) + _node_pool_problems(pools, pool_ids, paths)
+    slurm = slurm_of(spec)
+    if not slurm:
+        return [*problems, (paths.at(*_SLURM), "required: the cluster is orchestrated by Slurm")]
+    partition_ids = _first_ids(slurm.get("partitions") or [])
+    return (
+        problems
+        + _slurm_reference_problems(slurm, pool_ids, paths)
+        + _partition_problems(slurm, partition_ids, pool_ids, paths)
+        + _node_set_problems(slurm, pool_ids, paths)
+        + _legacy_config_problems(slurm, paths)
+        + _update_problems(old, partition_ids, paths)
+        + _lustre_export_problems(spec, pools, paths.at)
+    )
 
-    def path(*parts: str | int) -> str:
+
+@dataclass(frozen=True)
+class _Paths:
+    """How a problem's key path is written (snake_case, or camelCase with `camel`), and how a key path named
+    inside a message is (`mention`, by default the same way)."""
+
+    camel: bool = False
+    mention: Callable[..., str] | None = None
+
+    def at(self, *parts: str | int) -> str:
         out = ""
         for part in parts:
             if isinstance(part, int):
                 out += f"[{part}]"
             else:
-                name = to_camel(part) if camel else part
+                name = to_camel(part) if self.camel else part
                 out += f".{name}" if out else name
         return out
 
-    def p(*parts: str | int) -> str:
-        return path(*parts)
+    def named(self, *parts: str | int) -> str:
+        return (self.mention or self.at)(*parts)
 
-    named = mention or path
-    problems: list[tuple[str, str]] = []
+
+def _first_ids(items: Sequence[Mapping[str, Any]]) -> dict[Any, int]:
+    """Each id of these node pools or partitions, with the index of the first one that has it (entries
+    without an id left out)."""
+    first: dict[Any, int] = {}
+    for i, item in enumerate(items):
+        if item_id := item.get("id"):
+            first.setdefault(item_id, i)
+    return first
+
+
+@dataclass(frozen=True)
+class _PoolIds:
+    """The node pools' ids, for the references to them."""
+
+    first: dict[Any, int]
+    known: list[Any]
+    """The ids, sorted (as the messages list them)."""
+
+    @classmethod
+    def of(cls, pools: Sequence[Mapping[str, Any]]) -> _PoolIds:
+        first = _first_ids(pools)
+        return cls(first, sorted(first))
+
+    def reference_problems(self, path: str, value: Any, what: str) -> Problems:
+        """A set reference (`value`) that names no node pool (an unknown value is not checked)."""
+        if value is not None and value != UNKNOWN and value not in self.first:
+            return [
+                (
+                    path,
+                    f"{what} {quote(value)} is not a node pool id; node pools: {', '.join(self.known) or 'none'}",
+                )
+            ]
+        return []
+
+
+def _settings_problems(spec: Mapping[str, Any], paths: _Paths) -> Problems:
+    """The cluster id's Slurm form and the provider's own settings (update mode, deletion policy, timeout)."""
+    problems: Problems = []
     cid = spec.get("model_development_cluster_id")
     if isinstance(cid, str) and cid != UNKNOWN and not CLUSTER_ID_SLURM.fullmatch(cid):
         problems.append(
             (
-                p("model_development_cluster_id"),
+                paths.at("model_development_cluster_id"),
                 f"{quote(cid)} is not allowed: 1-10 characters of lowercase letters and digits, starting with a "
                 "letter (no '-': the cluster uses Slurm)",
             )
@@ -58,162 +128,177 @@ def validate_spec(
     for key, allowed in (("update_mode", UPDATE_MODES), ("deletion_policy", DELETION_POLICIES)):
         v = spec.get(key)
         if v is not None and v not in allowed:
-            problems.append((p(key), f"{quote(v)} is not allowed; allowed values: {', '.join(allowed)}"))
+            problems.append(
+                (paths.at(key), f"{quote(v)} is not allowed; allowed values: {', '.join(allowed)}")
+            )
     timeout = spec.get("operation_timeout_minutes")
     if timeout is not None and not (isinstance(timeout, (int, float)) and 1 <= timeout <= 1440):
-        problems.append((p("operation_timeout_minutes"), "must be a number of minutes from 1 to 1440"))
+        problems.append((paths.at("operation_timeout_minutes"), "must be a number of minutes from 1 to 1440"))
+    return problems
 
-    pools = spec.get("node_pools") or []
+
+def _node_pool_problems(pools: Sequence[Mapping[str, Any]], pool_ids: _PoolIds, paths: _Paths) -> Problems:
+    """At least one pool; each pool's id, scaling and provisioning, pool by pool."""
+    problems: Problems = []
     if not pools:
         problems.append(
-            (p("node_pools"), "at least one node pool is required (a login pool and a compute pool)")
+            (paths.at("node_pools"), "at least one node pool is required (a login pool and a compute pool)")
         )
-    pool_ids: dict[str, int] = {}
     for i, pool in enumerate(pools):
-        pid = pool.get("id")
-        if not pid:
-            problems.append((p("node_pools", i, "id"), "required"))
-        elif pid in pool_ids:
-            problems.append(
-                (
-                    p("node_pools", i, "id"),
-                    f"duplicate node pool id {quote(pid)} (also {named('node_pools', pool_ids[pid])})",
-                )
-            )
-        else:
-            pool_ids[pid] = i
-        scaling = pool.get("scaling_spec") or {}
-        lo, hi = scaling.get("min_node_count"), scaling.get("max_node_count")
-        if lo is not None and lo < 0:
-            problems.append((p("node_pools", i, "scaling_spec", "min_node_count"), "must be >= 0"))
-        if lo is not None and hi is not None and hi < lo:
-            problems.append(
-                (p("node_pools", i, "scaling_spec", "max_node_count"), f"must be >= minNodeCount ({lo})")
-            )
-        model = pool.get("provisioning_model")
-        affinity = (pool.get("machine_spec") or {}).get("reservation_affinity")
-        if model == "RESERVATION" and not affinity:
-            problems.append(
-                (
-                    p("node_pools", i, "machine_spec", "reservation_affinity"),
-                    "required when provisioningModel is RESERVATION",
-                )
-            )
-        if model in ("ON_DEMAND", "SPOT", "FLEX_START") and affinity:
-            problems.append(
-                (
-                    p("node_pools", i, "machine_spec", "reservation_affinity"),
-                    f"not allowed with provisioningModel {model}; allowed only with RESERVATION",
-                )
-            )
-    known = sorted(pool_ids)
+        problems += _pool_id_problems(pool, i, pool_ids, paths)
+        problems += _scaling_problems(pool, i, paths)
+        problems += _reservation_problems(pool, i, paths)
+    return problems
 
-    def ref(path: str, value: Any, what: str) -> None:
-        if value is not None and value != UNKNOWN and value not in pool_ids:
-            problems.append(
-                (
-                    path,
-                    f"{what} {quote(value)} is not a node pool id; node pools: {', '.join(known) or 'none'}",
-                )
-            )
 
-    slurm = slurm_of(spec)
-    if not slurm:
+def _pool_id_problems(pool: Mapping[str, Any], i: int, pool_ids: _PoolIds, paths: _Paths) -> Problems:
+    pid = pool.get("id")
+    if not pid:
+        return [(paths.at("node_pools", i, "id"), "required")]
+    if (first := pool_ids.first[pid]) != i:
+        return [
+            (
+                paths.at("node_pools", i, "id"),
+                f"duplicate node pool id {quote(pid)} (also {paths.named('node_pools', first)})",
+            )
+        ]
+    return []
+
+
+def _scaling_problems(pool: Mapping[str, Any], i: int, paths: _Paths) -> Problems:
+    problems: Problems = []
+    scaling = pool.get("scaling_spec") or {}
+    lo, hi = scaling.get("min_node_count"), scaling.get("max_node_count")
+    if lo is not None and lo < 0:
+        problems.append((paths.at("node_pools", i, "scaling_spec", "min_node_count"), "must be >= 0"))
+    if lo is not None and hi is not None and hi < lo:
         problems.append(
-            (p("orchestrator_spec", "slurm_spec"), "required: the cluster is orchestrated by Slurm")
+            (paths.at("node_pools", i, "scaling_spec", "max_node_count"), f"must be >= minNodeCount ({lo})")
         )
-        return problems
-    sp = ("orchestrator_spec", "slurm_spec")
+    return problems
+
+
+def _reservation_problems(pool: Mapping[str, Any], i: int, paths: _Paths) -> Problems:
+    """A reservation affinity exactly when the pool is provisioned from a reservation."""
+    problems: Problems = []
+    model = pool.get("provisioning_model")
+    affinity = (pool.get("machine_spec") or {}).get("reservation_affinity")
+    at = paths.at("node_pools", i, "machine_spec", "reservation_affinity")
+    if model == "RESERVATION" and not affinity:
+        problems.append((at, "required when provisioningModel is RESERVATION"))
+    if model in ("ON_DEMAND", "SPOT", "FLEX_START") and affinity:
+        problems.append((at, f"not allowed with provisioningModel {model}; allowed only with RESERVATION"))
+    return problems
+
+
+def _slurm_reference_problems(slurm: Mapping[str, Any], pool_ids: _PoolIds, paths: _Paths) -> Problems:
+    """The home directory's storage, and the login node pool: set, and one of the node pools."""
+    problems: Problems = []
     if not slurm.get("home_directory_storage"):
         problems.append(
-            (p(*sp, "home_directory_storage"), "required: the Filestore instance mounted as /home")
+            (paths.at(*_SLURM, "home_directory_storage"), "required: the Filestore instance mounted as /home")
         )
-    if not slurm.get("login_node_pool_id"):
-        problems.append(
-            (p(*sp, "login_node_pool_id"), f"required: one of the node pools ({', '.join(known)})")
-        )
-    ref(p(*sp, "login_node_pool_id"), slurm.get("login_node_pool_id"), "login node pool")
+    login = slurm.get("login_node_pool_id")
+    at = paths.at(*_SLURM, "login_node_pool_id")
+    if not login:
+        problems.append((at, f"required: one of the node pools ({', '.join(pool_ids.known)})"))
+    return problems + pool_ids.reference_problems(at, login, "login node pool")
 
-    part_ids: dict[str, int] = {}
+
+def _partition_problems(
+    slurm: Mapping[str, Any], partition_ids: dict[Any, int], pool_ids: _PoolIds, paths: _Paths
+) -> Problems:
+    """Each partition (id, node pools, no 'Default' in its config), then the default partition."""
+    problems: Problems = []
     for i, part in enumerate(slurm.get("partitions") or []):
+        at = (*_SLURM, "partitions", i)
         pid = part.get("id")
         if not pid:
-            problems.append((p(*sp, "partitions", i, "id"), "required"))
-        elif pid in part_ids:
+            problems.append((paths.at(*at, "id"), "required"))
+        elif (first := partition_ids[pid]) != i:
             problems.append(
                 (
-                    p(*sp, "partitions", i, "id"),
-                    f"duplicate partition id {quote(pid)} (also {named(*sp, 'partitions', part_ids[pid])})",
+                    paths.at(*at, "id"),
+                    f"duplicate partition id {quote(pid)} (also {paths.named(*_SLURM, 'partitions', first)})",
                 )
             )
-        else:
-            part_ids[pid] = i
         if not part.get("node_pool_ids"):
-            problems.append(
-                (p(*sp, "partitions", i, "node_pool_ids"), "at least one node pool id is required")
-            )
+            problems.append((paths.at(*at, "node_pool_ids"), "at least one node pool id is required"))
         for j, npid in enumerate(part.get("node_pool_ids") or []):
-            ref(p(*sp, "partitions", i, "node_pool_ids", j), npid, "node pool")
+            problems += pool_ids.reference_problems(paths.at(*at, "node_pool_ids", j), npid, "node pool")
         if any(str(k).lower() == "default" for k in (part.get("config") or {})):
             problems.append(
-                (
-                    p(*sp, "partitions", i, "config"),
-                    "'Default' is not allowed here; set defaultPartitionId instead",
-                )
+                (paths.at(*at, "config"), "'Default' is not allowed here; set defaultPartitionId instead")
             )
     default = slurm.get("default_partition_id")
-    if default is not None and default != UNKNOWN and default not in part_ids:
+    if default is not None and default != UNKNOWN and default not in partition_ids:
         problems.append(
             (
-                p(*sp, "default_partition_id"),
-                f"partition {quote(default)} does not exist; partitions: {', '.join(sorted(part_ids)) or 'none'}",
+                paths.at(*_SLURM, "default_partition_id"),
+                f"partition {quote(default)} does not exist; partitions: {', '.join(sorted(partition_ids)) or 'none'}",
             )
         )
-    seen_sets: set[str] = set()
+    return problems
+
+
+def _node_set_problems(slurm: Mapping[str, Any], pool_ids: _PoolIds, paths: _Paths) -> Problems:
+    """Each node set names a node pool, and at most one node set names each."""
+    problems: Problems = []
+    seen: set[Any] = set()
     for i, ns in enumerate(slurm.get("node_sets") or []):
         npid = ns.get("node_pool_id")
-        ref(p(*sp, "node_sets", i, "node_pool_id"), npid, "node pool")
-        if npid in seen_sets:
-            problems.append(
-                (p(*sp, "node_sets", i, "node_pool_id"), f"duplicate node set for node pool {quote(npid)}")
-            )
-        seen_sets.add(npid)
-    legacy = [k for k in ("scheduling", "accounting") if slurm.get(k)]
-    if slurm.get("config") and legacy:
-        problems.append(
-            (
-                p(*sp, "config"),
-                f"cannot be set together with {' and '.join(legacy)}: the cluster uses either config or the "
-                "legacy scheduling/accounting; move every setting into config (slurm.conf names) and remove "
-                f"{' and '.join(legacy)}",
-            )
-        )
-
-    if old:
-        old_default = slurm_of(old).get("default_partition_id")
-        if old_default and old_default not in part_ids:
-            problems.append(
-                (
-                    p(*sp, "partitions"),
-                    f"this change deletes or renames {quote(old_default)}, the current default partition, which the "
-                    "service rejects; first change only defaultPartitionId to another partition, apply, then "
-                    "remove or rename it",
-                )
-            )
-    problems += _lustre_export_problems(spec, pools, p)
+        at = paths.at(*_SLURM, "node_sets", i, "node_pool_id")
+        problems += pool_ids.reference_problems(at, npid, "node pool")
+        if npid in seen:
+            problems.append((at, f"duplicate node set for node pool {quote(npid)}"))
+        seen.add(npid)
     return problems
+
+
+def _legacy_config_problems(slurm: Mapping[str, Any], paths: _Paths) -> Problems:
+    """`config` or the legacy scheduling/accounting, not both."""
+    legacy = [k for k in ("scheduling", "accounting") if slurm.get(k)]
+    if not (slurm.get("config") and legacy):
+        return []
+    return [
+        (
+            paths.at(*_SLURM, "config"),
+            f"cannot be set together with {' and '.join(legacy)}: the cluster uses either config or the "
+            "legacy scheduling/accounting; move every setting into config (slurm.conf names) and remove "
+            f"{' and '.join(legacy)}",
+        )
+    ]
+
+
+def _update_problems(old: Mapping[str, Any] | None, partition_ids: dict[Any, int], paths: _Paths) -> Problems:
+    """An update keeps the current default partition (the service refuses to delete or rename it)."""
+    if not old:
+        return []
+    old_default = slurm_of(old).get("default_partition_id")
+    if not old_default or old_default in partition_ids:
+        return []
+    return [
+        (
+            paths.at(*_SLURM, "partitions"),
+            f"this change deletes or renames {quote(old_default)}, the current default partition, which the "
+            "service rejects; first change only defaultPartitionId to another partition, apply, then "
+            "remove or rename it",
+        )
+    ]
 
 
 _BUCKET = re.compile(r"[a-z0-9][a-z0-9._-]{1,220}[a-z0-9]", re.ASCII)
 
 
-def _lustre_export_problems(spec: Mapping[str, Any], pools: list[Any], p: Any) -> list[tuple[str, str]]:
+def _lustre_export_problems(
+    spec: Mapping[str, Any], pools: Sequence[Mapping[str, Any]], p: Callable[..., str]
+) -> Problems:
     """The lustreExportConfig rules of Google's API definition: a bucket name (no gs://), each day at most
     once, each instance attached to a node pool and named once."""
     cfg = spec.get("lustre_export_config")
     if not isinstance(cfg, Mapping):
         return []
-    problems: list[tuple[str, str]] = []
+    problems: Problems = []
     bucket = cfg.get("destination_bucket")
     if isinstance(bucket, str) and bucket != UNKNOWN:
         if bucket.startswith("gs://"):
