@@ -214,6 +214,9 @@ def member_stack(environment_stack: str, prefix: str, name: str) -> str:
     return f"{environment_stack}.{prefix}-{name}"
 
 
+_Key = tuple[str, str]  # a target's (kind, name)
+
+
 def resolve(
     fleet: Fleet,
     environment: str,
@@ -221,103 +224,16 @@ def resolve(
     revisions: dict[tuple[str, str], str] | None = None,
 ) -> Plan:
     """The plan, or FleetError with every problem of the fleet against these targets."""
-    problems: list[str] = []
-    by_ref = {f"{t.kind}/{t.name}": t for t in targets}
-    by_name: dict[str, list[EnvTarget]] = {}
-    for t in targets:
-        by_name.setdefault(t.name, []).append(t)
-    refs = sorted({*by_ref, *(n for n, ts in by_name.items() if len(ts) == 1)})
-
-    def lookup(ref: str, at: str) -> EnvTarget | None:
-        if ref in by_ref:
-            return by_ref[ref]
-        found = by_name.get(ref, [])
-        if len(found) == 1:
-            return found[0]
-        if len(found) > 1:
-            problems.append(
-                f"{at}: {quote(ref)} is ambiguous: write one of {', '.join(f'{t.kind}/{t.name}' for t in found)}"
-            )
-            return None
-        hint = closest(ref, refs)
-        mean = f" (did you mean {hint!r}?)" if hint else ""
-        listed = ", ".join(f"{t.kind}/{t.name}" for t in targets) or "none"
-        problems.append(
-            f"{at}: unknown target {quote(ref)}{mean}; the targets of {fleet.environment}: {listed}"
-        )
-        return None
-
-    labels: dict[tuple[str, str], dict[str, str]] = {(t.kind, t.name): {"kind": t.kind} for t in targets}
-    for ref, own in fleet.labels.items():
-        if (labelled := lookup(ref, f"labels.{ref}")) is not None:
-            labels[(labelled.kind, labelled.name)].update(own)
-
-    placed: dict[tuple[str, str], str] = {}
+    index = _Targets.of(fleet.environment, targets)
+    labels, problems = _labels(fleet, index)
+    placed: dict[_Key, str] = {}
     waves: list[Wave] = []
     for spec in fleet.waves:
-        members: list[EnvTarget] = []
-        chosen: set[tuple[str, str]] = set()
-        for j, ref in enumerate(spec.targets):
-            at = f"{spec.path}.targets[{j}]"
-            named = lookup(ref, at)
-            if named is not None and _place(named, spec, at, placed, problems):
-                members.append(named)
-                chosen.add((named.kind, named.name))
-        if spec.selector:
-            selected = [
-                t
-                for t in targets
-                if all(labels[(t.kind, t.name)].get(k) == v for k, v in spec.selector.items())
-            ]
-            for t in selected:
-                if (t.kind, t.name) in chosen:
-                    continue
-                if _place(t, spec, f"{spec.path}.selector", placed, problems):
-                    members.append(t)
-            if not selected and not spec.targets:
-                problems.append(
-                    f"{spec.path}.selector: {_selector_text(spec)} selects no target; {_labels_text(targets, labels)}"
-                )
-        if (
-            not members
-            and (spec.targets or spec.selector)
-            and not any(p.startswith(spec.path) for p in problems)
-        ):
-            problems.append(f"{spec.path}: selects no target that is not in an earlier wave")
-        tolerance = spec.tolerance.of(len(members))
-        if members and spec.tolerance.count is not None and spec.tolerance.count > len(members):
-            problems.append(
-                f"{spec.path}.failureTolerance: {spec.tolerance.count} is larger than the wave "
-                f"({len(members)} cluster(s): {', '.join(t.name for t in members)}); allowed: 0 to {len(members)}, "
-                'or a percentage ("25%")'
-            )
-        waves.append(
-            Wave(
-                spec.name,
-                tuple(
-                    Member(
-                        t.kind,
-                        t.name,
-                        t.prefix,
-                        member_stack(fleet.environment, t.prefix, t.name),
-                        labels[(t.kind, t.name)],
-                        (revisions or {}).get((t.kind, t.name), ""),
-                    )
-                    for t in members
-                ),
-                spec.max_parallel,
-                tolerance,
-                str(spec.tolerance),
-                spec.soak,
-                spec.gate,
-            )
-        )
-    for t in targets:
-        if (t.kind, t.name) not in placed:
-            problems.append(
-                f"waves: {t.kind}/{t.name} is in no wave; every target of {fleet.environment} must be in exactly one "
-                "(name it in a wave's targets or give it a label a selector matches)"
-            )
+        members, selection_problems = _select(spec, index, labels, placed)
+        problems += selection_problems
+        problems += _wave_problems(spec, members, problems)
+        waves.append(_wave(spec, members, fleet.environment, labels, revisions or {}))
+    problems += _unplaced_problems(index, placed)
     if problems:
         raise FleetError(fleet.path, problems)
     return Plan(
@@ -325,22 +241,179 @@ def resolve(
     )
 
 
-def _place(
-    t: EnvTarget,
+@dataclass(frozen=True)
+class _Targets:
+    """The environment's targets, found by `kind/name` or by a name that only one of them has."""
+
+    environment: str
+    """The environment stack's name (the fleet file's `environment`)."""
+    targets: list[EnvTarget]
+    by_ref: dict[str, EnvTarget]
+    by_name: dict[str, list[EnvTarget]]
+    refs: list[str]
+    """What a wave or a label may write: every `kind/name`, and every name only one target has."""
+
+    @classmethod
+    def of(cls, environment: str, targets: list[EnvTarget]) -> _Targets:
+        by_ref = {f"{t.kind}/{t.name}": t for t in targets}
+        by_name: dict[str, list[EnvTarget]] = {}
+        for t in targets:
+            by_name.setdefault(t.name, []).append(t)
+        refs = sorted({*by_ref, *(n for n, ts in by_name.items() if len(ts) == 1)})
+        return cls(environment, targets, by_ref, by_name, refs)
+
+    def find(self, ref: str, at: str) -> tuple[EnvTarget | None, list[str]]:
+        """The target `ref` names, else the problem at `at` (an ambiguous name, an unknown target)."""
+        if ref in self.by_ref:
+            return self.by_ref[ref], []
+        found = self.by_name.get(ref, [])
+        if len(found) == 1:
+            return found[0], []
+        if len(found) > 1:
+            choices = ", ".join(f"{t.kind}/{t.name}" for t in found)
+            return None, [f"{at}: {quote(ref)} is ambiguous: write one of {choices}"]
+        hint = closest(ref, self.refs)
+        mean = f" (did you mean {hint!r}?)" if hint else ""
+        listed = ", ".join(f"{t.kind}/{t.name}" for t in self.targets) or "none"
+        return None, [f"{at}: unknown target {quote(ref)}{mean}; the targets of {self.environment}: {listed}"]
+
+
+def _labels(fleet: Fleet, index: _Targets) -> tuple[dict[_Key, dict[str, str]], list[str]]:
+    """Each target's labels (`kind`, then the fleet file's own), and the problems of the `labels` section."""
+    labels: dict[_Key, dict[str, str]] = {(t.kind, t.name): {"kind": t.kind} for t in index.targets}
+    problems: list[str] = []
+    for ref, own in fleet.labels.items():
+        labelled, found = index.find(ref, f"labels.{ref}")
+        problems += found
+        if labelled is not None:
+            labels[(labelled.kind, labelled.name)].update(own)
+    return labels, problems
+
+
+def _select(
+    spec: WaveSpec, index: _Targets, labels: dict[_Key, dict[str, str]], placed: dict[_Key, str]
+) -> tuple[list[EnvTarget], list[str]]:
+    """A wave's members, in order (the targets it names, then those its selector matches), and the problems
+    of its targets and selector; `placed` (target -> its wave's name) gains the members."""
+    members, problems = _named(spec, index, placed)
+    if spec.selector:
+        chosen = {(t.kind, t.name) for t in members}
+        selected, refused = _matched(spec, index, labels, placed, chosen)
+        members += selected
+        problems += refused
+    return members, problems
+
+
+def _named(spec: WaveSpec, index: _Targets, placed: dict[_Key, str]) -> tuple[list[EnvTarget], list[str]]:
+    """The wave's `targets`, each placed in it unless unknown, ambiguous or in a wave already."""
+    members: list[EnvTarget] = []
+    problems: list[str] = []
+    for j, ref in enumerate(spec.targets):
+        at = f"{spec.path}.targets[{j}]"
+        named, found = index.find(ref, at)
+        problems += found
+        if named is not None:
+            put, refused = _place(named, spec, at, placed)
+            problems += refused
+            if put:
+                members.append(named)
+    return members, problems
+
+
+def _matched(
     spec: WaveSpec,
-    at: str,
-    placed: dict[tuple[str, str], str],
-    problems: list[str],
-) -> bool:
+    index: _Targets,
+    labels: dict[_Key, dict[str, str]],
+    placed: dict[_Key, str],
+    chosen: set[_Key],
+) -> tuple[list[EnvTarget], list[str]]:
+    """The targets the wave's selector matches, other than those it names (`chosen`), each placed in it
+    unless in a wave already; a selector matching nothing in a wave that names no target is a problem."""
+    members: list[EnvTarget] = []
+    problems: list[str] = []
+    selected = [
+        t
+        for t in index.targets
+        if all(labels[(t.kind, t.name)].get(k) == v for k, v in spec.selector.items())
+    ]
+    for t in selected:
+        if (t.kind, t.name) in chosen:
+            continue
+        put, refused = _place(t, spec, f"{spec.path}.selector", placed)
+        problems += refused
+        if put:
+            members.append(t)
+    if not selected and not spec.targets:
+        problems.append(
+            f"{spec.path}.selector: {_selector_text(spec)} selects no target; {_labels_text(index.targets, labels)}"
+        )
+    return members, problems
+
+
+def _place(t: EnvTarget, spec: WaveSpec, at: str, placed: dict[_Key, str]) -> tuple[bool, list[str]]:
+    """Puts `t` in this wave unless a wave has it already (a problem at `at` when that is another wave)."""
     key = (t.kind, t.name)
     if key in placed:
         if placed[key] != spec.name:
-            problems.append(
+            return False, [
                 f"{at}: {t.kind}/{t.name} is already in wave {placed[key]!r}; a target is in one wave only"
-            )
-        return False
+            ]
+        return False, []
     placed[key] = spec.name
-    return True
+    return True, []
+
+
+def _wave_problems(spec: WaveSpec, members: list[EnvTarget], found: list[str]) -> list[str]:
+    """A wave that selects nothing (unless a problem `found` so far at its path says why), and a failure
+    tolerance larger than the wave."""
+    problems: list[str] = []
+    if not members and (spec.targets or spec.selector) and not any(p.startswith(spec.path) for p in found):
+        problems.append(f"{spec.path}: selects no target that is not in an earlier wave")
+    if members and spec.tolerance.count is not None and spec.tolerance.count > len(members):
+        problems.append(
+            f"{spec.path}.failureTolerance: {spec.tolerance.count} is larger than the wave "
+            f"({len(members)} cluster(s): {', '.join(t.name for t in members)}); allowed: 0 to {len(members)}, "
+            'or a percentage ("25%")'
+        )
+    return problems
+
+
+def _wave(
+    spec: WaveSpec,
+    members: list[EnvTarget],
+    environment_stack: str,
+    labels: dict[_Key, dict[str, str]],
+    revisions: dict[_Key, str],
+) -> Wave:
+    return Wave(
+        spec.name,
+        tuple(
+            Member(
+                t.kind,
+                t.name,
+                t.prefix,
+                member_stack(environment_stack, t.prefix, t.name),
+                labels[(t.kind, t.name)],
+                revisions.get((t.kind, t.name), ""),
+            )
+            for t in members
+        ),
+        spec.max_parallel,
+        spec.tolerance.of(len(members)),
+        str(spec.tolerance),
+        spec.soak,
+        spec.gate,
+    )
+
+
+def _unplaced_problems(index: _Targets, placed: dict[_Key, str]) -> list[str]:
+    """Every target is in a wave."""
+    return [
+        f"waves: {t.kind}/{t.name} is in no wave; every target of {index.environment} must be in exactly one "
+        "(name it in a wave's targets or give it a label a selector matches)"
+        for t in index.targets
+        if (t.kind, t.name) not in placed
+    ]
 
 
 def _selector_text(spec: WaveSpec) -> str:
