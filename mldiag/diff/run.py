@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -85,6 +86,36 @@ def diff_stacks(
     """
     project = Path(project_dir or ROOT).resolve()
     git = _Git(project)
+    commit = _base_commit(git, base_ref)
+    head_extra = _head_args(config_file, policy_config)
+    base = _base_plans(git, commit, stacks)
+    with _base_worktree(base) as (scratch, tree):
+        results, errors = _Plans(base, tree, scratch, project, head_extra).all(stacks)
+    return [_stack_diff(s, base, results, errors) for s in stacks]
+
+
+@dataclass(frozen=True)
+class _Base:
+    """The base ref's commit, and what is planned there."""
+
+    ref: str
+    sha: str
+    top: Path
+    """The repository's top level (the base's worktree is added from there)."""
+    prefix: str
+    """The project's folder in the repository (`git rev-parse --show-prefix`)."""
+    stacks: tuple[str, ...] = ()
+    """The stacks that exist at the base (the others are new)."""
+    module: str | None = None
+    """The base's own offline plan module (PLAN_MODULES)."""
+
+    @property
+    def label(self) -> str:
+        return f"{self.ref} ({self.sha[:12]})"
+
+
+def _base_commit(git: _Git, base_ref: str) -> _Base:
+    """The commit base_ref names, where the project is in its repository (DiffError: no such commit)."""
     top = Path(git.run("rev-parse", "--show-toplevel").stdout.strip())
     prefix = git.run("rev-parse", "--show-prefix").stdout.strip()
     commit = git.run("rev-parse", "--verify", "--quiet", f"{base_ref}^{{commit}}", check=False)
@@ -92,47 +123,72 @@ def diff_stacks(
         raise DiffError(
             f"git ref {base_ref!r} does not name a commit (fetch it first, e.g. git fetch origin main)"
         )
-    sha = commit.stdout.strip()
-    head_extra: list[str] = []
+    return _Base(base_ref, commit.stdout.strip(), top, prefix)
+
+
+def _head_args(config_file: Path | str | None, policy_config: Path | str | None) -> list[str]:
+    """The working tree plan's own files."""
+    extra: list[str] = []
     if config_file:
-        head_extra += ["--config-file", str(Path(config_file).resolve())]
+        extra += ["--config-file", str(Path(config_file).resolve())]
     if policy_config:
-        head_extra += ["--policy-config", str(Path(policy_config).resolve())]
+        extra += ["--policy-config", str(Path(policy_config).resolve())]
+    return extra
+
+
+def _base_plans(git: _Git, base: _Base, stacks: Sequence[str]) -> _Base:
+    """The base with the stacks it has and the plan module it plans them with (DiffError: it has none)."""
 
     def exists_at_base(rel: str) -> bool:
-        return git.run("cat-file", "-e", f"{sha}:{prefix}{rel}", check=False).returncode == 0
+        return git.run("cat-file", "-e", f"{base.sha}:{base.prefix}{rel}", check=False).returncode == 0
 
-    base_stacks = [s for s in stacks if exists_at_base(f"stacks/Pulumi.{s}.yaml")]
+    base_stacks = tuple(s for s in stacks if exists_at_base(f"stacks/Pulumi.{s}.yaml"))
     base_module = next((m for rel, m in PLAN_MODULES if exists_at_base(rel)), None)
     if base_stacks and base_module is None:
         where = " or ".join(rel for rel, _ in PLAN_MODULES)
-        raise DiffError(f"{base_ref} has no offline plan ({where}): cannot plan the base")
-    tmp = Path(tempfile.mkdtemp(prefix="plan-diff-"))
-    tree = tmp / "base"
+        raise DiffError(f"{base.ref} has no offline plan ({where}): cannot plan the base")
+    return replace(base, stacks=base_stacks, module=base_module)
+
+
+@contextlib.contextmanager
+def _base_worktree(base: _Base) -> Iterator[tuple[Path, Path]]:
+    """(a scratch folder, the base's worktree in it): the worktree is added when a stack exists at the base,
+    and the worktree and the folder are removed whatever happens."""
+    scratch = Path(tempfile.mkdtemp(prefix="plan-diff-"))
+    tree = scratch / "base"
+    git = _Git(base.top)
     added_worktree = False
     try:
-        if base_stacks:
-            git.cwd = top
-            git.run("worktree", "add", "--detach", "--quiet", str(tree), sha)
+        if base.stacks:
+            git.run("worktree", "add", "--detach", "--quiet", str(tree), base.sha)
             added_worktree = True
+        yield scratch, tree
+    finally:
+        if added_worktree:
+            removed = git.run("worktree", "remove", "--force", str(tree), check=False)
+            if removed.returncode != 0:
+                shutil.rmtree(tree, ignore_errors=True)
+                git.run("worktree", "prune", check=False)
+        shutil.rmtree(scratch, ignore_errors=True)
 
-        def plan_pair(s: str) -> dict[str, Any]:
-            # The head plans the update after the base: it reads the base's outputs as its last deployment's
-            # (a switch that takes two updates shows its first step).
-            base = None
-            if s in base_stacks:
-                assert base_module is not None
-                base = _run_plan(tree / prefix, s, [], f"{base_ref} ({sha[:12]})", base_module)
-                previous = tmp / f"{s}.previous-outputs.json"
-                previous.write_text(json.dumps(base.get("outputs") or {}))
-                extra = [*head_extra, "--previous-outputs", str(previous)]
-            else:
-                extra = head_extra
-            return {"base": base, "head": _run_plan(project, s, extra, "working tree")}
 
+@dataclass(frozen=True)
+class _Plans:
+    """The two plans of each stack, stacks in parallel."""
+
+    base: _Base
+    tree: Path
+    """The base's worktree."""
+    scratch: Path
+    """Where the base plans' outputs are written for the head plans."""
+    project: Path
+    head_extra: list[str]
+
+    def all(self, stacks: Sequence[str]) -> tuple[dict[str, dict[str, Any]], dict[str, str]]:
+        """({stack: its base and head plans}, {stack: why they failed})."""
         workers = max(1, min(len(stacks), os.cpu_count() or 2, 4))
         with ThreadPoolExecutor(max_workers=workers) as pool:
-            futures = {s: pool.submit(plan_pair, s) for s in stacks}
+            futures = {s: pool.submit(self.pair, s) for s in stacks}
             results: dict[str, dict[str, Any]] = {}
             errors: dict[str, str] = {}
             for s, f in futures.items():
@@ -140,27 +196,38 @@ def diff_stacks(
                     results[s] = f.result()
                 except DiffError as e:  # one stack's failure must not hide the other stacks' diffs
                     errors[s] = str(e)
-    finally:
-        if added_worktree:
-            removed = git.run("worktree", "remove", "--force", str(tree), check=False)
-            if removed.returncode != 0:
-                shutil.rmtree(tree, ignore_errors=True)
-                git.run("worktree", "prune", check=False)
-        shutil.rmtree(tmp, ignore_errors=True)
-    diffs = []
-    for s in stacks:
-        if s in errors:
-            d = {"stack": s, "error": errors[s]}
+        return results, errors
+
+    def pair(self, s: str) -> dict[str, Any]:
+        # The head plans the update after the base: it reads the base's outputs as its last deployment's
+        # (a switch that takes two updates shows its first step).
+        base = None
+        if s in self.base.stacks:
+            assert self.base.module is not None
+            base = _run_plan(self.tree / self.base.prefix, s, [], self.base.label, self.base.module)
+            previous = self.scratch / f"{s}.previous-outputs.json"
+            previous.write_text(json.dumps(base.get("outputs") or {}))
+            extra = [*self.head_extra, "--previous-outputs", str(previous)]
         else:
-            d = diff_plans(results[s]["base"], results[s]["head"])
-            d["stack"] = s
-        d["baseRef"] = base_ref
-        d["baseCommit"] = sha
-        d["baseMissing"] = s not in base_stacks
-        if d["baseMissing"] and "error" not in d:
-            d["notes"].insert(0, f"stack {s} does not exist at {base_ref}: every resource is new")
-        diffs.append(d)
-    return diffs
+            extra = self.head_extra
+        return {"base": base, "head": _run_plan(self.project, s, extra, "working tree")}
+
+
+def _stack_diff(
+    s: str, base: _Base, results: dict[str, dict[str, Any]], errors: dict[str, str]
+) -> dict[str, Any]:
+    """One stack's diff (or its error), with the base it was compared with."""
+    if s in errors:
+        d: dict[str, Any] = {"stack": s, "error": errors[s]}
+    else:
+        d = diff_plans(results[s]["base"], results[s]["head"])
+        d["stack"] = s
+    d["baseRef"] = base.ref
+    d["baseCommit"] = base.sha
+    d["baseMissing"] = s not in base.stacks
+    if d["baseMissing"] and "error" not in d:
+        d["notes"].insert(0, f"stack {s} does not exist at {base.ref}: every resource is new")
+    return d
 
 
 def run_diff(
