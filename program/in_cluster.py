@@ -40,24 +40,6 @@ from program.config_base import secret_inputs
 if TYPE_CHECKING:
     from ml_diagnostics.args import InClusterArgs, VerifyRbacArgs
 
-# The policy pack's rules on what runs in a cluster, by environment (the gkeClusters and kubernetesClusters
-# kinds both carry them). Options are the pack's (policies/README.md).
-POLICY_DEFAULTS: dict[str, dict[str, Any]] = {
-    "dev": {
-        "k8s-images-pinned": "advisory",
-        "helm-cert-manager-crds": "mandatory",
-        "helm-mldiagnostics-requires-cert-manager": "mandatory",
-    },
-    "staging": {
-        "k8s-images-pinned": {"enforcementLevel": "mandatory", "requireDigest": False},
-        "helm-cert-manager-installcrds-deprecated": "advisory",
-    },
-    "prod": {
-        "k8s-images-pinned": {"enforcementLevel": "mandatory", "requireDigest": False},
-        "helm-cert-manager-installcrds-deprecated": "advisory",
-    },
-}
-
 
 class DiagonSettings(DiagonSpec):
     """The Diagon profiling DaemonSet (preview); off unless `enabled: true`."""

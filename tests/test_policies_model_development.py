@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import copy
 
-from tests.fixtures.policies import UNKNOWN_STRING, levels_ok, res, the
+from tests.fixtures.policies import ENVS, EXPECTED, UNKNOWN_STRING, levels_ok, res, the
 
 MDC = "pulumi-python:dynamic/vertexai:ModelDevelopmentCluster"
 
@@ -103,10 +103,11 @@ def test_deletion_policy(pack):
     default = copy.deepcopy(spec())
     del default["deletion_policy"]
     r = res(MDC, "train", default)
-    # dev's config allows DELETE (throwaway clusters); staging warns, prod blocks
+    # dev's config allows DELETE (throwaway clusters); staging and prod report it at their level
     assert pack.findings("mdc-deletion-policy", [r], "dev") == []
-    assert [v.enforcement_level for v in pack.findings("mdc-deletion-policy", [r], "staging")] == ["advisory"]
-    assert [v.enforcement_level for v in pack.findings("mdc-deletion-policy", [r], "prod")] == ["mandatory"]
+    for env in ("staging", "prod"):
+        found = pack.findings("mdc-deletion-policy", [r], env)
+        assert [v.enforcement_level for v in found] == [EXPECTED["mdc-deletion-policy"][ENVS.index(env)]]
     assert the(pack, "mdc-deletion-policy", [r]).startswith(
         "Model Development Cluster 'train' has deletion_policy DELETE (the default); allowed here: PREVENT, "
         "ABANDON. Deleting the cluster removes it and its resources for good (Model Development Cluster docs)"

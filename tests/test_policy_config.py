@@ -1,4 +1,4 @@
-"""A stack's policy pack config: its environment's levels (from the table of target kinds, written to
+"""A stack's policy pack config: its environment's levels (declared by the policy pack's rules, written to
 policies/config/environments/), then its own optional policies/config/<stack>.json over them."""
 
 from __future__ import annotations
@@ -12,15 +12,38 @@ import pytest
 
 from mldiag.plan.common import ROOT
 from mldiag.stacks import policy_config
-from program.kinds.table import POLICY_BASE_LEVELS
+from policies.mldiag_policy.levels import ENVIRONMENTS
 
 
-@pytest.mark.parametrize("env", sorted(POLICY_BASE_LEVELS))
-def test_the_environment_files_are_written_from_the_table(env: str) -> None:
+@pytest.mark.parametrize("env", ENVIRONMENTS)
+def test_the_environment_files_are_written_from_the_rules_declarations(env: str) -> None:
     path = ROOT / "policies" / "config" / "environments" / f"{env}.json"
     assert path.read_text() == policy_config.render_environment(env), (
-        "run: mldiag policy-config --write-environments"
+        "run: python -m dev.gen.policy_levels --write"
     )
+
+
+def test_write_environments_writes_each_environment_and_says_so(tmp_path: Path, monkeypatch, capsys) -> None:
+    monkeypatch.setattr(policy_config, "ENVIRONMENTS_DIR", tmp_path / "environments")
+    assert policy_config.main(["--write-environments"]) == 0
+    out = capsys.readouterr()
+    assert out.out.splitlines() == [
+        f"wrote {tmp_path / 'environments' / f'{env}.json'}" for env in ENVIRONMENTS
+    ]
+    assert "python -m dev.gen.policy_levels --write" in out.err
+    for env in ENVIRONMENTS:
+        assert (tmp_path / "environments" / f"{env}.json").read_bytes() == (
+            ROOT / "policies" / "config" / "environments" / f"{env}.json"
+        ).read_bytes()
+
+
+def test_an_environment_without_its_file_takes_the_declarations(tmp_path: Path) -> None:
+    for env in ENVIRONMENTS:
+        config, sources = policy_config.effective("nosuch", environment=env, config_dir=tmp_path)
+        assert config == policy_config.effective("nosuch", environment=env)[0]
+        assert sources == [tmp_path / "environments" / f"{env}.json"]
+    with pytest.raises(policy_config.PolicyConfigInputError, match="environment 'qa' is unknown"):
+        policy_config.environment_defaults("qa")
 
 
 def test_strictness_follows_the_environment_not_the_stack_name(tmp_path: Path) -> None:

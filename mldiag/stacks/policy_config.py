@@ -1,8 +1,10 @@
 """The policy pack config of a stack: its environment's levels, then its own file over them.
 
 - `policies/config/environments/<environment>.json`: every rule's level (and options) in that environment,
-  written from the table of target kinds (each kind's `policy_defaults`, `POLICY_BASE_LEVELS` for `all`) by
-  `mldiag policy-config --write-environments`; a test fails when they are stale.
+  written from the policy pack's own declarations (each rule's `levels=`, the pack's `BASE_LEVELS` for `all`:
+  policies/mldiag_policy/levels.py) by `python -m dev.gen.policy_levels --write` (which also writes the
+  pack README's tables and the tests' expected levels) or `mldiag policy-config --write-environments`; a
+  test fails when they are stale.
 - `policies/config/<stack>.json` (optional): what this stack sets differently, e.g. the Azure subscriptions
   `azureml-allowed-subscriptions` allows. A rule's entry there replaces the level and the options it names.
 
@@ -24,6 +26,7 @@ from typing import Any
 import yaml
 
 from mldiag.plan.common import PROJECT, ROOT
+from policies.mldiag_policy.levels import ENVIRONMENTS
 
 CONFIG_DIR = ROOT / "policies" / "config"
 ENVIRONMENTS_DIR = CONFIG_DIR / "environments"
@@ -36,25 +39,30 @@ class PolicyConfigInputError(Exception):
 
 
 def environment_defaults(environment: str) -> dict[str, Any]:
-    """Every rule's level and options in an environment, from the table of target kinds."""
-    from program.kinds.table import KINDS, POLICY_BASE_LEVELS
-
-    if environment not in POLICY_BASE_LEVELS:
+    """Every rule's level and options in an environment, from the rules' declarations in the policy pack."""
+    if environment not in ENVIRONMENTS:
         raise PolicyConfigInputError(
-            f"environment {environment!r} is unknown; allowed: {', '.join(POLICY_BASE_LEVELS)}"
+            f"environment {environment!r} is unknown; allowed: {', '.join(ENVIRONMENTS)}"
         )
-    out: dict[str, Any] = {"all": POLICY_BASE_LEVELS[environment]}
-    for kind in KINDS:
-        for rule, entry in kind.policy_defaults.get(environment, {}).items():
-            if rule in out and out[rule] != entry:
-                raise PolicyConfigInputError(f"{rule}: two kinds set different defaults in {environment}")
-            out[rule] = entry
-    return {"all": out.pop("all"), **dict(sorted(out.items()))}
+    from policies.mldiag_policy.pack import environment_config  # the whole pack (pulumi_policy): only here
+
+    return environment_config(environment)
 
 
 def render_environment(environment: str) -> str:
     lines = [f"  {json.dumps(k)}: {json.dumps(v)}" for k, v in environment_defaults(environment).items()]
     return "{\n" + ",\n".join(lines) + "\n}\n"
+
+
+def write_environments(directory: Path) -> list[Path]:
+    """Writes every environment's file into `directory`; returns the paths written."""
+    directory.mkdir(parents=True, exist_ok=True)
+    written = []
+    for env in ENVIRONMENTS:
+        path = directory / f"{env}.json"
+        path.write_text(render_environment(env))
+        written.append(path)
+    return written
 
 
 def _entry(value: Any) -> dict[str, Any]:
@@ -130,12 +138,12 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     try:
         if args.write_environments:
-            from program.kinds.table import POLICY_BASE_LEVELS
-
-            ENVIRONMENTS_DIR.mkdir(parents=True, exist_ok=True)
-            for env in POLICY_BASE_LEVELS:
-                (ENVIRONMENTS_DIR / f"{env}.json").write_text(render_environment(env))
-                print(f"wrote {(ENVIRONMENTS_DIR / f'{env}.json').relative_to(ROOT)}")
+            for path in write_environments(ENVIRONMENTS_DIR):
+                print(f"wrote {path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}")
+            print(
+                "policies/README.md's tables and the tests' expected levels: python -m dev.gen.policy_levels --write",
+                file=sys.stderr,
+            )
             return EXIT_OK
         if not args.stack:
             p.error("name a stack, or --write-environments")

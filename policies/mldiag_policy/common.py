@@ -1,6 +1,7 @@
 """How a rule is built and run: the documentation links, unknowns, options with defaults, and the
 `resource_rule` / `stack_rule` constructors that run a check on every canonical form (forms.py) of the
-resources.
+resources. Each rule declares its levels by environment there (`levels=`, see levels.py), and every rule
+built is recorded in `DECLARED`, which the pack is made of (pack.py).
 
 Rules read plain copies of the inputs (values.py): unknown values stay as their sentinel strings, each rule
 notes the paths it could not check (`Unknowns`) and, after reporting every violation it could establish
@@ -13,6 +14,7 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import jsonschema
@@ -27,6 +29,7 @@ from pulumi_policy import (
 from pulumi_policy.proxy import UNKNOWN_STRING_VALUE, UnknownValueError
 
 from . import forms, serving
+from .levels import UNCONFIGURED, Levels, level_in, options_in, problems
 from .values import is_unknown, plain
 
 # The public documents the rules come from; every violation message ends with its rule's link.
@@ -207,6 +210,31 @@ Defaults = Mapping[str, tuple[dict[str, Any], Any]]
 Check = Callable[[Any, Any, dict[str, Any], Unknowns, ReportViolation], None]
 
 
+@dataclass(frozen=True)
+class Declared:
+    """A rule as its module built it: the policy, and its levels by environment (levels.py)."""
+
+    policy: ResourceValidationPolicy | StackValidationPolicy
+    levels: Levels
+
+
+DECLARED: dict[str, Declared] = {}
+"""Every rule built so far, by name: importing a rule module records its rules here (pack.py imports them all)."""
+
+
+def _declare(name: str, levels: Levels, defaults: Defaults | None) -> None:
+    found = problems(levels, list(defaults or {}))
+    if not found and defaults is not None:
+        for env in levels:
+            checked = _validated(options_in(levels, env), {k: defaults[k] for k in options_in(levels, env)})
+            if isinstance(checked, ConfigProblem):
+                found.append(f"{env}: {checked}")
+    if name in DECLARED:
+        found.append("another rule has this name")
+    if found:
+        raise ValueError(f"rule {name!r}: levels: {'; '.join(found)}")
+
+
 def _rule(
     kind: type,
     name: str,
@@ -216,25 +244,30 @@ def _rule(
     docs: str,
     severity: Severity,
     remediation: str,
+    levels: Levels,
     defaults: Defaults | None = None,
-    level: EnforcementLevel = EnforcementLevel.MANDATORY,
     types: Collection[str] | None = None,
 ) -> Any:
-    return kind(
+    _declare(name, levels, defaults)
+    policy = kind(
         name=name,
         description=description,
         validate=cited(validate, docs, types),
-        enforcement_level=level,
+        # with no pack config at all, a rule runs at its level in levels.UNCONFIGURED (prod)
+        enforcement_level=EnforcementLevel(level_in(levels, UNCONFIGURED)),
         config_schema=schema(defaults) if defaults is not None else None,
         url=docs,
         severity=severity,
         remediation_steps=remediation,
     )
+    DECLARED[name] = Declared(policy, levels)
+    return policy
 
 
 def stack_rule(name: str, description: str, validate: Validate, **about: Any) -> StackValidationPolicy:
     """A stack policy running `validate` on the whole stack. `about`: docs (every message cites it),
-    severity, remediation, and optionally defaults (the options' schema) and level (mandatory)."""
+    severity, remediation, levels (its entries by environment, levels.py) and optionally defaults (the
+    options' schema)."""
     return _rule(StackValidationPolicy, name, description, validate, **about)
 
 

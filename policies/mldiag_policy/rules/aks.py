@@ -8,11 +8,12 @@ from __future__ import annotations
 import ipaddress
 from typing import Any
 
-from pulumi_policy import EnforcementLevel, ReportViolation, Severity
+from pulumi_policy import ReportViolation, Severity
 
 from .. import compat
 from ..common import AZUREML_DOCS, Unknowns, resource_rule
 from ..forms import MANAGED_CLUSTER
+from ..levels import ADVISORY, FOLLOWS_BASE
 from ..values import as_bool, dig
 
 # --- node pools (also read by azureml-inference-router-ha) ----------------------------------------
@@ -72,6 +73,7 @@ aks_identity = resource_rule(
     docs=AZUREML_DOCS,
     severity=Severity.HIGH,
     remediation="Use a managed identity and leave local accounts enabled.",
+    levels=FOLLOWS_BASE,
 )
 
 
@@ -98,6 +100,7 @@ no_pod_identity = resource_rule(
     docs=AZUREML_DOCS,
     severity=Severity.HIGH,
     remediation="Disable podIdentityProfile.",
+    levels=FOLLOWS_BASE,
 )
 
 # --- aks-node-size-minimum -----------------------------------------------------------------------
@@ -175,6 +178,7 @@ node_size_minimum = resource_rule(
     severity=Severity.MEDIUM,
     remediation="Size node pools to at least 4 vCPU and 14 GB in total.",
     defaults=SIZE_DEFAULTS,
+    levels={"staging": ADVISORY},
 )
 
 # --- aks-authorized-ip-ranges (advisory) ---------------------------------------------------------
@@ -234,5 +238,5 @@ authorized_ip_ranges = resource_rule(
     severity=Severity.MEDIUM,
     remediation="Admit the Azure ML control plane ranges in authorizedIPRanges.",
     defaults=RANGES_DEFAULTS,
-    level=EnforcementLevel.ADVISORY,
+    levels={"staging": ADVISORY, "prod": ADVISORY},
 )

@@ -20,6 +20,7 @@ from typing import Any
 from pulumi_policy import ReportViolation, Severity
 
 from ..common import AZUREML_DOCS, Unknowns, resource_rule
+from ..levels import ADVISORY, FOLLOWS_BASE, MANDATORY, with_options
 from ..values import as_bool, dig, is_unknown
 
 EXTENSION_TYPE_TOKEN = "azure-native:kubernetesconfiguration:Extension"
@@ -112,6 +113,7 @@ workloads_enabled = resource_rule(
     docs=AZUREML_DOCS,
     severity=Severity.HIGH,
     remediation="Enable training and/or inference; give inference a router service type.",
+    levels={"dev": MANDATORY},
 )
 
 # --- azureml-inference-https ---------------------------------------------------------------------
@@ -177,6 +179,11 @@ inference_https = resource_rule(
     severity=Severity.HIGH,
     remediation="Set sslCname and sslSecret or the PEM pair; do not allow insecure connections in prod.",
     defaults=HTTPS_DEFAULTS,
+    levels={
+        "dev": with_options(ADVISORY, allowInsecureConnections=True),
+        "staging": with_options(MANDATORY, allowInsecureConnections=True),
+        "prod": with_options(MANDATORY, allowInsecureConnections=False),
+    },
 )
 
 # --- azureml-secrets-protected -------------------------------------------------------------------
@@ -241,6 +248,7 @@ secrets_protected = resource_rule(
     docs=AZUREML_DOCS,
     severity=Severity.CRITICAL,
     remediation="Move secret material to configurationProtectedSettings, from secret config.",
+    levels={"dev": MANDATORY},
 )
 
 # --- azureml-cluster-scope -----------------------------------------------------------------------
@@ -277,6 +285,7 @@ cluster_scope = resource_rule(
     docs=AZUREML_DOCS,
     severity=Severity.MEDIUM,
     remediation="Use scope.cluster.releaseNamespace 'azureml'.",
+    levels=FOLLOWS_BASE,
 )
 
 # --- azureml-arc-relay ---------------------------------------------------------------------------
@@ -332,6 +341,7 @@ arc_relay = resource_rule(
     docs=AZUREML_DOCS,
     severity=Severity.HIGH,
     remediation="Create the Azure Relay for the Arc cluster and pass its settings.",
+    levels=FOLLOWS_BASE,
 )
 
 # --- azureml-version-pinned ----------------------------------------------------------------------
@@ -370,4 +380,5 @@ version_pinned = resource_rule(
     docs=AZUREML_DOCS,
     severity=Severity.MEDIUM,
     remediation="Set version and autoUpgradeMinorVersion: false on the extension.",
+    levels={"staging": ADVISORY},
 )

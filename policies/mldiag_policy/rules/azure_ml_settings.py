@@ -12,6 +12,7 @@ from pulumi_policy import ReportViolation, Severity, StackValidationArgs
 
 from ..common import AZUREML_DOCS, Unknowns, config, resource_rule, stack_rule
 from ..forms import AGENT_POOL, MANAGED_CLUSTER
+from ..levels import FOLLOWS_BASE, MANDATORY
 from ..values import as_bool, plain
 from .aks import pool_nodes
 from .azure_ml import EXTENSION_TYPE_TOKEN, Settings, extension_label, is_arc, is_azureml
@@ -73,6 +74,7 @@ setting_keys_case = resource_rule(
     docs=AZUREML_DOCS,
     severity=Severity.HIGH,
     remediation="Spell setting keys exactly as the settings table does.",
+    levels=FOLLOWS_BASE,
 )
 
 # --- azureml-internal-lb-aks-only ----------------------------------------------------------------
@@ -111,6 +113,7 @@ internal_lb_aks_only = resource_rule(
     docs=AZUREML_DOCS,
     severity=Severity.MEDIUM,
     remediation="Use internalLoadBalancerProvider=azure on AKS only.",
+    levels=FOLLOWS_BASE,
 )
 
 # --- azureml-inference-router-ha (stack) ---------------------------------------------------------
@@ -175,6 +178,7 @@ inference_router_ha = stack_rule(
     docs=AZUREML_DOCS,
     severity=Severity.HIGH,
     remediation="Set inferenceRouterHA=False below 3 nodes.",
+    levels={"dev": MANDATORY},
 )
 
 
@@ -265,4 +269,6 @@ allowed_subscriptions = stack_rule(
     severity=Severity.HIGH,
     remediation="Attach clusters from the workspace's subscription or via Azure Arc.",
     defaults=SUBSCRIPTION_DEFAULTS,
+    # no environment lists subscriptions: each stack's own policies/config/<stack>.json does
+    levels=FOLLOWS_BASE,
 )

@@ -12,6 +12,7 @@ from pulumi_policy import ReportViolation, Severity
 from .. import compat
 from ..common import GKE_DOCS, Unknowns, resource_rule
 from ..forms import K8S_KINDS, is_patch
+from ..levels import FOLLOWS_BASE
 from ..values import dig, name_of
 from .kubernetes import DAEMONSET_TYPES, DIAGON_NAMESPACES_OPTION, containers, is_known_diagon, pod_spec_path
 
@@ -46,6 +47,7 @@ diagon_no_cpu_limit = resource_rule(
     severity=Severity.MEDIUM,
     remediation="Remove resources.limits.cpu from the Diagon containers.",
     defaults=DIAGON_DEFAULTS,
+    levels=FOLLOWS_BASE,
 )
 
 # --- k8s-host-network-dns-policy -----------------------------------------------------------------
@@ -89,6 +91,7 @@ host_network_dns_policy = resource_rule(
     severity=Severity.MEDIUM,
     remediation="Set dnsPolicy ClusterFirstWithHostNet next to hostNetwork: true.",
     defaults=DIAGON_DEFAULTS,
+    levels=FOLLOWS_BASE,
 )
 
 # --- k8s-opt-in-label-value ----------------------------------------------------------------------
@@ -124,4 +127,5 @@ opt_in_label_value = resource_rule(
     docs=GKE_DOCS,
     severity=Severity.MEDIUM,
     remediation=f'Set {compat.OPT_IN_LABEL}: "true".',
+    levels=FOLLOWS_BASE,
 )

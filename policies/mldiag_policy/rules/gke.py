@@ -15,6 +15,7 @@ from pulumi_policy import ReportViolation, Severity, StackValidationArgs
 
 from .. import compat
 from ..common import GKE_DOCS, Unknowns, resource_rule, stack_rule
+from ..levels import FOLLOWS_BASE, MANDATORY, everywhere
 from ..values import dig, is_unknown
 from .helm import RELEASE_TYPE, release_info, release_kind
 from .helm_mldiagnostics import provider_key
@@ -79,6 +80,7 @@ managed_min_version = resource_rule(
     docs=GKE_DOCS,
     severity=Severity.HIGH,
     remediation="Pin a GKE version at or above the threshold, or use the manual install.",
+    levels=everywhere(MANDATORY),
 )
 
 # --- gke-managed-diagnostics-explicit ------------------------------------------------------------
@@ -111,6 +113,7 @@ managed_explicit = resource_rule(
     docs=GKE_DOCS,
     severity=Severity.MEDIUM,
     remediation="Set managedMachineLearningDiagnosticsConfig.enabled to true or false.",
+    levels=FOLLOWS_BASE,
 )
 
 # --- gke-no-manual-releases-when-managed (stack) -------------------------------------------------
@@ -192,4 +195,5 @@ no_manual_when_managed = stack_rule(
     docs=GKE_DOCS,
     severity=Severity.HIGH,
     remediation="Use either the managed flag or the manual releases on a cluster, not both.",
+    levels=everywhere(MANDATORY),
 )

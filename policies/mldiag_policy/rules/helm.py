@@ -14,10 +14,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from pulumi_policy import EnforcementLevel, ReportViolation, Severity
+from pulumi_policy import ReportViolation, Severity
 
 from .. import compat
 from ..common import GKE_DOCS, Unknowns, resource_rule
+from ..levels import ADVISORY, FOLLOWS_BASE, MANDATORY
 from ..values import as_bool, dig, is_unknown
 
 RELEASE_TYPE = "kubernetes:helm.sh/v3:Release"
@@ -120,6 +121,7 @@ chart_version_pinned = resource_rule(
     docs=GKE_DOCS,
     severity=Severity.MEDIUM,
     remediation="Set the release version to an exact chart version.",
+    levels=FOLLOWS_BASE,
 )
 
 # --- helm-allowed-repositories -------------------------------------------------------------------
@@ -174,6 +176,7 @@ allowed_repositories = resource_rule(
     severity=Severity.HIGH,
     remediation="Install charts from an allowed repository URL.",
     defaults=REPOSITORY_DEFAULTS,
+    levels=FOLLOWS_BASE,
 )
 
 # --- helm-cert-manager-crds ----------------------------------------------------------------------
@@ -250,6 +253,7 @@ cert_manager_crds = resource_rule(
     docs=GKE_DOCS,
     severity=Severity.HIGH,
     remediation="Set the CRD values that match the chart version; never both styles.",
+    levels={"dev": MANDATORY},
 )
 
 # --- helm-cert-manager-installcrds-deprecated -----------------------------------------------------
@@ -286,5 +290,5 @@ installcrds_deprecated = resource_rule(
     docs=GKE_DOCS,
     severity=Severity.LOW,
     remediation="Replace installCRDs with crds.enabled: true.",
-    level=EnforcementLevel.ADVISORY,
+    levels={"staging": ADVISORY, "prod": ADVISORY},
 )

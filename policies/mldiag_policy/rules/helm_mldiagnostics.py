@@ -11,6 +11,7 @@ from pulumi_policy import ReportViolation, Severity, StackValidationArgs
 
 from .. import compat
 from ..common import GKE_DOCS, Unknowns, resource_rule, stack_rule
+from ..levels import FOLLOWS_BASE, MANDATORY
 from ..values import dig, is_unknown
 from .helm import NAMESPACE_TYPE, RELEASE_TYPE, ReleaseInfo, release_info, release_kind, release_label
 
@@ -110,6 +111,7 @@ connection_operator_jax = resource_rule(
     severity=Severity.HIGH,
     remediation="Set chart version and controller args from the JAX table for the cluster's JAX version.",
     defaults=JAX_DEFAULTS,
+    levels=FOLLOWS_BASE,
 )
 
 # --- helm-mldiagnostics-requires-cert-manager (stack) --------------------------------------------
@@ -198,4 +200,5 @@ requires_cert_manager = stack_rule(
     docs=GKE_DOCS,
     severity=Severity.HIGH,
     remediation="Install cert-manager in the same cluster and depend on it, or declare it pre-installed.",
+    levels={"dev": MANDATORY},
 )

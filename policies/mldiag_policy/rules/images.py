@@ -13,6 +13,7 @@ from pulumi_policy import ReportViolation, ResourceValidationArgs, Severity
 from .. import compat
 from ..common import GKE_DOCS, Unknowns, resource_rule
 from ..forms import is_patch
+from ..levels import ADVISORY, FOLLOWS_BASE, MANDATORY, with_options
 from ..values import name_of
 from .kubernetes import WORKLOAD_TYPES, containers
 
@@ -83,6 +84,11 @@ images_pinned = resource_rule(
     severity=Severity.MEDIUM,
     remediation="Pin a version tag or digest in the stack config and run `pulumi up`.",
     defaults=PINNED_DEFAULTS,
+    levels={
+        "dev": ADVISORY,
+        "staging": with_options(MANDATORY, requireDigest=False),
+        "prod": with_options(MANDATORY, requireDigest=False),
+    },
 )
 
 # --- k8s-images-allowed-registries ---------------------------------------------------------------
@@ -138,4 +144,5 @@ images_allowed_registries = resource_rule(
     severity=Severity.HIGH,
     remediation="Reference images from an allowed registry or extend allowedRegistries after review.",
     defaults=REGISTRY_DEFAULTS,
+    levels=FOLLOWS_BASE,
 )

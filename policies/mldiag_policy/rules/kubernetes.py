@@ -15,6 +15,7 @@ from pulumi_policy import ReportViolation, Severity
 from .. import compat
 from ..common import GKE_DOCS, Unknowns, resource_rule
 from ..forms import is_patch
+from ..levels import FOLLOWS_BASE
 from ..values import dig, is_unknown, name_of
 
 WORKLOAD_TYPES = frozenset(
@@ -152,6 +153,7 @@ privileged_only_diagon = resource_rule(
     severity=Severity.CRITICAL,
     remediation="Remove privileged/hostNetwork/hostPID/hostIPC from the workload.",
     defaults=PRIVILEGED_DEFAULTS,
+    levels=FOLLOWS_BASE,
 )
 
 # --- k8s-daemonset-memory-limit ------------------------------------------------------------------
@@ -264,4 +266,5 @@ daemonset_memory_limit = resource_rule(
     severity=Severity.MEDIUM,
     remediation="Set resources.limits.memory on every DaemonSet container, within the configured cap.",
     defaults=MEMORY_DEFAULTS,
+    levels=FOLLOWS_BASE,
 )

@@ -13,6 +13,7 @@ from typing import Any
 from pulumi_policy import ReportViolation, Severity
 
 from ..common import MDC_DOCS, Unknowns, resource_rule
+from ..levels import ADVISORY, MANDATORY, with_options
 from ..values import dig
 
 MDC_TYPE = "pulumi-python:dynamic/vertexai:ModelDevelopmentCluster"
@@ -105,6 +106,7 @@ node_pool_references = resource_rule(
     docs=MDC_DOCS,
     severity=Severity.HIGH,
     remediation="Reference only node pool ids and partition ids defined in the spec.",
+    levels={"dev": MANDATORY},
 )
 
 # --- mdc-slurm-config-exclusive ------------------------------------------------------------------
@@ -138,6 +140,7 @@ slurm_config_exclusive = resource_rule(
     docs=MDC_DOCS,
     severity=Severity.HIGH,
     remediation="Use config only; migrate scheduling/accounting into it.",
+    levels={"dev": MANDATORY},
 )
 
 # --- mdc-node-images-pinned ----------------------------------------------------------------------
@@ -176,6 +179,7 @@ node_images_pinned = resource_rule(
     docs=MDC_DOCS,
     severity=Severity.MEDIUM,
     remediation="Set node_image on every node pool.",
+    levels={"staging": ADVISORY, "prod": MANDATORY},
 )
 
 # --- mdc-deletion-policy -------------------------------------------------------------------------
@@ -218,4 +222,9 @@ deletion_policy = resource_rule(
     severity=Severity.HIGH,
     remediation="Set deletion_policy PREVENT or ABANDON.",
     defaults=DELETION_DEFAULTS,
+    levels={
+        "dev": with_options(ADVISORY, allowedDeletionPolicies=["DELETE", "ABANDON", "PREVENT"]),
+        "staging": with_options(ADVISORY, allowedDeletionPolicies=["PREVENT", "ABANDON"]),
+        "prod": with_options(MANDATORY, allowedDeletionPolicies=["PREVENT", "ABANDON"]),
+    },
 )

@@ -13,6 +13,7 @@ from typing import Any
 from pulumi_policy import ReportViolation, Severity, StackValidationArgs
 
 from ..common import GKE_DOCS, Unknowns, config, stack_rule
+from ..levels import FOLLOWS_BASE
 from ..values import dig, is_unknown
 from .helm import NAMESPACE_TYPE
 from .helm_mldiagnostics import provider_key
@@ -65,4 +66,5 @@ diagon_pod_security = stack_rule(
     severity=Severity.HIGH,
     remediation=f"Label the Diagon namespace {ENFORCE_LABEL}: privileged.",
     defaults=DEFAULTS,
+    levels=FOLLOWS_BASE,
 )

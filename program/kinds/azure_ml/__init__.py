@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from program.kinds.azure_ml.model import AzureMlTarget
 from program.kinds.base import Claim, Lazy, TargetKind
 
@@ -23,27 +21,6 @@ def claims(t: AzureMlTarget) -> list[Claim]:
     ]
 
 
-# This kind's rules by environment. `azureml-allowed-subscriptions` needs each stack's subscriptions: a
-# stack's own policies/config/<stack>.json sets them.
-POLICY_DEFAULTS: dict[str, dict[str, Any]] = {
-    "dev": {
-        "azureml-workloads-enabled": "mandatory",
-        "azureml-secrets-protected": "mandatory",
-        "azureml-inference-router-ha": "mandatory",
-        "azureml-inference-https": {"enforcementLevel": "advisory", "allowInsecureConnections": True},
-    },
-    "staging": {
-        "azureml-inference-https": {"enforcementLevel": "mandatory", "allowInsecureConnections": True},
-        "azureml-version-pinned": "advisory",
-        "aks-node-size-minimum": "advisory",
-        "aks-authorized-ip-ranges": "advisory",
-    },
-    "prod": {
-        "azureml-inference-https": {"enforcementLevel": "mandatory", "allowInsecureConnections": False},
-        "aks-authorized-ip-ranges": "advisory",
-    },
-}
-
 KIND = TargetKind(
     key="azureMl",
     field="azure_ml",
@@ -54,7 +31,7 @@ KIND = TargetKind(
     build=Lazy("program.kinds.azure_ml.build:build"),
     verify=Lazy("program.kinds.azure_ml.verify:verify"),
     mock_answers=Lazy("program.kinds.azure_ml.mocks"),
-    policy_defaults=POLICY_DEFAULTS,
+    policy_defaults={},  # the policy pack declares every rule's levels (policies/mldiag_policy/levels.py)
     claims=claims,
     preflight=Lazy("program.kinds.azure_ml.preflight:sizing_problems"),
 )

@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from program.in_cluster import POLICY_DEFAULTS as IN_CLUSTER_POLICY_DEFAULTS
-from program.kinds.base import Claim, Lazy, TargetKind, merge_defaults
+from program.kinds.base import Claim, Lazy, TargetKind
 from program.kinds.gke.model import GkeClusterTarget
 
 
@@ -26,18 +23,6 @@ def generated_names(t: GkeClusterTarget) -> list[tuple[str, str]]:
     return out
 
 
-# This kind's rules by environment (the in-cluster rules come with program.in_cluster).
-POLICY_DEFAULTS: dict[str, dict[str, Any]] = merge_defaults(
-    IN_CLUSTER_POLICY_DEFAULTS,
-    {
-        env: {
-            "gke-managed-diagnostics-min-version": "mandatory",
-            "gke-no-manual-releases-when-managed": "mandatory",
-        }
-        for env in ("dev", "staging", "prod")
-    },
-)
-
 KIND = TargetKind(
     key="gkeClusters",
     field="gke_clusters",
@@ -48,7 +33,7 @@ KIND = TargetKind(
     build=Lazy("program.kinds.gke.build:build"),
     verify=Lazy("program.kinds.gke.verify:verify"),
     mock_answers=Lazy("program.kinds.gke.mocks"),
-    policy_defaults=POLICY_DEFAULTS,
+    policy_defaults={},  # the policy pack declares every rule's levels (policies/mldiag_policy/levels.py)
     claims=claims,
     generated_names=generated_names,
 )

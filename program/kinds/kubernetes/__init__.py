@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import hashlib
-from typing import Any
 
-from program.in_cluster import POLICY_DEFAULTS as IN_CLUSTER_POLICY_DEFAULTS
 from program.kinds.base import Claim, Lazy, TargetKind
 from program.kinds.kubernetes.model import KubernetesClusterTarget
 
@@ -35,9 +33,6 @@ def generated_names(t: KubernetesClusterTarget) -> list[tuple[str, str]]:
     ]
 
 
-# This kind's rules by environment: the in-cluster rules (program.in_cluster).
-POLICY_DEFAULTS: dict[str, dict[str, Any]] = IN_CLUSTER_POLICY_DEFAULTS
-
 KIND = TargetKind(
     key="kubernetesClusters",
     field="kubernetes_clusters",
@@ -48,7 +43,7 @@ KIND = TargetKind(
     build=Lazy("program.kinds.kubernetes.build:build"),
     verify=Lazy("program.kinds.kubernetes.verify:verify"),
     mock_answers=Lazy("program.kinds.kubernetes.mocks"),
-    policy_defaults=POLICY_DEFAULTS,
+    policy_defaults={},  # the policy pack declares every rule's levels (policies/mldiag_policy/levels.py)
     claims=claims,
     generated_names=generated_names,
 )
