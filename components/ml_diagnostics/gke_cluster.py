@@ -15,7 +15,7 @@ runs inside it (`ClusterMlDiagnostics`).
 
 # No `from __future__ import annotations`: the component plugin infers its schema from these annotations.
 import json
-from typing import Any
+from typing import Any, NamedTuple
 
 import pulumi
 from pulumi_gcp import container
@@ -149,6 +149,42 @@ def _node_config(pool: GkeNodePoolArgs, workload_identity: bool) -> dict[str, An
     return cfg
 
 
+def _node_pool_args(pool: GkeNodePoolArgs, workload_identity: bool) -> dict[str, Any]:
+    """A NodePool's size, placement and nodes: autoscaled or a fixed count, auto-repaired and upgraded."""
+    scaling = pool.get("autoscaling")
+    return {
+        "node_count": None if scaling else pool.get("node_count", 1),
+        "autoscaling": (
+            {
+                "min_node_count": scaling.get("min_node_count", 0),
+                "max_node_count": scaling["max_node_count"],
+            }
+            if scaling
+            else None
+        ),
+        "node_locations": pool.get("node_locations") or None,
+        "management": {"auto_repair": True, "auto_upgrade": True},
+        "placement_policy": (
+            {"type": "COMPACT", "tpu_topology": pool["tpu_topology"]} if pool.get("tpu_topology") else None
+        ),
+        "node_config": _node_config(pool, workload_identity),
+    }
+
+
+class _ClusterAccess(NamedTuple):
+    """What the in-cluster part needs of the cluster, created or adopted."""
+
+    endpoint: pulumi.Output[str]
+    ca_certificate: pulumi.Output[str | None]
+    cluster_name: pulumi.Output[str]
+    provider_waits: list[pulumi.Resource]
+    """What the Kubernetes provider (and so every in-cluster resource) depends on."""
+    release_waits: list[pulumi.Resource]
+    """What the Helm releases wait for besides the provider (`releases_after`)."""
+    autopilot: pulumi.Output[bool] | None
+    """Adopted: whether the lookup found an Autopilot cluster; created: None (a Standard cluster)."""
+
+
 class GkeCluster(pulumi.ComponentResource):
     """A GKE cluster, created or adopted, with its managed ML Diagnostics flag and what runs inside it."""
 
@@ -191,95 +227,15 @@ class GkeCluster(pulumi.ComponentResource):
             **gcp_provider_args(project, location, google_api),
             opts=pulumi.ResourceOptions(parent=self),
         )
-        child = pulumi.ResourceOptions(parent=self, provider=self.gcp_provider)
-        workload_identity = t.get("workload_identity", True)
-
-        if create:
-            channel = t.get("release_channel")
-            self.cluster = container.Cluster(
-                f"{name}-cluster",
-                name=gke_name,
-                project=project,
-                location=location,
-                min_master_version=t.get("min_master_version"),
-                release_channel={"channel": channel} if channel else None,
-                network=t.get("network"),
-                subnetwork=t.get("subnetwork"),
-                remove_default_node_pool=True,
-                initial_node_count=1,
-                deletion_protection=t.get("deletion_protection", True),
-                workload_identity_config=(
-                    {"workload_pool": f"{project}.svc.id.goog"} if workload_identity else None
-                ),
-                managed_machine_learning_diagnostics_config={"enabled": flag},
-                opts=pulumi.ResourceOptions.merge(
-                    child, lifecycle.deletion_options(t.get("deletion_policy") or "DELETE")
-                ),
-            )
-            for pool in t.get("node_pools") or []:
-                scaling = pool.get("autoscaling")
-                self.node_pools.append(
-                    container.NodePool(
-                        f"{name}-pool-{pool['name']}",
-                        name=pool["name"],
-                        cluster=self.cluster.name,
-                        project=project,
-                        location=location,
-                        node_count=None if scaling else pool.get("node_count", 1),
-                        autoscaling=(
-                            {
-                                "min_node_count": scaling.get("min_node_count", 0),
-                                "max_node_count": scaling["max_node_count"],
-                            }
-                            if scaling
-                            else None
-                        ),
-                        node_locations=pool.get("node_locations") or None,
-                        management={"auto_repair": True, "auto_upgrade": True},
-                        placement_policy=(
-                            {"type": "COMPACT", "tpu_topology": pool["tpu_topology"]}
-                            if pool.get("tpu_topology")
-                            else None
-                        ),
-                        node_config=_node_config(pool, workload_identity),
-                        opts=child,
-                    )
-                )
-            endpoint = self.cluster.endpoint
-            ca = self.cluster.master_auth.apply(lambda a: a.cluster_ca_certificate if a else None)
-            cluster_name: pulumi.Output[str] = self.cluster.name
-            # The API server is up once the cluster exists: the provider needs only that (its kubeconfig
-            # comes from the cluster's outputs). Helm releases await pod readiness, so they wait for nodes.
-            provider_waits: list[pulumi.Resource] = []
-            release_waits: list[pulumi.Resource] = list(self.node_pools)
-        else:
-            found = container.get_cluster_output(
-                name=gke_name,
-                location=location,
-                project=project,
-                opts=pulumi.InvokeOutputOptions(parent=self, provider=self.gcp_provider),
-            )
-            endpoint = found.endpoint
-            ca = found.master_auths.apply(lambda auths: auths[0].cluster_ca_certificate if auths else None)
-            cluster_name = found.name.apply(lambda n: n or gke_name)
-            self.managed_flag = ManagedMlDiagnostics(
-                f"{name}-managed-mldiagnostics",
-                project=project,
-                location=location,
-                cluster=gke_name,
-                enabled=flag,
-                cluster_version=t.get("current_version") or "",
-                google_api=rest_inputs(google_api, "container"),
-                # A dynamic resource: its REST client takes the account settings as inputs, not a gcp provider.
-                opts=pulumi.ResourceOptions(parent=self),
-            )
-            # The in-cluster resources wait for the flag: turning managed off happens before manual releases
-            # are installed, so the two webhooks never run side by side on the way to manual.
-            provider_waits, release_waits = [self.managed_flag], []
-
+        access = (
+            self._created_cluster(name, t, flag)
+            if create
+            else self._adopted_cluster(name, t, flag, google_api)
+        )
+        endpoint, cluster_name = access.endpoint, access.cluster_name
         self.endpoint = endpoint
         self.cluster_name = cluster_name
-        self.kubeconfig = pulumi.Output.all(endpoint, ca).apply(
+        self.kubeconfig = pulumi.Output.all(endpoint, access.ca_certificate).apply(
             lambda ec: gke_kubeconfig(project, location, gke_name, ec[0], ec[1], exec_env(google_api))
         )
         # Every in-cluster resource uses this provider, so they all wait for what it depends on (adopted: the
@@ -287,31 +243,13 @@ class GkeCluster(pulumi.ComponentResource):
         self.provider = KubernetesProvider(
             f"{name}-k8s",
             kubeconfig=self.kubeconfig,
-            opts=pulumi.ResourceOptions(parent=self, depends_on=provider_waits),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=access.provider_waits),
         )
-        in_cluster: dict[str, Any] = {k: v for k, v in t.items() if k in InClusterArgs.__annotations__}
-        if not create and in_cluster.get("diagon") is not None:
-            # The lookup says whether the adopted cluster is Autopilot; the daemon's image waits for the answer.
-            path = f"{project}/{location}/{gke_name}"
-            image = in_cluster["diagon"].get("image", compat.DIAGON_DEFAULT_IMAGE)
-
-            def autopilot_guard(autopilot: bool | None) -> Any:
-                if autopilot:
-                    raise AutopilotError(AUTOPILOT_DIAGON.format(path=path))
-                return image
-
-            in_cluster["diagon"] = {
-                **in_cluster["diagon"],
-                "image": found.enable_autopilot.apply(autopilot_guard),
-            }
-        diag_args: dict[str, Any] = {**in_cluster, "mode": mode}
-        if version is not None:
-            diag_args["gke_version"] = version
         self.diagnostics = ClusterMlDiagnostics(
             f"{name}-mldiag",
-            diag_args,  # type: ignore[arg-type]
+            _diagnostics_args(t, mode, version, access.autopilot),  # type: ignore[arg-type]
             opts=pulumi.ResourceOptions(parent=self, providers=[self.provider]),
-            releases_after=release_waits,
+            releases_after=access.release_waits,
         )
         self.workload_monitoring = pulumi.Output.from_input(compat.supports_workload_monitoring(version))
         self.register_outputs(
@@ -323,6 +261,115 @@ class GkeCluster(pulumi.ComponentResource):
                 "workloadMonitoring": self.workload_monitoring,
             }
         )
+
+    def _created_cluster(
+        self, name: str, t: dict[str, Any], flag: pulumi.Output[bool] | bool
+    ) -> _ClusterAccess:
+        """`create: true`: the cluster (default pool removed, the flag always sent) and one NodePool per pool."""
+        project, location = t["project"], t["location"]
+        child = pulumi.ResourceOptions(parent=self, provider=self.gcp_provider)
+        workload_identity = t.get("workload_identity", True)
+        channel = t.get("release_channel")
+        cluster = self.cluster = container.Cluster(
+            f"{name}-cluster",
+            name=t["cluster_name"],
+            project=project,
+            location=location,
+            min_master_version=t.get("min_master_version"),
+            release_channel={"channel": channel} if channel else None,
+            network=t.get("network"),
+            subnetwork=t.get("subnetwork"),
+            remove_default_node_pool=True,
+            initial_node_count=1,
+            deletion_protection=t.get("deletion_protection", True),
+            workload_identity_config=(
+                {"workload_pool": f"{project}.svc.id.goog"} if workload_identity else None
+            ),
+            managed_machine_learning_diagnostics_config={"enabled": flag},
+            opts=pulumi.ResourceOptions.merge(
+                child, lifecycle.deletion_options(t.get("deletion_policy") or "DELETE")
+            ),
+        )
+        for pool in t.get("node_pools") or []:
+            self.node_pools.append(
+                container.NodePool(
+                    f"{name}-pool-{pool['name']}",
+                    name=pool["name"],
+                    cluster=cluster.name,
+                    project=project,
+                    location=location,
+                    **_node_pool_args(pool, workload_identity),
+                    opts=child,
+                )
+            )
+        # The API server is up once the cluster exists: the provider needs only that (its kubeconfig comes from
+        # the cluster's outputs). Helm releases await pod readiness, so they wait for nodes.
+        return _ClusterAccess(
+            endpoint=cluster.endpoint,
+            ca_certificate=cluster.master_auth.apply(lambda a: a.cluster_ca_certificate if a else None),
+            cluster_name=cluster.name,
+            provider_waits=[],
+            release_waits=list(self.node_pools),
+            autopilot=None,
+        )
+
+    def _adopted_cluster(
+        self, name: str, t: dict[str, Any], flag: pulumi.Output[bool] | bool, google_api: GoogleApiArgs
+    ) -> _ClusterAccess:
+        """`create: false`: the cluster looked up (endpoint, CA, Autopilot) and its flag through the GKE API."""
+        project, location, gke_name = t["project"], t["location"], t["cluster_name"]
+        found = container.get_cluster_output(
+            name=gke_name,
+            location=location,
+            project=project,
+            opts=pulumi.InvokeOutputOptions(parent=self, provider=self.gcp_provider),
+        )
+        endpoint = found.endpoint
+        ca = found.master_auths.apply(lambda auths: auths[0].cluster_ca_certificate if auths else None)
+        cluster_name = found.name.apply(lambda n: n or gke_name)
+        self.managed_flag = ManagedMlDiagnostics(
+            f"{name}-managed-mldiagnostics",
+            project=project,
+            location=location,
+            cluster=gke_name,
+            enabled=flag,
+            cluster_version=t.get("current_version") or "",
+            google_api=rest_inputs(google_api, "container"),
+            # A dynamic resource: its REST client takes the account settings as inputs, not a gcp provider.
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        # The in-cluster resources wait for the flag: turning managed off happens before manual releases
+        # are installed, so the two webhooks never run side by side on the way to manual.
+        return _ClusterAccess(
+            endpoint=endpoint,
+            ca_certificate=ca,
+            cluster_name=cluster_name,
+            provider_waits=[self.managed_flag],
+            release_waits=[],
+            autopilot=found.enable_autopilot,
+        )
+
+
+def _diagnostics_args(
+    t: dict[str, Any], mode: MlDiagnosticsMode, version: str | None, autopilot: pulumi.Output[bool] | None
+) -> dict[str, Any]:
+    """The in-cluster part's args: the target's in-cluster keys, the mode and the GKE version; on an adopted
+    cluster, Diagon's image waits for the lookup, which refuses an Autopilot cluster."""
+    in_cluster: dict[str, Any] = {k: v for k, v in t.items() if k in InClusterArgs.__annotations__}
+    if autopilot is not None and in_cluster.get("diagon") is not None:
+        path = f"{t['project']}/{t['location']}/{t['cluster_name']}"
+        image = in_cluster["diagon"].get("image", compat.DIAGON_DEFAULT_IMAGE)
+
+        def autopilot_guard(is_autopilot: bool | None) -> Any:
+            if is_autopilot:
+                raise AutopilotError(AUTOPILOT_DIAGON.format(path=path))
+            return image
+
+        in_cluster["diagon"] = {**in_cluster["diagon"], "image": autopilot.apply(autopilot_guard)}
+    diag_args: dict[str, Any] = {**in_cluster, "mode": mode}
+    if version is not None:
+        diag_args["gke_version"] = version
+    return diag_args
 
 
 docs.document(GkeCluster, GkeClusterArgs)
