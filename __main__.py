@@ -4,6 +4,7 @@ in the table (program/kinds) and export what it reports."""
 import pulumi
 
 from program import config
+from program.clouds import clouds_of
 from program.kinds.base import BuildContext
 from program.kinds.table import KINDS
 from program.previous_deployment import PreviousDeployment
@@ -11,10 +12,11 @@ from program.previous_deployment import PreviousDeployment
 cfg = config.load()
 pulumi.export("environment", cfg.environment)
 
-ctx = BuildContext(environment=cfg.environment, google_api=cfg.google_api, previous=PreviousDeployment())
+settings = {c.name: cfg.settings(c) for c in clouds_of(KINDS) if c.settings is not None}
+ctx = BuildContext(environment=cfg.environment, settings=settings, previous=PreviousDeployment())
 for kind in KINDS:
     build = kind.build.load()
-    for target in getattr(cfg, kind.field):
+    for target in cfg.targets(kind):
         pulumi.export(f"{kind.export}:{target.name}", build(target, ctx))
 
 # Steps a later `pulumi up` still has to take (empty when this update completes the config).

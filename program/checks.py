@@ -21,7 +21,7 @@ def cross_target_problems(cfg: Any, kinds: Iterable[TargetKind]) -> list[str]:
     owner: dict[tuple[Any, ...], str] = {}
     names: dict[str, str] = {}
     for kind in kinds:
-        for i, t in enumerate(getattr(cfg, kind.field)):
+        for i, t in enumerate(cfg.targets(kind)):
             at = f"{kind.key}[{i}]"
             for ident, what, rel in kind.claims(t):
                 path = at + rel
@@ -50,6 +50,6 @@ def _emulator_problems(cfg: Any, kinds: Iterable[TargetKind]) -> list[str]:
         f"{kind.key}[{i}].googleApi.impersonateServiceAccount: googleApi.emulator is true, which uses no "
         "credentials; remove impersonateServiceAccount here or the emulator"
         for kind in kinds
-        for i, t in enumerate(getattr(cfg, kind.field))
+        for i, t in enumerate(cfg.targets(kind))
         if getattr(getattr(t, "google_api", None), "impersonate_service_account", None)
     ]

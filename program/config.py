@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import pulumi
 from pydantic import BaseModel, Field, ValidationError, create_model, field_validator
@@ -19,6 +19,8 @@ from ml_diagnostics.rules import names, regions
 from ml_diagnostics.rules.base import describe as describe_error
 from ml_diagnostics.rules.base import format_loc
 from program import checks, config_input, fleet_member
+from program.clouds import Cloud, clouds_of
+from program.clouds.google import GoogleApiSettings
 from program.config_base import (
     NAMESPACE,
     PLACEHOLDER_SECRET,
@@ -26,13 +28,14 @@ from program.config_base import (
     ConfigError,
     Model,
     Secret,
+    TargetBase,
     is_placeholder,
     raise_issues,
     secret_inputs,
     secret_output,
     unwrap_misplaced_secrets,
 )
-from program.google_api import GoogleApiSettings
+from program.kinds.base import TargetKind
 from program.kinds.table import KINDS
 from program.stack_file import Path_, StackFileError
 
@@ -43,6 +46,8 @@ __all__ = [
     "GoogleApiSettings",
     "Secret",
     "StackConfig",
+    "StackModel",
+    "from_raw",
     "is_placeholder",
     "load",
     "parse",
@@ -91,24 +96,41 @@ class StackBase(Model):
     """Regions newer than the built-in lists of ml_diagnostics/rules/regions.py (their date is there): {gcp: [...], azure: [...]}."""
 
 
-# One list field per target kind, from the table (program/kinds): `cfg.<kind.field>` holds its targets.
-StackConfig: type[StackBase] = create_model(  # type: ignore[call-overload]
+T = TypeVar("T", bound=TargetBase)
+
+
+class StackConfig(StackBase):
+    """The whole stack config: the environment, each cloud's settings and the targets of every kind.
+
+    Its per-kind and per-cloud fields come from the table of kinds (StackModel below); read them with
+    `targets(kind)` and `settings(cloud)`, typed by the kind and the cloud."""
+
+    def targets(self, kind: TargetKind[T]) -> list[T]:
+        return list(getattr(self, kind.field))
+
+    def settings(self, cloud: Cloud) -> Any:
+        if cloud.settings is None:
+            raise LookupError(f"the {cloud.name} cloud has no stack-level settings")
+        return getattr(self, cloud.settings.field)
+
+
+# The validating model: one list field per kind and one settings field per cloud that has settings.
+StackModel: type[StackConfig] = create_model(  # type: ignore[call-overload]
     "StackConfig",
-    __base__=StackBase,
-    __doc__="The whole stack config: the environment, the Google API settings and the targets of every kind.",
+    __base__=StackConfig,
+    __doc__=StackConfig.__doc__,
     **{
         k.field: (list[k.model], Field(default=[], alias=k.key, description=k.description))  # type: ignore[name-defined]
         for k in KINDS
     },
-    google_api=(
-        GoogleApiSettings,
-        Field(
-            default=GoogleApiSettings(),
-            alias="googleApi",
-            description="How the Google parts call Google: the gcp provider, the kubeconfig's auth plugin and the "
-            "REST clients of the GKE adopt and Model Development Cluster resources.",
-        ),
-    ),
+    **{
+        c.settings.field: (
+            c.settings.model,
+            Field(default=c.settings.model(), alias=c.settings.key, description=c.settings.description),
+        )
+        for c in clouds_of(KINDS)
+        if c.settings is not None
+    },
 )
 TARGET_KINDS = tuple(k.key for k in KINDS)
 
@@ -150,7 +172,7 @@ def _describe(err: Mapping[str, Any]) -> list[tuple[str, str]]:
                 f"`pulumi config set --secret --path '{NAMESPACE}:{path}' ...`",
             )
         ]
-    return describe_error(err, StackConfig, "stack")
+    return describe_error(err, StackModel, "stack")
 
 
 def _did_you_mean(key: str, allowed: list[str]) -> str:
@@ -186,14 +208,14 @@ def parse(
     Raises ConfigError with every problem found.
     """
     data, problems = config_input.decode(raw)
-    allowed = _allowed_keys(StackConfig)
+    allowed = _allowed_keys(StackModel)
     for short in sorted(set(data) - set(allowed)):
         problems.append(f"{NAMESPACE}:{quote(short, 60)[1:-1]}: unknown key{_did_you_mean(short, allowed)}")
         data.pop(short)
     data, wrapped_all = config_input.wrap_secrets(data, secret_keys, secret_paths)
     token = regions.EXTRA.set(_extra_regions(data.get("extraRegions")))
     try:
-        cfg = StackConfig.model_validate(
+        cfg = StackModel.model_validate(
             data,
             context={PLAIN_SECRETS_OK: wrapped_all, "spelling": "stack", "prepare": unwrap_misplaced_secrets},
         )
@@ -205,10 +227,10 @@ def parse(
     finally:
         regions.EXTRA.reset(token)
     for kind in KINDS:
-        problems += _unique_names(kind.key, getattr(cfg, kind.field))
+        problems += _unique_names(kind.key, cfg.targets(kind))
     problems += [f"{NAMESPACE}:{p}" for p in checks.cross_target_problems(cfg, KINDS)]
     for kind in KINDS:
-        for i, t in enumerate(getattr(cfg, kind.field)):
+        for i, t in enumerate(cfg.targets(kind)):
             problems += [
                 f"{NAMESPACE}:{_join(f'{kind.key}[{i}]', rel)}: {msg}"
                 for rel, msg in kind.preflight(t, cfg.environment)
@@ -259,6 +281,30 @@ def _sort_key(problem: str) -> tuple[str, str]:
     return (problem.split(":", 2)[1] if problem.count(":") >= 2 else problem, problem)
 
 
+def from_raw(
+    raw: Mapping[str, Any],
+    secret_keys: Iterable[str],
+    stack: str,
+    secret_paths: set[Path_] | None = None,
+) -> StackConfig:
+    """The one route from a stack's raw config to its StackConfig (the engine's, a stack file's, `pulumi
+    config`'s): a fleet member's keeps its one target; `secure:` leaves are where `secret_paths` says, else
+    found in the stack file when the values carry no offline-plan placeholders. Raises ConfigError."""
+    secret = set(secret_keys)
+    # A fleet member stack (program/fleet_member.py) holds its environment's config, stack file and all.
+    raw, member = fleet_member.take(raw)
+    paths = secret_paths
+    if paths is None and any(
+        not config_input.has_placeholders(raw.get(k)) for k in secret if k.startswith(NAMESPACE + ":")
+    ):
+        try:
+            paths = config_input.engine_stack_file_paths(member.environment_stack if member else stack)
+        except StackFileError as e:
+            raise ConfigError([str(e)]) from None
+    cfg = parse(raw, secret, paths)
+    return fleet_member.keep(cfg, member) if member else cfg
+
+
 def load() -> StackConfig:
     """Reads the running stack's config from the Pulumi runtime and validates it."""
     from pulumi.runtime import config as runtime_config
@@ -267,15 +313,4 @@ def load() -> StackConfig:
     secret = set(runtime_config.get_config_secret_keys_env()) | {
         k for k in raw if runtime_config.is_config_secret(k)
     }
-    # A fleet member stack (program/fleet_member.py) holds its environment's config, stack file and all.
-    raw, member = fleet_member.take(raw)
-    paths = None
-    if any(not config_input.has_placeholders(raw.get(k)) for k in secret if k.startswith(NAMESPACE + ":")):
-        try:
-            paths = config_input.engine_stack_file_paths(
-                member.environment_stack if member else pulumi.get_stack()
-            )
-        except StackFileError as e:
-            raise ConfigError([str(e)]) from None
-    cfg = parse(raw, secret, paths)
-    return fleet_member.keep(cfg, member) if member else cfg
+    return from_raw(raw, secret, pulumi.get_stack())

@@ -76,7 +76,7 @@ def take(raw: Mapping[str, Any]) -> tuple[dict[str, Any], FleetMember | None]:
 def keep(cfg: Any, member: FleetMember) -> Any:
     """The validated StackConfig with the member's target alone (every other kind's list empty)."""
     kind = next(k for k in KINDS if k.key == member.kind)
-    targets = getattr(cfg, kind.field)
+    targets = cfg.targets(kind)
     mine = [t for t in targets if t.name == member.name]
     if not mine:
         names = ", ".join(t.name for t in targets) or "none"

@@ -36,6 +36,7 @@ from ml_diagnostics.rules.in_cluster import (
     WorkloadNamespaceSpec,
 )
 from program.config_base import secret_inputs
+from program.kinds.base import Costly
 
 if TYPE_CHECKING:
     from ml_diagnostics.args import InClusterArgs, VerifyRbacArgs
@@ -146,3 +147,20 @@ def in_cluster_args(s: InClusterSettings) -> InClusterArgs:
     if rb.enabled:
         out["verify_rbac"] = rb.to_args()
     return out  # type: ignore[return-value]
+
+
+# What runs in a cluster, for the offline diff (both cluster kinds carry these in their entries): deleting a
+# namespace the program creates deletes everything in it; a Helm release is replaced when its name or
+# namespace changes.
+NAMESPACE_PARENTS = ("mldiag:index:WorkloadOptIn", "mldiag:index:Diagon", "mldiag:index:MlDiagnosticsManual")
+COSTLY = (
+    Costly(
+        "kubernetes:core/v1:Namespace",
+        "namespace",
+        "namespaces",
+        parents=NAMESPACE_PARENTS,
+        name_path="metadata.name",
+    ),
+)
+# Helm v3 Release: helm_release.go forceNewFields.
+FORCE_NEW: dict[str, tuple[str, ...]] = {"kubernetes:helm.sh/v3:Release": ("name", "namespace")}

@@ -168,7 +168,7 @@ def _shaped(model, depth: int = 0):
 )
 @given(st.data())
 def test_fuzz_shaped_targets_only_ever_raise_config_error(data):
-    from program.config import StackConfig
+    from program.config import StackModel as StackConfig
 
     kinds = {f.alias: f for f in StackConfig.model_fields.values()}
     raw = {f"{NS}:environment": data.draw(st.sampled_from(["dev", "prod", "qa"]))}

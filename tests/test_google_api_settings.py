@@ -8,7 +8,7 @@ import pytest
 
 from ml_diagnostics.google_api import rest_inputs
 from program import config
-from program.google_api import GoogleApiSettings, TargetGoogleApi, is_loopback_url
+from program.clouds.google import GoogleApiSettings, TargetGoogleApi, is_loopback_url
 
 NS = "ml-diagnostics"
 SA = "deployer@acme-ml.iam.gserviceaccount.com"

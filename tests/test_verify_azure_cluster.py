@@ -17,10 +17,11 @@ from dev.fakes import k8s_api
 from dev.fakes.arm_api import FakeArm
 from dev.fakes.k8s_api import FakeKubeApi
 from ml_diagnostics.verify_rbac import azure_verify_rules
+from program.clouds.azure import AZURE
+from program.clouds.azure_client import Arm
 from program.config import parse
 from program.kinds.azure_ml.model import AzureMlTarget
-from program.verify.azure import Arm
-from program.verify.azure_cluster import HEALTHCHECK_CODES, expected_components
+from program.kinds.azure_ml.verify_cluster import HEALTHCHECK_CODES, expected_components
 from program.verify.context import VerifyContext
 from program.verify.result import TargetResult
 from tests.fixtures.verify import checks, kubeconfig, run_verify, stack_file
@@ -345,11 +346,12 @@ def test_an_arc_cluster_is_read_through_its_kubeconfig_secret(kube: FakeKubeApi,
     result = TargetResult("azureMl", "ml")
     from program.kinds.azure_ml.verify import verify as verify_target
 
-    verify_target(t, VerifyContext(cfg, arm_endpoint=arm.url), result)
+    ctx = VerifyContext(cfg, {"arm_endpoint": arm.url})
+    verify_target(t, ctx, result)
     got = {c.name: c.ok for c in result.checks}
     assert got["azureml.pods"] is True and "relayserver" in expected_components(t)
     assert "azureml.clash.ingress-class" not in got  # Arc: the extension brings no nginx ingress
-    assert isinstance(VerifyContext(cfg, arm_endpoint=arm.url).arm(), Arm)
+    assert isinstance(ctx.client(AZURE), Arm) and ctx.client(AZURE) is ctx.client(AZURE)
 
 
 def test_a_pinned_version_that_is_not_the_running_one_fails(

@@ -19,7 +19,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, SecretStr
 from pydantic_core import PydanticUndefined
 
-from program.config import StackConfig
+from program.config import StackModel as StackConfig
 
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "docs" / "configuration.md"

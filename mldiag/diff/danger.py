@@ -6,54 +6,31 @@ adopted-GKE flag resource turns managed ML diagnostics off when it goes. Only th
 creates to hold workloads count (workload opt-in, Diagon, gke-mldiagnostics): a NamespacePatch only labels
 a namespace someone else owns.
 
-One entry per kind; `classify` is the only place that reads the table.
+The types are the kinds' own (each entry of program/kinds declares its `costly`); `classify` is the only
+place that reads them.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from mldiag.diff.inputs import flatten
 from mldiag.diff.rules import unversioned
+from program.kinds.base import Costly
 
 
-@dataclass(frozen=True)
-class Costly:
-    type: str
-    """Type token, API version left out (azure-native's `module/v20230501` matches `module`)."""
-    one: str
-    many: str
-    parents: tuple[str, ...] = ()
-    """Only resources whose parent component has one of these types (none: every resource of the type)."""
-    name_path: str = ""
-    """The input that names it for a reviewer (a namespace's `metadata.name`); default: the resource name."""
+def _costly() -> tuple[Costly, ...]:
+    """Every kind's costly types (program/kinds: each entry declares its own), each once: a kind's own
+    first, in its entry's order, then those several kinds share (the in-cluster namespaces), so the headline
+    names a cloud resource before a namespace."""
+    from program.kinds.table import KINDS
+
+    declared = [c for kind in KINDS for c in kind.costly]
+    unique = list(dict.fromkeys(declared))
+    return tuple(sorted(unique, key=lambda c: declared.count(c) > 1))
 
 
-NAMESPACE_PARENTS = ("mldiag:index:WorkloadOptIn", "mldiag:index:Diagon", "mldiag:index:MlDiagnosticsManual")
-
-DANGEROUS: tuple[Costly, ...] = (
-    Costly("gcp:container/cluster:Cluster", "GKE cluster", "GKE clusters"),
-    Costly("gcp:container/nodePool:NodePool", "node pool", "node pools"),
-    Costly("azure-native:kubernetesconfiguration:Extension", "Azure ML extension", "Azure ML extensions"),
-    Costly(
-        "pulumi-python:dynamic/vertexai:ModelDevelopmentCluster",
-        "Model Development Cluster",
-        "Model Development Clusters",
-    ),
-    Costly(
-        "pulumi-python:dynamic/gke:ManagedMlDiagnostics",
-        "GKE ML diagnostics flag",
-        "GKE ML diagnostics flags",
-    ),
-    Costly(
-        "kubernetes:core/v1:Namespace",
-        "namespace",
-        "namespaces",
-        parents=NAMESPACE_PARENTS,
-        name_path="metadata.name",
-    ),
-)
+DANGEROUS: tuple[Costly, ...] = _costly()
 DANGER_ACTIONS = ("replace", "delete")
 
 _BY_TYPE: dict[str, list[Costly]] = {}

@@ -43,36 +43,19 @@ _K8S_FORCE_NEW: dict[str, tuple[str, ...]] = {
     "storage.k8s.io/v1:StorageClass": ("parameters", "provisioner"),
 }
 
-# Other providers, by exact type token. Helm v3 Release: helm_release.go forceNewFields. Azure native:
-# the ARM path parameters (the resource id) and location cannot change in place. GCP: the resource's
-# identity in the API path (Terraform ForceNew).
-FORCE_NEW_BY_TYPE: dict[str, tuple[str, ...]] = {
-    "kubernetes:helm.sh/v3:Release": ("name", "namespace"),
-    "azure-native:kubernetesconfiguration:Extension": (
-        "resourceGroupName",
-        "clusterRp",
-        "clusterResourceName",
-        "clusterName",
-        "extensionName",
-    ),
-    "azure-native:relay:Namespace": ("resourceGroupName", "namespaceName", "location"),
-    "azure-native:relay:HybridConnection": ("resourceGroupName", "namespaceName", "hybridConnectionName"),
-    "azure-native:relay:HybridConnectionAuthorizationRule": (
-        "resourceGroupName",
-        "namespaceName",
-        "hybridConnectionName",
-        "authorizationRuleName",
-    ),
-    "azure-native:relay:NamespaceAuthorizationRule": (
-        "resourceGroupName",
-        "namespaceName",
-        "authorizationRuleName",
-    ),
-    "azure-native:containerservice:ManagedCluster": ("resourceGroupName", "resourceName", "location"),
-    "azure-native:resources:ResourceGroup": ("resourceGroupName", "location"),
-    "gcp:container/cluster:Cluster": ("name", "project", "location"),
-    "gcp:container/nodePool:NodePool": ("name", "project", "location", "cluster"),
-}
+
+def _force_new_by_type() -> dict[str, tuple[str, ...]]:
+    """Other providers' force-new input paths by exact type token: each kind's entry declares those of the
+    resources it makes (program/kinds/<kind>/__init__.py `force_new`)."""
+    from program.kinds.table import KINDS
+
+    out: dict[str, tuple[str, ...]] = {}
+    for kind in KINDS:
+        out.update(kind.force_new)
+    return out
+
+
+FORCE_NEW_BY_TYPE: dict[str, tuple[str, ...]] = _force_new_by_type()
 
 # Module-level names a dynamic provider module may use to declare its force-new input paths.
 DYNAMIC_RULE_NAMES = (

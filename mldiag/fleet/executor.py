@@ -291,8 +291,7 @@ class AutomationExecutor:
         """The member's validated config (its one target), with secrets as the Pulumi CLI decrypts them."""
         from pulumi import automation as auto
 
-        from program import fleet_member
-        from program.config import ConfigError, parse
+        from program.config import ConfigError, from_raw
 
         name = self.plan.qualified(member.stack)
         with self._lock:
@@ -308,9 +307,7 @@ class AutomationExecutor:
         raw = {k: v.value for k, v in values.items()}
         secret_keys = [k for k, v in values.items() if v.secret]
         try:
-            raw, who = fleet_member.take(raw)
-            cfg = parse(raw, secret_keys, self.workspaces.env_file.secret_paths)
-            cfg = fleet_member.keep(cfg, who) if who else cfg
+            cfg = from_raw(raw, secret_keys, name, self.workspaces.env_file.secret_paths)
         except ConfigError as e:
             raise StackUnavailable(f"the config of {name} is invalid: {e}") from None
         with self._lock:
@@ -319,15 +316,12 @@ class AutomationExecutor:
 
     def check(self, member: Member) -> Check:
         from mldiag.verify import report
-        from mldiag.verify.cli import Options, run_once
-        from program.verify.azure import ARM_ENDPOINT
+        from mldiag.verify.cli import default_options, run_once
         from program.verify.result import Unreachable
 
         cfg = self.member_config(member)
-        opts = Options()
-        opts.log_lines, opts.arm_endpoint = 500, ARM_ENDPOINT
         try:
-            results = run_once(cfg, opts)
+            results = run_once(cfg, default_options())
         except Unreachable as e:
             return Check(False, unreachable=str(e))
         unreachable = "; ".join(f"{r.label}: {r.unreachable}" for r in results if r.unreachable)

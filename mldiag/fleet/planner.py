@@ -150,7 +150,7 @@ def environment_stack_file(project_dir: Path, stack: str) -> Path:
 
 def read_environment(project_dir: Path, stack: str) -> tuple[str, list[EnvTarget], dict[str, Any]]:
     """(its `environment`, its targets in the program's order, the stack file's config as written)."""
-    from program.config import ConfigError, parse
+    from program.config import ConfigError, from_raw
     from program.fleet_member import KEY as MEMBER_KEY
     from program.kinds.table import KINDS
 
@@ -165,13 +165,13 @@ def read_environment(project_dir: Path, stack: str) -> tuple[str, list[EnvTarget
             f"{path}: {MEMBER_KEY} is set: that is a fleet member's key, not an environment's"
         )
     try:
-        cfg = parse(raw, secret_keys)
+        cfg = from_raw(raw, secret_keys, stack)
     except ConfigError as e:
         raise EnvironmentError(f"{path}: {e}") from None
     targets = []
     for kind in KINDS:
         entries = written.get(f"{NAMESPACE}:{kind.key}") or []
-        for i, t in enumerate(getattr(cfg, kind.field)):
+        for i, t in enumerate(cfg.targets(kind)):
             targets.append(EnvTarget(kind.key, t.name, kind.prefix, entries[i] if i < len(entries) else None))
     return str(cfg.environment), targets, written
 

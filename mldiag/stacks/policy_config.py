@@ -23,15 +23,16 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from mldiag.exit_codes import Exit
 from mldiag.plan.common import PROJECT, ROOT
 from policies.mldiag_policy.levels import ENVIRONMENTS
+from program import stack_file as stack_file_reader
+from program.stack_file import StackFileError
 
 CONFIG_DIR = ROOT / "policies" / "config"
 ENVIRONMENTS_DIR = CONFIG_DIR / "environments"
 STACKS_DIR = ROOT / "stacks"
-EXIT_OK, EXIT_BAD_INPUT = 0, 2
+EXIT_OK, EXIT_BAD_INPUT = Exit.OK, Exit.INVALID
 
 
 class PolicyConfigInputError(Exception):
@@ -83,10 +84,9 @@ def merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
 
 def stack_environment(stack_file: Path) -> str:
     try:
-        doc = yaml.safe_load(stack_file.read_text()) or {}
-    except (OSError, yaml.YAMLError) as e:
-        raise PolicyConfigInputError(f"{stack_file}: cannot read it ({type(e).__name__})") from None
-    env = (doc.get("config") or {}).get(f"{PROJECT}:environment")
+        env = stack_file_reader.read(stack_file, PROJECT).config.get(f"{PROJECT}:environment")
+    except StackFileError as e:
+        raise PolicyConfigInputError(str(e)) from None
     if not isinstance(env, str):
         raise PolicyConfigInputError(
             f"{stack_file}: {PROJECT}:environment is not set; allowed: dev, staging, prod"

@@ -32,14 +32,13 @@ class StackConfigUnavailable(Exception):
 def read_config(
     stack: str, config_file: Path | None, pulumi_stack: str | None, project: Path | None = None
 ) -> StackConfig:
-    """The stack config through `program.config.load()`, fed as `mldiag plan` feeds it.
+    """The stack config (`program.config.from_raw`, the program's one route), from the stack file or the
+    Pulumi CLI.
 
     From the stack file, `secure:` values become placeholders (secrets are not needed to verify, except a
     kubeconfig: see `--pulumi-stack`). With `pulumi_stack`, the Pulumi CLI reads the stack's config with
     its secrets decrypted (`pulumi config --json --show-secrets`); the values stay in memory.
     """
-    from pulumi.runtime import config as runtime_config
-
     from mldiag.plan.cli import StackFileError, read_stack_file
     from program import config as stack_config
 
@@ -50,12 +49,7 @@ def read_config(
             raw, secret_keys = read_stack_file(config_file or ROOT / "stacks" / f"Pulumi.{stack}.yaml")
         except StackFileError as e:
             raise StackConfigUnavailable(str(e)) from None
-    encoded = {k: v if isinstance(v, str) else json.dumps(v) for k, v in raw.items()}
-    runtime_config.set_all_config(encoded, list(secret_keys))
-    try:
-        return stack_config.load()
-    finally:
-        runtime_config.set_all_config({}, [])
+    return stack_config.from_raw(raw, list(secret_keys), stack)
 
 
 def pulumi_cli_config(pulumi_stack: str, project: Path = ROOT) -> tuple[dict[str, Any], list[str]]:
@@ -90,19 +84,31 @@ class Options(argparse.Namespace):
     wait: float
     interval: float
     log_lines: int
-    arm_endpoint: str
 
 
-def run_once(cfg: StackConfig, opts: Options) -> list[TargetResult]:
+def cloud_options() -> list[Any]:
+    """Each cloud's options (program/clouds), once, from the table of kinds."""
+    from program.clouds import clouds_of
+    from program.kinds.table import KINDS
+
+    return [o for cloud in clouds_of(KINDS) for o in cloud.options]
+
+
+def default_options() -> dict[str, Any]:
+    """Verify's options at their defaults (the fleet gates run verify so)."""
+    return {"log_lines": 500, **{o.dest: o.default for o in cloud_options()}}
+
+
+def run_once(cfg: StackConfig, options: dict[str, Any]) -> list[TargetResult]:
     """Every target's checks, kind by kind in the table's order; an unreachable target is reported, not raised."""
     from program.kinds.table import KINDS
     from program.verify.context import VerifyContext
 
-    ctx = VerifyContext(cfg, log_lines=opts.log_lines, arm_endpoint=opts.arm_endpoint)
+    ctx = VerifyContext(cfg, options=options)
     results: list[TargetResult] = []
     for kind in KINDS:
         check = kind.verify.load()
-        for target in getattr(cfg, kind.field):
+        for target in cfg.targets(kind):
             result = TargetResult(kind.key, target.name)
             results.append(result)
             try:
@@ -133,9 +139,8 @@ def parse_args(argv: list[str] | None) -> Options:
     p.add_argument("--wait", type=float, default=0.0, metavar="SECONDS", help="poll until every check passes")
     p.add_argument("--interval", type=float, default=10.0, metavar="SECONDS", help="pause between polls")
     p.add_argument("--log-lines", type=int, default=500, help="recent log lines read per Diagon pod")
-    p.add_argument(
-        "--arm-endpoint", default="https://management.azure.com", help="Azure Resource Manager URL"
-    )
+    for option in cloud_options():
+        p.add_argument(option.flag, dest=option.dest, default=option.default, help=option.help)
     return p.parse_args(argv, namespace=Options())
 
 
@@ -148,7 +153,9 @@ def main(argv: list[str] | None = None) -> int:
         return report.EXIT_CONFIG
     start = time.monotonic()
     while True:
-        results = run_once(cfg, opts)
+        results = run_once(
+            cfg, {**default_options(), **{k: v for k, v in vars(opts).items() if k in default_options()}}
+        )
         code = report.exit_code(results)
         left = opts.wait - (time.monotonic() - start)
         if code == report.EXIT_OK or left <= 0:

@@ -1,41 +1,46 @@
-"""What a target kind is: one entry of the table in `program/kinds/__init__.py`.
+"""What a target kind is: one entry of the table in `program/kinds/table.py`.
 
-Everything the program, the cross-target checks, verify and the offline plan need to know about a kind is
-declared once, in its entry. Entries name their heavier parts (the component factory, the verify checks,
-the offline plan's mock answers) as `Lazy` references, so validating a stack file imports no cloud SDK.
+Everything the program, the cross-target checks, verify, the offline plan and its diff need to know about a
+kind is declared once, in its entry: its config model, its cloud (program/clouds: stack-level settings,
+verify's client and options), its component, its costly and force-new resource types, its checks. Entries
+name their heavier parts (the component factory, the verify checks, the offline plan's mock answers) as
+`Lazy` references, so validating a stack file imports no cloud SDK.
 """
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+from program.clouds import Cloud
+from program.lazy import Lazy
 
 if TYPE_CHECKING:
     import pulumi
 
     from program.config_base import TargetBase
-    from program.google_api import GoogleApiSettings
     from program.previous_deployment import PreviousDeployment
+
+__all__ = ["BuildContext", "Claim", "Costly", "Lazy", "TargetKind"]
 
 # (identity of the physical resource, what it is, key path relative to the kind's list entry)
 Claim = tuple[tuple[Any, ...], str, str]
+T = TypeVar("T", bound="TargetBase")
 
 
 @dataclass(frozen=True)
-class Lazy:
-    """`module:attribute` (or a whole `module`), imported on first use."""
+class Costly:
+    """A resource type whose replacement or deletion costs most: the offline diff's headline names each one."""
 
-    ref: str
-
-    def load(self) -> Any:
-        module, _, attr = self.ref.partition(":")
-        loaded = importlib.import_module(module)
-        return getattr(loaded, attr) if attr else loaded
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return self.load()(*args, **kwargs)
+    type: str
+    """Type token, API version left out (azure-native's `module/v20230501` matches `module`)."""
+    one: str
+    many: str
+    parents: tuple[str, ...] = ()
+    """Only resources whose parent component has one of these types (none: every resource of the type)."""
+    name_path: str = ""
+    """The input that names it for a reviewer (a namespace's `metadata.name`); default: the resource name."""
 
 
 @dataclass
@@ -43,18 +48,22 @@ class BuildContext:
     """What a component factory gets besides its target: the stack's settings and shared readers."""
 
     environment: str
-    google_api: GoogleApiSettings
+    settings: Mapping[str, Any]
+    """A cloud's name -> the stack's settings of that cloud (`googleApi`)."""
     previous: PreviousDeployment
     pending_steps: list[pulumi.Output[str | None]] = field(default_factory=list)
 
+    def settings_of(self, cloud: Cloud) -> Any:
+        return self.settings[cloud.name]
+
 
 @dataclass(frozen=True)
-class TargetKind:
+class TargetKind(Generic[T]):
     key: str
     """The stack config key (`ml-diagnostics:<key>`): a list of targets."""
     field: str
     """The StackConfig attribute holding the list."""
-    model: type[TargetBase]
+    model: type[T]
     """The config model of one target."""
     description: str
     """One line for the config reference."""
@@ -62,14 +71,20 @@ class TargetKind:
     """Component name prefix: the target's component is `<prefix>-<name>` (renames alias it)."""
     export: str
     """Stack output key prefix: `<export>:<name>`."""
+    cloud: Cloud
+    """The cloud its targets are on (program/clouds)."""
+    component: str
+    """The type token of the component a target builds (verify finds it by that in a stack's state)."""
     build: Lazy
     """(target, BuildContext) -> the stack output of the target, after registering its component."""
     verify: Lazy
-    """(target, StackConfig, TargetResult, verify options) -> None: read-only post-deploy checks."""
+    """(target, VerifyContext, TargetResult) -> None: read-only post-deploy checks."""
     mock_answers: Lazy
     """The offline plan's answers: {"invokes": {token: fn(args)}, "outputs": {type: fn(name, inputs)}}."""
-    policy_defaults: Mapping[str, Mapping[str, Any]]
-    """Policy pack levels of this kind's rules by environment: {environment: {rule: level or settings}}."""
+    costly: tuple[Costly, ...] = ()
+    """The resource types of this kind whose replacement or deletion the offline diff puts first."""
+    force_new: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    """Type token -> the input paths whose change replaces the resource (its provider's force-new fields)."""
     claims: Callable[[Any], list[Claim]] = lambda target: []
     """The physical resources a target manages (two targets may not manage one)."""
     generated_names: Callable[[Any], list[tuple[str, str]]] = lambda target: []
@@ -78,12 +93,3 @@ class TargetKind:
     """(relative key path, problem) of a target that depend on the stack's environment (e.g. sizing)."""
     verify_label: str = ""
     """How verify reports name the kind (default: the key)."""
-
-
-def merge_defaults(*parts: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
-    """Policy defaults of several sources, environment by environment (later ones win per rule)."""
-    out: dict[str, dict[str, Any]] = {}
-    for part in parts:
-        for env, rules in part.items():
-            out.setdefault(env, {}).update(rules)
-    return out

@@ -2,7 +2,7 @@
 and listed here.
 
 The program (`__main__.py`), the stack config (`program.config.StackConfig`), the cross-target checks,
-verify, the offline plan's mock answers and the policy configs all read this table. The order is the order
+verify, the offline plan's mock answers and its diff all read this table. The order is the order
 targets are built in. README "Add a target kind" says what a new entry needs.
 """
 
@@ -13,7 +13,5 @@ from program.kinds.base import BuildContext, Lazy, TargetKind
 
 KINDS: tuple[TargetKind, ...] = (kubernetes.KIND, gke.KIND, azure_ml.KIND, model_development.KIND)
 BY_KEY = {k.key: k for k in KINDS}
-# The policy pack's level of every rule no entry names, by environment (`all` of the pack config).
-POLICY_BASE_LEVELS = {"dev": "advisory", "staging": "mandatory", "prod": "mandatory"}
 
-__all__ = ["BY_KEY", "KINDS", "POLICY_BASE_LEVELS", "BuildContext", "Lazy", "TargetKind"]
+__all__ = ["BY_KEY", "KINDS", "BuildContext", "Lazy", "TargetKind"]

@@ -1,25 +1,35 @@
-"""What a kind's verify checks get besides their target: the stack config and the run's settings."""
+"""What a kind's verify checks get besides their target: the stack config, the run's options, and one
+client per cloud (program/clouds: each cloud's entry says how its client is made)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
 
+from program.clouds import Cloud
+
 
 @dataclass
 class VerifyContext:
     cfg: Any
     """The validated StackConfig."""
-    log_lines: int = 500
-    """Recent log lines read per Diagon pod."""
-    arm_endpoint: str = "https://management.azure.com"
-    """Azure Resource Manager URL."""
+    options: dict[str, Any] = field(default_factory=dict)
+    """Verify's options: `log_lines`, and each cloud's (program/clouds: `arm_endpoint`)."""
     _clients: dict[str, Any] = field(default_factory=dict)
 
-    def arm(self) -> Any:
-        """One ARM client for the whole run."""
-        if "arm" not in self._clients:
-            from program.verify.azure import Arm
+    @property
+    def log_lines(self) -> int:
+        """Recent log lines read per Diagon pod."""
+        return int(self.options.get("log_lines", 500))
 
-            self._clients["arm"] = Arm(self.arm_endpoint)
-        return self._clients["arm"]
+    def settings(self, cloud: Cloud) -> Any:
+        """The stack's settings of a cloud (None when the cloud has none)."""
+        return self.cfg.settings(cloud) if cloud.settings is not None else None
+
+    def client(self, cloud: Cloud) -> Any:
+        """The cloud's client, one for the whole run."""
+        if cloud.name not in self._clients:
+            if cloud.client is None:
+                raise LookupError(f"the {cloud.name} cloud has no client of its own")
+            self._clients[cloud.name] = cloud.client(self.settings(cloud), self.options)
+        return self._clients[cloud.name]

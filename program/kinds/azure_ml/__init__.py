@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from program.clouds.azure import AZURE
 from program.kinds.azure_ml.model import AzureMlTarget
-from program.kinds.base import Claim, Lazy, TargetKind
+from program.kinds.base import Claim, Costly, Lazy, TargetKind
 
 
 def claims(t: AzureMlTarget) -> list[Claim]:
@@ -31,7 +32,36 @@ KIND = TargetKind(
     build=Lazy("program.kinds.azure_ml.build:build"),
     verify=Lazy("program.kinds.azure_ml.verify:verify"),
     mock_answers=Lazy("program.kinds.azure_ml.mocks"),
-    policy_defaults={},  # the policy pack declares every rule's levels (policies/mldiag_policy/levels.py)
+    cloud=AZURE,
+    component="mldiag:index:AzureMlExtension",
+    costly=(
+        Costly("azure-native:kubernetesconfiguration:Extension", "Azure ML extension", "Azure ML extensions"),
+    ),
+    # The ARM path parameters (the resource id) and location cannot change in place.
+    force_new={
+        "azure-native:kubernetesconfiguration:Extension": (
+            "resourceGroupName",
+            "clusterRp",
+            "clusterResourceName",
+            "clusterName",
+            "extensionName",
+        ),
+        "azure-native:relay:Namespace": ("resourceGroupName", "namespaceName", "location"),
+        "azure-native:relay:HybridConnection": ("resourceGroupName", "namespaceName", "hybridConnectionName"),
+        "azure-native:relay:HybridConnectionAuthorizationRule": (
+            "resourceGroupName",
+            "namespaceName",
+            "hybridConnectionName",
+            "authorizationRuleName",
+        ),
+        "azure-native:relay:NamespaceAuthorizationRule": (
+            "resourceGroupName",
+            "namespaceName",
+            "authorizationRuleName",
+        ),
+        "azure-native:containerservice:ManagedCluster": ("resourceGroupName", "resourceName", "location"),
+        "azure-native:resources:ResourceGroup": ("resourceGroupName", "location"),
+    },
     claims=claims,
     preflight=Lazy("program.kinds.azure_ml.preflight:sizing_problems"),
 )

@@ -1,17 +1,18 @@
 """Verify checks of an azureMl target: the extension (and Arc relay) as ARM reports them, then, with
-verifyAccess, what the extension reports and runs inside the cluster (program/verify/azure_cluster.py)."""
+verifyAccess, what the extension reports and runs inside the cluster (verify_cluster.py)."""
 
 from __future__ import annotations
 
+from program.clouds.azure import AZURE
 from program.config_base import is_placeholder
 from program.kinds.azure_ml.model import AzureMlTarget
-from program.verify.azure import aks_user_kubeconfig, check_extension
+from program.kinds.azure_ml.verify_arm import aks_user_kubeconfig, check_extension
 from program.verify.context import VerifyContext
 from program.verify.result import TargetResult, Unreachable
 
 
 def verify(target: AzureMlTarget, ctx: VerifyContext, result: TargetResult) -> None:
-    arm = ctx.arm()
+    arm = ctx.client(AZURE)
     state = check_extension(target, arm, result)
     access = target.verify_access
     if access is None:
@@ -31,7 +32,7 @@ def verify(target: AzureMlTarget, ctx: VerifyContext, result: TargetResult) -> N
             )
     else:
         kubeconfig = aks_user_kubeconfig(target, arm)
-    from program.verify.azure_cluster import check_in_cluster
+    from program.kinds.azure_ml.verify_cluster import check_in_cluster
     from program.verify.kube import kube_client, probe
 
     api = kube_client(kubeconfig, access.context)

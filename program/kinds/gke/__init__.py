@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from program.kinds.base import Claim, Lazy, TargetKind
+from program import in_cluster
+from program.clouds.google import GOOGLE
+from program.kinds.base import Claim, Costly, Lazy, TargetKind
 from program.kinds.gke.model import GkeClusterTarget
 
 
@@ -33,7 +35,24 @@ KIND = TargetKind(
     build=Lazy("program.kinds.gke.build:build"),
     verify=Lazy("program.kinds.gke.verify:verify"),
     mock_answers=Lazy("program.kinds.gke.mocks"),
-    policy_defaults={},  # the policy pack declares every rule's levels (policies/mldiag_policy/levels.py)
+    cloud=GOOGLE,
+    component="mldiag:index:GkeCluster",
+    costly=(
+        Costly("gcp:container/cluster:Cluster", "GKE cluster", "GKE clusters"),
+        Costly("gcp:container/nodePool:NodePool", "node pool", "node pools"),
+        Costly(
+            "pulumi-python:dynamic/gke:ManagedMlDiagnostics",
+            "GKE ML diagnostics flag",
+            "GKE ML diagnostics flags",
+        ),
+        *in_cluster.COSTLY,
+    ),
+    # The resource's identity in the API path (Terraform ForceNew).
+    force_new={
+        "gcp:container/cluster:Cluster": ("name", "project", "location"),
+        "gcp:container/nodePool:NodePool": ("name", "project", "location", "cluster"),
+        **in_cluster.FORCE_NEW,
+    },
     claims=claims,
     generated_names=generated_names,
 )

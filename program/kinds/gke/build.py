@@ -6,6 +6,7 @@ from typing import Any
 
 from ml_diagnostics import lifecycle
 from ml_diagnostics.gke_cluster import GkeCluster, GkeClusterArgs
+from program.clouds.google import GOOGLE
 from program.in_cluster import in_cluster_args
 from program.kinds.base import BuildContext
 from program.kinds.gke.model import GkeClusterTarget, NodePool
@@ -32,7 +33,7 @@ def args(target: GkeClusterTarget, ctx: BuildContext) -> GkeClusterArgs:
         "cluster_name": t.gke_name,
         "mode": t.resolved_mode,
         "create": t.create,
-        "google_api": ctx.google_api.for_target(t.google_api).to_args(),
+        "google_api": ctx.settings_of(GOOGLE).for_target(t.google_api).to_args(),
     }
     if t.create:
         out.update(

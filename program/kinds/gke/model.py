@@ -38,8 +38,8 @@ from ml_diagnostics.rules.gke import (
     GkeNodePoolSpec,
     GkeTaintSpec,
 )
+from program.clouds.google import TargetGoogleApi
 from program.config_base import TargetBase
-from program.google_api import TargetGoogleApi
 from program.in_cluster import InClusterSettings
 
 __all__ = ["CREATE_ONLY", "NODE_POOL_LABEL", "GkeClusterTarget", "GuestAccelerator", "NodePool", "Taint"]

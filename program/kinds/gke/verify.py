@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+from ml_diagnostics import compat
 from ml_diagnostics.gke_cluster import gke_kubeconfig
+from program.clouds.google import GOOGLE, GoogleApiSettings
+from program.clouds.google_client import CONTAINER_ENDPOINT, get_once, rest_client
 from program.kinds.gke.model import GkeClusterTarget
 from program.verify.context import VerifyContext
-from program.verify.google import check_gke
 from program.verify.kube import check_in_cluster, kube_client
 from program.verify.result import TargetResult, Unreachable
 
 
 def verify(target: GkeClusterTarget, ctx: VerifyContext, result: TargetResult) -> None:
-    cluster = check_gke(target, ctx.cfg.google_api, result)
+    cluster = check_gke(target, ctx.settings(GOOGLE), result)
     if cluster is None:
         return
     endpoint = cluster.get("endpoint") or ""
@@ -20,3 +24,73 @@ def verify(target: GkeClusterTarget, ctx: VerifyContext, result: TargetResult) -
         raise Unreachable("the GKE API reports no endpoint for the cluster")
     text = gke_kubeconfig(target.project, target.location, target.gke_name, endpoint, ca)
     check_in_cluster(kube_client(text, None), result, target, target.resolved_mode, ctx.log_lines)
+
+
+def check_gke(
+    target: GkeClusterTarget, google_api: GoogleApiSettings, result: TargetResult
+) -> dict[str, Any] | None:
+    """Cluster status and the managed flag; returns the cluster (endpoint and CA for the in-cluster checks)."""
+    google_api = google_api.for_target(target.google_api)
+    path = f"projects/{target.project}/locations/{target.location}/clusters/{target.gke_name}"
+    client = rest_client(
+        google_api.endpoints.get("container"), CONTAINER_ENDPOINT, "v1", google_api, "container"
+    )
+    cluster = get_once(client, path, f"GKE cluster {path}")
+    if cluster is None:
+        result.add(
+            "gke.cluster",
+            False,
+            f"cluster {path} not found",
+            "check project, location and clusterName in the stack config; for create: true run `pulumi up`",
+        )
+        return None
+    status = cluster.get("status", "")
+    if status == "RUNNING":
+        result.add("gke.cluster", True, f"{path} RUNNING")
+    else:
+        message = cluster.get("statusMessage") or ""
+        busy = status in ("PROVISIONING", "RECONCILING", "STOPPING")
+        result.add(
+            "gke.cluster",
+            False,
+            f"{path} is {status}{f': {message}' if message else ''}",
+            "an operation is running (`gcloud container operations list`): rerun with --wait SECONDS"
+            if busy
+            else f"`gcloud container clusters describe {target.gke_name} --location {target.location}` and "
+            "`gcloud container operations list` show what failed; repair or recreate the failing node pool",
+        )
+
+    version = cluster.get("currentMasterVersion", "")
+    enabled = bool((cluster.get("managedMachineLearningDiagnosticsConfig") or {}).get("enabled", False))
+    mode = target.resolved_mode
+    if mode == "managed":
+        problems = []
+        try:
+            new_enough = compat.supports_managed(version)
+        except ValueError:
+            new_enough = False
+        if not new_enough:
+            problems.append(f"version {version or 'unknown'} is before {compat.MANAGED_MIN_VERSION}")
+        if not enabled:
+            problems.append("managed ML diagnostics is off")
+        if problems:
+            result.add(
+                "gke.managed",
+                False,
+                "; ".join(problems),
+                f"upgrade the control plane to {compat.MANAGED_MIN_VERSION} or later and run `pulumi up` (it turns "
+                "the flag on; right after a switch from manual this is the second update, see the stack output "
+                "pendingSteps); or set mode: manual",
+            )
+        else:
+            result.add("gke.managed", True, f"flag on, version {version} >= {compat.MANAGED_MIN_VERSION}")
+    elif enabled:
+        result.add(
+            "gke.managed",
+            False,
+            "managed ML diagnostics is on while the stack installs the manual releases (two webhooks)",
+            "run `pulumi up` (it turns the flag off for mode manual), or set mode: managed / auto",
+        )
+    else:
+        result.add("gke.managed", True, f"flag off (manual install), version {version}")
+    return cluster

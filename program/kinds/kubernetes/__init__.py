@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import hashlib
 
+from program import in_cluster
+from program.clouds.kubernetes import KUBERNETES
 from program.kinds.base import Claim, Lazy, TargetKind
 from program.kinds.kubernetes.model import KubernetesClusterTarget
 
@@ -43,7 +45,10 @@ KIND = TargetKind(
     build=Lazy("program.kinds.kubernetes.build:build"),
     verify=Lazy("program.kinds.kubernetes.verify:verify"),
     mock_answers=Lazy("program.kinds.kubernetes.mocks"),
-    policy_defaults={},  # the policy pack declares every rule's levels (policies/mldiag_policy/levels.py)
+    cloud=KUBERNETES,
+    component="mldiag:index:KubernetesCluster",
+    costly=in_cluster.COSTLY,
+    force_new=in_cluster.FORCE_NEW,
     claims=claims,
     generated_names=generated_names,
 )

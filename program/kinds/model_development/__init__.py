@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from program.kinds.base import Claim, Lazy, TargetKind
+from program.clouds.google import GOOGLE
+from program.kinds.base import Claim, Costly, Lazy, TargetKind
 from program.kinds.model_development.model import ModelDevelopmentClusterTarget
 
 
@@ -21,6 +22,14 @@ KIND = TargetKind(
     build=Lazy("program.kinds.model_development.build:build"),
     verify=Lazy("program.kinds.model_development.verify:verify"),
     mock_answers=Lazy("program.kinds.model_development.mocks"),
-    policy_defaults={},  # the policy pack declares every rule's levels (policies/mldiag_policy/levels.py)
+    cloud=GOOGLE,
+    component="mldiag:index:ModelDevelopmentCluster",
+    costly=(
+        Costly(
+            "pulumi-python:dynamic/vertexai:ModelDevelopmentCluster",
+            "Model Development Cluster",
+            "Model Development Clusters",
+        ),
+    ),
     claims=claims,
 )

@@ -6,6 +6,7 @@ from typing import Any
 
 from ml_diagnostics import lifecycle
 from ml_diagnostics.model_development import ModelDevelopmentCluster, ModelDevelopmentClusterArgs
+from program.clouds.google import GOOGLE
 from program.config_base import secret_inputs
 from program.kinds.base import BuildContext
 from program.kinds.model_development.model import ModelDevelopmentClusterTarget
@@ -17,7 +18,7 @@ def args(target: ModelDevelopmentClusterTarget, ctx: BuildContext) -> ModelDevel
         **secret_inputs(target.spec()),
         # Unset: PREVENT in prod (expensive and stateful), else DELETE.
         "deletion_policy": lifecycle.effective_policy(explicit, ctx.environment, expensive=True).value,
-        "google_api": ctx.google_api.for_target(target.google_api).to_args(),
+        "google_api": ctx.settings_of(GOOGLE).for_target(target.google_api).to_args(),
     }
     if target.adopt:
         out["adopt"] = True

@@ -11,8 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from ml_diagnostics.rules.model_development import DISPLAY_NAME_MAX, ModelDevelopmentClusterRules
+from program.clouds.google import TargetGoogleApi
 from program.config_base import TargetBase
-from program.google_api import TargetGoogleApi
 
 __all__ = ["DISPLAY_NAME_MAX", "ModelDevelopmentClusterTarget"]
 

@@ -26,6 +26,7 @@ from ml_diagnostics.rules.google_api import (
     TargetGoogleApiSpec,
 )
 from ml_diagnostics.specs.google_endpoints import is_loopback_url
+from program.clouds import Cloud, Settings
 
 if TYPE_CHECKING:
     from ml_diagnostics.google_api import GoogleApiArgs
@@ -63,3 +64,15 @@ class GoogleApiSettings(GoogleApiSpec):
         if self.retry is not None:
             out["retry"] = self.retry.model_dump()  # type: ignore[typeddict-item]
         return out
+
+
+GOOGLE = Cloud(
+    "google",
+    settings=Settings(
+        key="googleApi",
+        field="google_api",
+        model=GoogleApiSettings,
+        description="How the Google parts call Google: the gcp provider, the kubeconfig's auth plugin and the "
+        "REST clients of the GKE adopt and Model Development Cluster resources.",
+    ),
+)

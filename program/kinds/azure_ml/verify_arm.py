@@ -1,33 +1,16 @@
-"""Azure ML extension checks over ARM (GET only): the extension's provisioning state and, on Arc, the
-Azure Relay objects the extension talks through.
-
-Credentials: `azure.identity.DefaultAzureCredential` (environment, workload identity, managed identity,
-`az login`), the same identities the azure-native provider accepts; the token is never printed. An ARM
-endpoint on the loopback interface (a local fake) is called without a token.
-"""
+"""Checks of an azureMl target over ARM (GET only): the extension's provisioning state and, on Arc, the
+Azure Relay objects the extension talks through (the client: program/clouds/azure_client.py)."""
 
 from __future__ import annotations
 
 import base64
-import logging
 from typing import Any
 
-import requests
-
-from program.google_api import is_loopback_url
+from program.clouds.azure_client import Arm
 from program.kinds.azure_ml.model import AzureMlTarget
 from program.verify.result import TargetResult, Unreachable
 
-ARM_ENDPOINT = "https://management.azure.com"
-ARM_SCOPE = "https://management.azure.com/.default"
 EXTENSION_API = "2023-05-01"
-# What to set up when ARM cannot be asked: the chain DefaultAzureCredential walks, and the role it needs.
-CREDENTIAL_HINT = (
-    "set up a credential DefaultAzureCredential finds: `az login`; or AZURE_TENANT_ID and AZURE_CLIENT_ID with "
-    "AZURE_CLIENT_SECRET (a service principal) or AZURE_FEDERATED_TOKEN_FILE (workload identity, e.g. GitHub "
-    "OIDC or AKS); or a managed identity where verify runs"
-)
-ROLE_HINT = "the identity needs Reader on the cluster's resource group (and its relay namespace on Arc)"
 RELAY_API = "2021-11-01"
 AKS_API = "2024-05-01"
 _GUIDE = "how-to-troubleshoot-kubernetes-extension.md"
@@ -65,61 +48,6 @@ AKS_USER_HINT = (
     "verify's identity needs the Azure Kubernetes Service Cluster User Role on the cluster "
     "(Microsoft.ContainerService/managedClusters/listClusterUserCredential/action), or give verifyAccess.kubeconfig"
 )
-
-
-class Arm:
-    """Authenticated GETs against one ARM endpoint."""
-
-    def __init__(self, endpoint: str = ARM_ENDPOINT, session: requests.Session | None = None) -> None:
-        self.endpoint = endpoint.rstrip("/")
-        self.session = session or requests.Session()
-        self._anonymous = is_loopback_url(self.endpoint)
-        self._credential: Any = None
-
-    def _headers(self) -> dict[str, str]:
-        if self._anonymous:
-            return {}
-        if self._credential is None:
-            from azure.identity import DefaultAzureCredential
-
-            # Its per-credential warnings go to stderr; the failure is reported as the target's reason.
-            logging.getLogger("azure.identity").setLevel(logging.ERROR)
-            self._credential = DefaultAzureCredential(exclude_interactive_browser_credential=True)
-        try:
-            token = self._credential.get_token(ARM_SCOPE).token
-        except Exception as e:  # azure-identity raises its own types per credential kind
-            raise Unreachable(
-                f"no Azure credential: {type(e).__name__}: {str(e).splitlines()[0][:300]}. To fix: {CREDENTIAL_HINT}"
-            ) from None
-        return {"Authorization": f"Bearer {token}"}
-
-    def get(self, path: str, api_version: str) -> dict[str, Any] | None:
-        return self._call("GET", path, api_version)
-
-    def post(self, path: str, api_version: str) -> dict[str, Any] | None:
-        """An ARM action (e.g. listClusterUserCredential): POST without a body, a read for RBAC purposes."""
-        return self._call("POST", path, api_version)
-
-    def _call(self, method: str, path: str, api_version: str) -> dict[str, Any] | None:
-        url = f"{self.endpoint}{path}"
-        try:
-            resp = self.session.request(
-                method, url, params={"api-version": api_version}, headers=self._headers(), timeout=(5, 30)
-            )
-        except requests.RequestException as e:
-            raise Unreachable(f"ARM not reachable: {type(e).__name__}") from None
-        if resp.status_code == 404:
-            return None
-        if resp.status_code >= 400:
-            try:
-                err = resp.json().get("error") or {}
-            except ValueError:
-                err = {}
-            fix = {401: f" To fix: {CREDENTIAL_HINT}", 403: f" To fix: {ROLE_HINT}"}.get(resp.status_code, "")
-            raise Unreachable(
-                f"ARM {method} {path}: HTTP {resp.status_code} {err.get('code', '')}: {err.get('message', resp.reason)}.{fix}"
-            )
-        return resp.json()
 
 
 def aks_user_kubeconfig(target: AzureMlTarget, arm: Arm) -> str:
