@@ -103,11 +103,11 @@ def test_one_shot_mode_leaves_the_collector_off_after_the_run() -> None:
 
     from mldiag.engine import runtime as plan_runtime
 
-    saved = plan_runtime.GC_MODE
+    saved = plan_runtime.gc_policy
     try:
         plan_runtime.one_shot()
         plan_runtime.run_config({"ml-diagnostics:environment": "dev"}, stack="dev")
         assert gc.isenabled() is False
     finally:
-        plan_runtime.GC_MODE = saved
+        plan_runtime.gc_policy = saved
         gc.enable()

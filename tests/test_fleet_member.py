@@ -19,7 +19,7 @@ from mldiag.plan.cli import plan_stack
 from mldiag.plan.common import ROOT
 from program import fleet_member
 from program.config import ConfigError
-from program.kinds.table import BY_KEY
+from program.kinds.table import BY_KEY, KINDS
 
 PROD = planner.load(ROOT / "fleet" / "prod.yaml", ROOT)
 
@@ -111,8 +111,7 @@ def config_of(member: Any) -> dict[str, Any]:
             [
                 "ml-diagnostics:fleetMember.environmentStack: '../etc' is not a stack name (letters, digits, '_', "
                 "'.', '-'; at most 100)",
-                "ml-diagnostics:fleetMember.kind: must be one of kubernetesClusters, gkeClusters, azureMl, "
-                "modelDevelopmentClusters",
+                "ml-diagnostics:fleetMember.kind: must be one of " + ", ".join(k.key for k in KINDS),
                 "ml-diagnostics:fleetMember.name: 'Lab' is not allowed: must be 1-40 lowercase letters, digits and "
                 "'-', starting with a letter and not ending with '-'",
             ],

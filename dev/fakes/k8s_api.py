@@ -22,7 +22,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from dev.fakes.loopback import LoopbackServer
-from program.verify import helm
+from program.in_cluster import helm
 
 # (api prefix, plural) -> namespaced?
 KINDS = {

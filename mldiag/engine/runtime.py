@@ -14,6 +14,7 @@ import json
 import os
 import runpy
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
@@ -261,25 +262,41 @@ def _decode(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value)
 
 
-# How run_config treats the garbage collector during a run; `dev/bench/plan.py --gc` compares them.
-# disable: off, then on again (whatever collection comes next walks what the run allocated);
-# disable+collect: off, then one collection of generations 0-1 (what the run allocated) at its end;
-# enabled: as is; freeze: what is alive at the start (imports, the SDK) is out of the collector's reach
-# during the run; threshold: fewer young collections (generation 0 at 50,000 allocations, not 700).
-# off: off, and left off, for a process that plans once and ends with end_process() (one_shot()).
-# Measured with the collection a run still owes counted: disable and disable+collect tie within noise;
-# threshold is about 20% slower at 1,000 targets, freeze and enabled twice as slow. Inside a process that
-# goes on, the one pass cannot go: the SDK's object graph is cyclic garbage after a run (1.2 of 1.4 million
-# tracked objects at 300 targets). A one-shot command never pays it: the OS takes the heap back at once
-# (400 self-managed targets: 8.9 -> 6.0 s wall, the pass and the interpreter's teardown).
-GC_MODES = ("disable", "disable+collect", "enabled", "freeze", "threshold", "freeze+threshold", "off")
-GC_MODE = "disable+collect"  # pays that pass inside the run, where the plan's time is measured
+# How run_config treats the garbage collector during a run: the collector is off while the program runs,
+# then one collection of generations 0-1 (what the run allocated) at its end, inside the run, where the
+# plan's time is measured. Inside a process that goes on, that pass cannot go: the SDK's object graph is
+# cyclic garbage after a run (1.2 of 1.4 million tracked objects at 300 targets). A process that plans once
+# and ends with end_process() (one_shot()) never pays it: the collector stays off and the OS takes the heap
+# back at once (400 self-managed targets: 8.9 -> 6.0 s wall). `python -m dev.bench.plan --gc` compares
+# these against other treatments (it sets gc_policy).
+GcPolicy = Callable[[], Callable[[], None]]
+"""Applied as a run starts; returns what restores the collector as it ends."""
+
+
+def collect_after_run() -> Callable[[], None]:
+    enabled = gc.isenabled()
+    gc.disable()
+
+    def restore() -> None:
+        if enabled:
+            gc.enable()
+        gc.collect(1)  # the generations holding what the run allocated, not the caller's whole heap
+
+    return restore
+
+
+def collector_off() -> Callable[[], None]:
+    gc.disable()
+    return lambda: None
+
+
+gc_policy: GcPolicy = collect_after_run
 
 
 def one_shot() -> None:
     """For a process that plans one stack and then ends with `end_process`: the collector stays off."""
-    global GC_MODE
-    GC_MODE = "off"
+    global gc_policy
+    gc_policy = collector_off
 
 
 def end_process(code: int) -> NoReturn:
@@ -288,33 +305,6 @@ def end_process(code: int) -> NoReturn:
         with contextlib.suppress(OSError, ValueError):  # a closed pipe: nothing more reaches the reader
             stream.flush()
     os._exit(code)
-
-
-def _gc_for_run(mode: str) -> Any:
-    """Applies `mode` for one run; returns the function that restores the collector's state."""
-    if mode not in GC_MODES:
-        raise ValueError(f"GC_MODE {mode!r}: expected one of {', '.join(GC_MODES)}")
-    enabled, thresholds = gc.isenabled(), gc.get_threshold()
-    frozen = "freeze" in mode
-    if mode.startswith("disable") or mode == "off":
-        gc.disable()
-    if frozen:
-        gc.freeze()
-    if "threshold" in mode:
-        gc.set_threshold(50_000, thresholds[1], thresholds[2])
-
-    def restore() -> None:
-        if mode == "off":
-            return
-        gc.set_threshold(*thresholds)
-        if frozen:
-            gc.unfreeze()
-        if enabled:
-            gc.enable()
-        if mode == "disable+collect":
-            gc.collect(1)  # the generations holding what the run allocated, not the caller's whole heap
-
-    return restore
 
 
 def run_config(
@@ -351,7 +341,7 @@ def run_config(
         runpy.run_path(str(program), run_name="__main__")
 
     loop = _ensure_loop()
-    restore_gc = _gc_for_run(GC_MODE)
+    restore_gc = gc_policy()
     try:
         with sdk.without_stack_traces():
             sdk.run_to_completion(run_pulumi_func(body))

@@ -32,8 +32,8 @@ def verify(target: AzureMlTarget, ctx: VerifyContext, result: TargetResult) -> N
             )
     else:
         kubeconfig = aks_user_kubeconfig(target, arm)
+    from program.clouds.kubernetes_client import kube_client, probe
     from program.kinds.azure_ml.verify_cluster import check_in_cluster
-    from program.verify.kube import kube_client, probe
 
     api = kube_client(kubeconfig, access.context)
     try:

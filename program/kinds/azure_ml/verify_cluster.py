@@ -124,7 +124,7 @@ def expected_components(t: AzureMlTarget) -> list[str]:
 def check_in_cluster(t: AzureMlTarget, api: Any, result: TargetResult, extension_state: str) -> None:
     from kubernetes import client
 
-    from program.verify.kube import guarded
+    from program.clouds.kubernetes_client import guarded
 
     core = client.CoreV1Api(api)
     present: list[bool] = []

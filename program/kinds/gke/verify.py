@@ -8,9 +8,10 @@ from ml_diagnostics import compat
 from ml_diagnostics.gke_cluster import gke_kubeconfig
 from program.clouds.google import GOOGLE, GoogleApiSettings
 from program.clouds.google_client import CONTAINER_ENDPOINT, get_once, rest_client
+from program.clouds.kubernetes_client import kube_client
+from program.in_cluster.verify import check_in_cluster
 from program.kinds.gke.model import GkeClusterTarget
 from program.verify.context import VerifyContext
-from program.verify.kube import check_in_cluster, kube_client
 from program.verify.result import TargetResult, Unreachable
 
 

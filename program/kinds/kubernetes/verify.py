@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from program.clouds.kubernetes_client import kube_client
 from program.config_base import is_placeholder
+from program.in_cluster.verify import check_in_cluster
 from program.kinds.kubernetes.model import KubernetesClusterTarget
 from program.verify.context import VerifyContext
-from program.verify.kube import check_in_cluster, kube_client
 from program.verify.result import TargetResult, Unreachable
 
 

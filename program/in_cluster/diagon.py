@@ -8,7 +8,7 @@ from __future__ import annotations
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from program.in_cluster import DiagonSettings
+from ml_diagnostics.rules.in_cluster import DiagonSpec
 from program.verify.result import TargetResult
 
 DAEMON_NAME = "diagon-daemon"  # ml_diagnostics/diagon.py: DaemonSet, container and pod label `name`
@@ -101,7 +101,7 @@ def check(
     core: client.CoreV1Api,
     apps: client.AppsV1Api,
     result: TargetResult,
-    d: DiagonSettings,
+    d: DiagonSpec,
     *,
     log_lines: int,
     timeout: tuple[float, float],

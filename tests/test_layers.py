@@ -1,12 +1,13 @@
 """Every module imports alone, the layers point down only, and no two modules import each other.
 
 One fresh interpreter imports each module of components/ (the library `ml_diagnostics` and the old-path
-shims), program/, policies/ and tools/ with every project module dropped from `sys.modules` before it
+shims), program/, mldiag/, dev/ and policies/ with every project module dropped from `sys.modules` before it
 (third-party packages stay cached, which keeps this fast; the import order between project modules, where
 circles live, is the same as in a fresh process), and records which project modules each import pulled in.
+The modules' text is read too, so an import inside a function or under TYPE_CHECKING counts.
 
-    library ml_diagnostics  <-  program (config_base, validators -> kind models -> config; kinds' build/verify)
-                            <-  tools (plan, diff, verify, ...)          policies/: imports none of them
+    library ml_diagnostics  <-  program  <-  mldiag (the CLI)  <-  dev (tooling)  <-  tests
+    policies/ (the pack): imports none of them, and none imports it
 """
 
 from __future__ import annotations
@@ -113,19 +114,64 @@ COMPONENT_MODULES = {
 }
 
 
-def test_the_library_imports_nothing_of_the_program_the_pack_or_the_tools(imports):
-    for name in LIBRARY_MODULES:
-        assert {_top(m) for m in imports[name]["loaded"]} <= {"ml_diagnostics"}, name
+# Each layer and what it may import: itself and the layers before it. The old-path shims are the library's.
+LAYERS = ("ml_diagnostics", "program", "mldiag", "dev")
+PACK = "mldiag_policy"
 
 
-def test_the_program_imports_no_tool_and_no_pack(imports):
-    for name in (m for m in imports if _top(m) == "program"):
-        assert {_top(m) for m in imports[name]["loaded"]} <= {"program", "ml_diagnostics"}, name
+def _layer(m: str) -> str:
+    top = _top(m)
+    if top in ("__main__", "conftest"):  # the pack's entry point and its tests' conftest, in policies/
+        return PACK
+    return "ml_diagnostics" if top == "components" else top
 
 
-def test_the_pack_imports_nothing_else(imports):
-    for name in POLICY_MODULES:
-        assert {_top(m) for m in imports[name]["loaded"]} <= {"mldiag_policy"}, name
+def _allowed(m: str) -> set[str]:
+    layer = _layer(m)
+    return {PACK} if layer == PACK else set(LAYERS[: LAYERS.index(layer) + 1])
+
+
+@pytest.mark.parametrize("layer", [*LAYERS, PACK])
+def test_each_layer_imports_only_itself_and_those_below_it(imports, layer):
+    names = [m for m in imports if _layer(m) == layer]
+    assert names, layer
+    wrong = {
+        name: sorted(m for m in imports[name]["loaded"] if _layer(m) not in _allowed(name)) for name in names
+    }
+    assert {k: v for k, v in wrong.items() if v} == {}
+
+
+def test_no_module_text_imports_upward_or_the_tests():
+    """The static graph: lazy imports in functions and TYPE_CHECKING imports obey the layers too; and no
+    project module (the tests' fakes are dev's) imports anything of tests/."""
+    wrong = {
+        name: sorted(t for t in targets if _layer(t) not in _allowed(name))
+        for name, targets in _import_graph().items()
+    }
+    assert {k: v for k, v in wrong.items() if v} == {}
+    for path in [
+        p
+        for base in ("components", "program", "mldiag", "dev", "policies")
+        for p in (ROOT / base).rglob("*.py")
+    ]:
+        if "node_modules" in path.parts or "tests" in path.relative_to(ROOT).parts:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and not node.level:
+                assert _top(node.module or "") != "tests", path
+            elif isinstance(node, ast.Import):
+                assert all(_top(a.name) != "tests" for a in node.names), path
+
+
+def test_the_layer_rule_catches_an_upward_import():
+    """The rule the two tests apply refuses what it should: the library naming the program, the program the
+    CLI, the CLI dev's tooling, the pack anything of the project; and allows the downward ones."""
+    assert "program" not in _allowed("ml_diagnostics.gke_cluster")
+    assert "mldiag" not in _allowed("program.config")
+    assert "dev" not in _allowed("mldiag.plan.cli")
+    assert _allowed("mldiag_policy.pack") == {PACK}
+    assert {"ml_diagnostics", "program", "mldiag"} <= _allowed("dev.bench.plan")
+    assert _layer("components.providers.model_development_cluster") == "ml_diagnostics"
 
 
 def _module_files() -> dict[str, Path]:
@@ -215,8 +261,10 @@ def test_base_layer_imports_nothing_above_it(imports):
 
 
 def test_kind_models_and_the_stack_config_import_no_component(imports):
-    models = [m for m in imports if m.startswith("program.kinds.") and m.endswith(".model")]
-    assert len(models) == 4
+    from program.kinds.table import KINDS
+
+    models = sorted({k.model.__module__ for k in KINDS})
+    assert set(models) <= set(imports) and len(models) == len(KINDS)
     for name in [*models, "program.config", "program.kinds"]:
         loaded = set(imports[name]["loaded"])
         assert not loaded & COMPONENT_MODULES, name
