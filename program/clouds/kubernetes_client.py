@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 import urllib3
 import yaml
@@ -17,6 +17,27 @@ from program.verify.result import TargetResult, Unreachable
 
 TIMEOUT = (5, 30)
 RBAC_HINT = "apply the verify role (`verifyRbac: {enabled: true}`, README 'After `pulumi up`')"
+UNNAMED = "(unnamed)"
+
+
+class Object(Protocol):
+    """A Kubernetes API object as the client's models give it: its metadata may be absent."""
+
+    @property
+    def metadata(self) -> client.V1ObjectMeta | None: ...
+
+
+def name_of(obj: Object) -> str:
+    """The object's name; UNNAMED when the server sent none."""
+    return (obj.metadata.name if obj.metadata else None) or UNNAMED
+
+
+def labels_of(obj: Object) -> dict[str, str]:
+    return (obj.metadata.labels if obj.metadata else None) or {}
+
+
+def annotations_of(obj: Object) -> dict[str, str]:
+    return (obj.metadata.annotations if obj.metadata else None) or {}
 
 
 def probe(api: client.ApiClient) -> str:

@@ -9,6 +9,7 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from ml_diagnostics.rules.in_cluster import DiagonSpec
+from program.clouds.kubernetes_client import labels_of, name_of
 from program.verify.result import TargetResult
 
 DAEMON_NAME = "diagon-daemon"  # ml_diagnostics/diagon.py: DaemonSet, container and pod label `name`
@@ -49,7 +50,7 @@ def _pod_not_ready(pod: client.V1Pod) -> str | None:
         elif cs.state and cs.state.terminated:
             why = f"terminated: {cs.state.terminated.reason} (exit {cs.state.terminated.exit_code})"
     node = pod.spec.node_name if pod.spec else None
-    return f"{pod.metadata.name}{f' on {node}' if node else ''}: {why}"
+    return f"{name_of(pod)}{f' on {node}' if node else ''}: {why}"
 
 
 POD_SECURITY_ENFORCE = "pod-security.kubernetes.io/enforce"
@@ -65,7 +66,7 @@ def _admission(
         f"`kubectl label namespace {ns} {POD_SECURITY_ENFORCE}=privileged --overwrite` (a namespace the program "
         "creates, diagon.createNamespace: true, carries it)"
     )
-    labels = core.read_namespace(ns, _request_timeout=timeout).metadata.labels or {}
+    labels = labels_of(core.read_namespace(ns, _request_timeout=timeout))
     level = labels.get(POD_SECURITY_ENFORCE)
     if level in REFUSING_LEVELS:
         result.add(
@@ -120,9 +121,9 @@ def check(
             "run `pulumi up` (diagon.enabled is true)",
         )
         return
-    status = ds.status
-    desired = status.desired_number_scheduled or 0
-    selection = node_selection(ds.spec.template.spec)
+    desired = (ds.status.desired_number_scheduled if ds.status else 0) or 0
+    template = ds.spec.template.spec or client.V1PodSpec(containers=[])  # absent: no selection, no container
+    selection = node_selection(template)
     if desired == 0:
         result.add(
             "diagon.scheduled",
@@ -138,7 +139,7 @@ def check(
     pods = core.list_namespaced_pod(ns, label_selector=f"name={DAEMON_NAME}", _request_timeout=timeout).items
     _admission(core, result, ns, len(pods) < desired, timeout)
     not_ready = [p for pod in pods if (p := _pod_not_ready(pod))]
-    ready_count = status.number_ready or 0
+    ready_count = (ds.status.number_ready if ds.status else 0) or 0
     if not_ready or ready_count < desired or len(pods) < desired:
         detail = f"{ready_count}/{desired} ready" + (f"; {'; '.join(not_ready)}" if not_ready else "")
         result.add(
@@ -152,9 +153,9 @@ def check(
         result.add("diagon.ready", True, f"{ready_count}/{desired} ready")
 
     want = d.image
-    template_images = [c.image for c in ds.spec.template.spec.containers if c.name == DAEMON_NAME]
+    template_images = [c.image or "(no image)" for c in template.containers if c.name == DAEMON_NAME]
     stale = sorted(
-        pod.metadata.name
+        name_of(pod)
         for pod in pods
         for c in (pod.spec.containers if pod.spec else [])
         if c.name == DAEMON_NAME and c.image != want
@@ -178,16 +179,17 @@ def check(
         result.add("diagon.image", True, want)
 
     missing: list[str] = []
-    for pod in sorted(pods, key=lambda p: p.metadata.name):
+    for pod in sorted(pods, key=name_of):
+        name = name_of(pod)
         if (pod.status.phase if pod.status else None) != "Running":
-            missing.append(f"{pod.metadata.name}: not running")
+            missing.append(f"{name}: not running")
             continue
         log = core.read_namespaced_pod_log(
-            pod.metadata.name, ns, container=DAEMON_NAME, tail_lines=log_lines, _request_timeout=timeout
+            name, ns, container=DAEMON_NAME, tail_lines=log_lines, _request_timeout=timeout
         )
         absent = [s for s in LOG_SIGNATURES if s not in (log or "")]
         if absent:
-            missing.append(f"{pod.metadata.name} lacks {', '.join(repr(s) for s in absent)}")
+            missing.append(f"{name} lacks {', '.join(repr(s) for s in absent)}")
     if missing:
         result.add(
             "diagon.logs",

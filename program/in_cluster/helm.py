@@ -28,7 +28,7 @@ class Release:
     description: str
 
 
-def decode(secret_data_release: str) -> dict[str, Any]:
+def decode(secret_data_release: str | bytes) -> dict[str, Any]:
     """The release JSON from a Secret's `data.release` as the Kubernetes API returns it (base64)."""
     helm_payload = base64.b64decode(secret_data_release)
     raw = base64.b64decode(helm_payload)
@@ -43,7 +43,7 @@ def encode(release: dict[str, Any]) -> str:
     return base64.b64encode(helm_payload).decode()
 
 
-def from_secret_data(data: str) -> Release:
+def from_secret_data(data: str | bytes) -> Release:
     rel = decode(data)
     info = rel.get("info") or {}
     meta = (rel.get("chart") or {}).get("metadata") or {}

@@ -12,14 +12,14 @@ The checks take the library's InClusterSpec: a stack target's settings and a com
 
 from __future__ import annotations
 
-from typing import Any
+from functools import partial
 
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from ml_diagnostics import compat
-from ml_diagnostics.rules.in_cluster import InClusterSpec
-from program.clouds.kubernetes_client import TIMEOUT, guarded, probe
+from ml_diagnostics.rules.in_cluster import InClusterSpec, MlDiagnosticsManualSpec
+from program.clouds.kubernetes_client import TIMEOUT, annotations_of, guarded, labels_of, name_of, probe
 from program.in_cluster import diagon, helm
 from program.verify.result import TargetResult
 
@@ -38,32 +38,25 @@ def check_cluster(
     core, apps = client.CoreV1Api(api), client.AppsV1Api(api)
     if mode == "manual":
         for release, namespace, version in expected_releases(settings):
+            guarded(result, f"helm.{release}", partial(_release, core, result, release, namespace, version))
             guarded(
-                result,
-                f"helm.{release}",
-                lambda r=release, n=namespace, v=version: _release(core, result, r, n, v),
-            )
-            guarded(
-                result,
-                f"workloads.{release}",
-                lambda r=release, n=namespace: _release_workloads(apps, result, r, n),
+                result, f"workloads.{release}", partial(_release_workloads, apps, result, release, namespace)
             )
         if not settings.cert_manager.enabled:
-            guarded(result, "workloads.cert-manager", lambda: _preinstalled_cert_manager(apps, result))
-        guarded(result, "webhook.ca-injected", lambda: _webhook_ca(api, result))
+            guarded(result, "workloads.cert-manager", partial(_preinstalled_cert_manager, apps, result))
+        guarded(result, "webhook.ca-injected", partial(_webhook_ca, api, result))
     for ns in settings.workload_namespaces:
-        guarded(result, f"namespace.{ns.name}", lambda n=ns.name: _opt_in_label(core, result, n))
-    if settings.diagon.enabled:
-        guarded(
-            result,
-            "diagon",
-            lambda: diagon.check(core, apps, result, settings.diagon, log_lines=log_lines, timeout=TIMEOUT),
+        guarded(result, f"namespace.{ns.name}", partial(_opt_in_label, core, result, ns.name))
+    if settings.diagon is not None and settings.diagon.enabled:
+        check_diagon = partial(
+            diagon.check, core, apps, result, settings.diagon, log_lines=log_lines, timeout=TIMEOUT
         )
+        guarded(result, "diagon", check_diagon)
 
 
 def expected_releases(settings: InClusterSpec) -> list[tuple[str, str, str]]:
     """(release, namespace, chart version) the manual install deploys, as the components name them."""
-    manual = settings.manual_install
+    manual = settings.manual_install or MlDiagnosticsManualSpec()  # absent: the charts' defaults
     out = []
     if settings.cert_manager.enabled:
         out.append(
@@ -133,18 +126,18 @@ def _deployment_problem(d: client.V1Deployment) -> str | None:
     if available < want:
         cond = next((c for c in status.conditions or [] if c.type == "Available"), None)
         why = f" ({cond.reason}: {cond.message})" if cond is not None and cond.status != "True" else ""
-        return f"{d.metadata.name} {available}/{want} available{why}"
+        return f"{name_of(d)} {available}/{want} available{why}"
     return None
 
 
 def _report_deployments(
-    result: TargetResult, name: str, what: str, deployments: list[Any], namespace: str
+    result: TargetResult, name: str, what: str, deployments: list[client.V1Deployment], namespace: str
 ) -> None:
     if not deployments:
         result.add(name, False, f"no Deployment of {what} in namespace {namespace}", "run `pulumi up`")
         return
     problems = [p for d in deployments if (p := _deployment_problem(d))]
-    names = ", ".join(sorted(d.metadata.name for d in deployments))
+    names = ", ".join(sorted(name_of(d) for d in deployments))
     if problems:
         result.add(
             name,
@@ -159,7 +152,7 @@ def _report_deployments(
 
 def _release_workloads(apps: client.AppsV1Api, result: TargetResult, release: str, namespace: str) -> None:
     items = apps.list_namespaced_deployment(namespace, _request_timeout=TIMEOUT).items
-    mine = [d for d in items if (d.metadata.annotations or {}).get(RELEASE_ANNOTATION) == release]
+    mine = [d for d in items if annotations_of(d).get(RELEASE_ANNOTATION) == release]
     _report_deployments(result, f"workloads.{release}", f"release {release}", mine, namespace)
 
 
@@ -178,7 +171,7 @@ def _webhook_ca(api: client.ApiClient, result: TargetResult) -> None:
         .list_mutating_webhook_configuration(_request_timeout=TIMEOUT)
         .items
     )
-    mine = [w for w in items if (w.metadata.annotations or {}).get(RELEASE_ANNOTATION) == release]
+    mine = [w for w in items if annotations_of(w).get(RELEASE_ANNOTATION) == release]
     if not mine:
         result.add(
             name,
@@ -188,12 +181,12 @@ def _webhook_ca(api: client.ApiClient, result: TargetResult) -> None:
         )
         return
     missing = [
-        f"{cfg.metadata.name}/{hook.name}"
+        f"{name_of(cfg)}/{hook.name}"
         for cfg in mine
         for hook in cfg.webhooks or []
         if not (hook.client_config and hook.client_config.ca_bundle)
     ]
-    names = ", ".join(sorted(w.metadata.name for w in mine))
+    names = ", ".join(sorted(name_of(w) for w in mine))
     if missing:
         result.add(
             name,
@@ -220,7 +213,7 @@ def _opt_in_label(core: client.CoreV1Api, result: TargetResult, namespace: str) 
             "create it (workloadNamespaces create: true) and run `pulumi up`",
         )
         return
-    value = (ns.metadata.labels or {}).get(label)
+    value = labels_of(ns).get(label)
     if value == "true":
         result.add(name, True, f"{label}=true")
     else:
@@ -233,7 +226,9 @@ def _opt_in_label(core: client.CoreV1Api, result: TargetResult, namespace: str) 
         )
 
 
-def check_in_cluster(api: Any, result: TargetResult, settings: Any, mode: str, log_lines: int) -> None:
+def check_in_cluster(
+    api: client.ApiClient, result: TargetResult, settings: InClusterSpec, mode: str, log_lines: int
+) -> None:
     """Every in-cluster check through one client, closed afterwards."""
     try:
         probe(api)
