@@ -27,7 +27,6 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-import yaml.cyaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from ml_diagnostics.compat import quote
@@ -142,10 +141,11 @@ def _nesting_upper_bound(text: str) -> int:
 
 
 if yaml.__with_libyaml__:
+    from yaml._yaml import CParser  # libyaml's parser, which yaml.cyaml's loaders build on
 
-    class _CLoader(yaml.cyaml.CParser, _Resolver):
+    class _CLoader(CParser, _Resolver):
         def __init__(self, text: str) -> None:
-            yaml.cyaml.CParser.__init__(self, text)
+            CParser.__init__(self, text)
             _Resolver.__init__(self)
 
 
@@ -275,12 +275,12 @@ class _Builder:
             return value
         if tag == "tag:yaml.org,2002:float":
             try:
-                value = float(text) if len(text) <= 40 else math.inf
+                number = float(text) if len(text) <= 40 else math.inf
             except ValueError:  # .inf / .nan spellings
-                value = math.inf
-            if not math.isfinite(value):
+                number = math.inf
+            if not math.isfinite(number):
                 raise StackFileError(f"{where}: must be a finite number")
-            return value
+            return number
         raise StackFileError(f"{where}: tag {tag[:60]!r} is not allowed")
 
 
@@ -358,10 +358,10 @@ def yaml_problem(e: yaml.YAMLError, text: str) -> str:
     """`line N: not valid YAML: <what is wrong>` for a parser's error (N: where the parser stopped), with the
     line where the collection, quote or anchor in question starts when the parser gives it too."""
     context, problem = str(getattr(e, "context", None) or ""), str(getattr(e, "problem", None) or "")
-    start, mark = getattr(e, "context_mark", None), getattr(e, "problem_mark", None)
-    if mark is None and start is None:
+    start = getattr(e, "context_mark", None)
+    mark = getattr(e, "problem_mark", None) or start
+    if mark is None:
         return f"not valid YAML: {str(e)[:200]}"
-    mark = mark or start
     return f"line {mark.line + 1}: not valid YAML: {_describe(context, problem, start, mark, text)}"
 
 
@@ -598,7 +598,7 @@ def read_document(path: Path) -> dict[str, Any]:
         return {}
     if not isinstance(doc, dict):
         raise StackFileError(f"{path}: must be a mapping with a 'config:' key")
-    return plain_data(doc)  # type: ignore[no-any-return]
+    return plain_data(doc)
 
 
 def read(path: Path, project: str) -> StackFile:

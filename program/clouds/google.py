@@ -58,7 +58,7 @@ class GoogleApiSettings(GoogleApiSpec):
         if self.impersonate_service_account:
             out["impersonate_service_account"] = self.impersonate_service_account
         if self.endpoints:
-            out["endpoints"] = dict(self.endpoints)
+            out["endpoints"] = {name: url for name, url in self.endpoints.items()}
         if self.emulator:
             out["emulator"] = True
         if self.retry is not None:

@@ -47,7 +47,8 @@ class DiagonSettings(DiagonSpec):
 
     enabled: bool = False
     """Deploy the daemon."""
-    max_unavailable: int | str = 1
+    # the stack file takes a count as a YAML number too (`maxUnavailable: 1`); the library's Spec only as text
+    max_unavailable: int | str = 1  # type: ignore[assignment]
     """RollingUpdate maxUnavailable (count or percentage)."""
 
 

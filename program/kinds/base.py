@@ -9,8 +9,9 @@ name their heavier parts (the component factory, the verify checks, the offline 
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from program.clouds import Cloud
@@ -51,7 +52,7 @@ class BuildContext:
     settings: Mapping[str, Any]
     """A cloud's name -> the stack's settings of that cloud (`googleApi`)."""
     previous: PreviousDeployment
-    pending_steps: list[pulumi.Output[str | None]] = field(default_factory=list)
+    pending_steps: list[pulumi.Output[str | None]] = dataclasses.field(default_factory=list)
 
     def settings_of(self, cloud: Cloud) -> Any:
         return self.settings[cloud.name]
@@ -83,7 +84,8 @@ class TargetKind(Generic[T]):
     """The offline plan's answers: {"invokes": {token: fn(args)}, "outputs": {type: fn(name, inputs)}}."""
     costly: tuple[Costly, ...] = ()
     """The resource types of this kind whose replacement or deletion the offline diff puts first."""
-    force_new: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    # dataclasses.field by its module: the attribute `field` above shadows the bare name for mypy
+    force_new: Mapping[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
     """Type token -> the input paths whose change replaces the resource (its provider's force-new fields)."""
     claims: Callable[[Any], list[Claim]] = lambda target: []
     """The physical resources a target manages (two targets may not manage one)."""

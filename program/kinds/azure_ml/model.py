@@ -108,12 +108,12 @@ class InferenceSettings(InferenceSpec):
 
     @field_validator("ssl_cert_pem")
     @classmethod
-    def _cert_pem(cls, v: SecretStr | None) -> SecretStr | None:  # type: ignore[override]
+    def _cert_pem(cls, v: SecretStr | None) -> SecretStr | None:
         return _pem(v, "certificate")
 
     @field_validator("ssl_key_pem")
     @classmethod
-    def _key_pem(cls, v: SecretStr | None) -> SecretStr | None:  # type: ignore[override]
+    def _key_pem(cls, v: SecretStr | None) -> SecretStr | None:
         return _pem(v, "private key")
 
 

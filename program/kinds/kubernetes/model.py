@@ -27,5 +27,5 @@ class KubernetesClusterTarget(TargetBase, InClusterSettings, KubernetesClusterSp
 
     kubeconfig: SecretText | None = None  # type: ignore[assignment]
     """Kubeconfig text, set with --secret; or use `context` with the ambient kubeconfig."""
-    context: str | None = None  # type: ignore[assignment]
+    context: str | None = None
     """Kubeconfig context to use."""
