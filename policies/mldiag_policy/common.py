@@ -15,7 +15,7 @@ import copy
 import json
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import jsonschema
 from pulumi_policy import (
@@ -122,7 +122,15 @@ def _validated(given: dict[str, Any], defaults: Mapping[str, tuple[dict[str, Any
     return out
 
 
-Validate = Callable[[Any, ReportViolation], None]
+class Report(Protocol):
+    """How a rule reports a violation: the message, and the urn it is about when not the resource checked.
+    pulumi-policy's report_violation takes the urn as optional but its ReportViolation alias requires it, so
+    only cited() takes the SDK's callback as that type (and always passes both)."""
+
+    def __call__(self, message: str, urn: str | None = None) -> None: ...
+
+
+Validate = Callable[[Any, Report], None]
 
 
 class _View:
@@ -153,9 +161,7 @@ def _forms(resource: Any) -> tuple[list[forms.Form], list[str]]:
     )
 
 
-def _normalised(
-    args: Any, report: ReportViolation, validate: Validate, types: Collection[str] | None
-) -> None:
+def _normalised(args: Any, report: Report, validate: Validate, types: Collection[str] | None) -> None:
     if hasattr(args, "resources"):
         views, unread = [], []
         for r in args.resources:
@@ -183,7 +189,9 @@ def _normalised(
         raise PreviewUnknown(unread)
 
 
-def cited(validate: Validate, url: str, types: Collection[str] | None = None) -> Validate:
+def cited(
+    validate: Validate, url: str, types: Collection[str] | None = None
+) -> Callable[[Any, ReportViolation], None]:
     """`validate` run on every canonical form of the resource(s) (see forms.py), with violation messages
     ending in the documentation link and invalid options reported as one violation (key path and what is
     allowed) instead of an exception. `types`: the canonical tokens `validate` checks (None: any)."""
@@ -207,7 +215,7 @@ def cited(validate: Validate, url: str, types: Collection[str] | None = None) ->
 
 Defaults = Mapping[str, tuple[dict[str, Any], Any]]
 # check(args, plain props, options with defaults, unknowns, report)
-Check = Callable[[Any, Any, dict[str, Any], Unknowns, ReportViolation], None]
+Check = Callable[[Any, Any, dict[str, Any], Unknowns, Report], None]
 
 
 @dataclass(frozen=True)
@@ -287,7 +295,7 @@ def resource_rule(
     defaults = about.get("defaults")
     applies = frozenset(applies)
 
-    def validate(args: Any, report: ReportViolation) -> None:
+    def validate(args: Any, report: Report) -> None:
         # args: one canonical form (a view with plain props), from cited()
         if args.resource_type not in applies or (when is not None and not when(args)):
             return

@@ -12,6 +12,8 @@ import importlib
 import pkgutil
 from typing import Any
 
+from pulumi_policy import Policy
+
 from . import common, levels, rules
 
 RULE_MODULES = tuple(
@@ -19,7 +21,7 @@ RULE_MODULES = tuple(
     for m in sorted(pkgutil.iter_modules(rules.__path__), key=lambda m: m.name)
 )
 RULES: tuple[common.Declared, ...] = tuple(common.DECLARED[name] for name in sorted(common.DECLARED))
-POLICIES = [r.policy for r in RULES]
+POLICIES: list[Policy] = [r.policy for r in RULES]
 LEVELS: dict[str, levels.Levels] = {r.policy.name: r.levels for r in RULES}
 
 

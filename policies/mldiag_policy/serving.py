@@ -25,6 +25,7 @@ from __future__ import annotations
 import functools
 import gc
 import threading
+import types
 from collections.abc import Callable
 from typing import Any
 
@@ -36,7 +37,7 @@ from .values import plain as _copy
 
 SDK_VERSION = "1.21.0"  # the pulumi-policy whose servicer this was written against (requirements.txt)
 _call = threading.local()  # gRPC serves calls on a thread pool: one memo per thread
-_ORIGINAL = {
+_ORIGINAL: dict[str, Callable[..., Any]] = {
     "MessageToDict": json_format.MessageToDict,
     "deserialize_properties": _sdk.deserialize_properties,
     "unknown_checking_proxy": _sdk.unknown_checking_proxy,
@@ -79,7 +80,7 @@ def plain(props: Any) -> Any:
     return shared if shared is not None else _copy(props)
 
 
-class _JsonFormat:
+class _JsonFormat(types.ModuleType):
     """`google.protobuf.json_format` as `pulumi_policy.policy` sees it: MessageToDict shared per call."""
 
     def __getattr__(self, name: str) -> Any:
@@ -154,14 +155,13 @@ def share_conversions() -> bool:
         return True
     expected = (
         VERSION == SDK_VERSION
-        and servicer is not None
         and _sdk.json_format is json_format
         and _sdk.deserialize_properties is _ORIGINAL["deserialize_properties"]
         and _sdk.unknown_checking_proxy is _ORIGINAL["unknown_checking_proxy"]
     )
-    if not expected:
+    if servicer is None or not expected:
         return False
-    _sdk.json_format = _JsonFormat()
+    _sdk.json_format = _JsonFormat(json_format.__name__)
     _sdk.deserialize_properties = _deserialize
     _sdk.unknown_checking_proxy = _proxy
     servicer.Analyze = _per_call(servicer.Analyze)

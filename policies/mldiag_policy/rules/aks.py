@@ -8,10 +8,10 @@ from __future__ import annotations
 import ipaddress
 from typing import Any
 
-from pulumi_policy import ReportViolation, Severity
+from pulumi_policy import Severity
 
 from .. import compat
-from ..common import AZUREML_DOCS, Unknowns, resource_rule
+from ..common import AZUREML_DOCS, Defaults, Report, Unknowns, resource_rule
 from ..forms import MANAGED_CLUSTER
 from ..levels import ADVISORY, FOLLOWS_BASE
 from ..values import as_bool, dig
@@ -36,7 +36,7 @@ def pool_nodes(pool: Any) -> int | None:
 # --- aks-managed-identity-local-accounts ---------------------------------------------------------
 
 
-def _check_aks(args: Any, props: dict, cfg: dict, unknowns: Unknowns, report: ReportViolation) -> None:
+def _check_aks(args: Any, props: dict, cfg: dict, unknowns: Unknowns, report: Report) -> None:
     name = f"AKS cluster '{props.get('resourceName') or args.name}'"
     id_type = dig(props, "identity", "type")
     sp_client = dig(props, "servicePrincipalProfile", "clientId")
@@ -80,9 +80,7 @@ aks_identity = resource_rule(
 # --- aks-no-pod-identity -------------------------------------------------------------------------
 
 
-def _check_pod_identity(
-    args: Any, props: dict, cfg: dict, unknowns: Unknowns, report: ReportViolation
-) -> None:
+def _check_pod_identity(args: Any, props: dict, cfg: dict, unknowns: Unknowns, report: Report) -> None:
     enabled = dig(props, "podIdentityProfile", "enabled")
     if not unknowns.hit(enabled, "podIdentityProfile.enabled") and as_bool(enabled) is True:
         report(
@@ -135,7 +133,7 @@ SIZE_DEFAULTS = {
 }
 
 
-def _check_size(args: Any, props: dict, cfg: dict, unknowns: Unknowns, report: ReportViolation) -> None:
+def _check_size(args: Any, props: dict, cfg: dict, unknowns: Unknowns, report: Report) -> None:
     pools = props.get("agentPoolProfiles")
     if unknowns.hit(pools, "agentPoolProfiles") or not isinstance(pools, list):
         unknowns.finish()
@@ -183,7 +181,7 @@ node_size_minimum = resource_rule(
 
 # --- aks-authorized-ip-ranges (advisory) ---------------------------------------------------------
 
-RANGES_DEFAULTS = {
+RANGES_DEFAULTS: Defaults = {
     "azureMlRanges": (
         {
             "type": "array",
@@ -198,12 +196,23 @@ RANGES_DEFAULTS = {
 def _covered(cidr: str, ranges: list[str]) -> bool:
     try:
         net = ipaddress.ip_network(cidr, strict=False)
-        return any(net.subnet_of(ipaddress.ip_network(r, strict=False)) for r in ranges)
+        return any(_subnet_of(net, ipaddress.ip_network(r, strict=False)) for r in ranges)
     except (ValueError, TypeError):
         return False
 
 
-def _check_ranges(args: Any, props: dict, cfg: dict, unknowns: Unknowns, report: ReportViolation) -> None:
+def _subnet_of(
+    net: ipaddress.IPv4Network | ipaddress.IPv6Network, of: ipaddress.IPv4Network | ipaddress.IPv6Network
+) -> bool:
+    """`net.subnet_of(of)`, which raises TypeError for networks of two IP versions."""
+    if isinstance(net, ipaddress.IPv4Network) and isinstance(of, ipaddress.IPv4Network):
+        return net.subnet_of(of)
+    if isinstance(net, ipaddress.IPv6Network) and isinstance(of, ipaddress.IPv6Network):
+        return net.subnet_of(of)
+    raise TypeError(f"{net} and {of} are not of the same version")
+
+
+def _check_ranges(args: Any, props: dict, cfg: dict, unknowns: Unknowns, report: Report) -> None:
     ranges = dig(props, "apiServerAccessProfile", "authorizedIPRanges")
     if (
         not unknowns.hit(ranges, "apiServerAccessProfile.authorizedIPRanges")

@@ -15,11 +15,12 @@ Messages name setting keys, never their values (a value may be a secret).
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Any
 
-from pulumi_policy import ReportViolation, Severity
+from pulumi_policy import Severity
 
-from ..common import AZUREML_DOCS, Unknowns, resource_rule
+from ..common import AZUREML_DOCS, Report, Unknowns, resource_rule
 from ..levels import ADVISORY, FOLLOWS_BASE, MANDATORY, with_options
 from ..values import as_bool, dig, is_unknown
 
@@ -40,7 +41,7 @@ def is_azureml(args: Any) -> bool:
 class Settings:
     """Both settings maps; `get` looks in plain settings first, like the CLI."""
 
-    def __init__(self, props: dict):
+    def __init__(self, props: Mapping[str, Any]):
         s = props.get("configurationSettings")
         p = props.get("configurationProtectedSettings")
         self.plain_unknown = is_unknown(s)
@@ -62,7 +63,7 @@ class Settings:
         return as_bool(self.get(key)) is True
 
 
-def extension_label(args: Any, props: dict) -> str:
+def extension_label(args: Any, props: Mapping[str, Any]) -> str:
     """How messages name an extension (its extensionName, else the Pulumi name); never a setting value."""
     return f"Azure ML extension '{props.get('extensionName') or args.name}'"
 
@@ -78,7 +79,7 @@ def _settings_or_unknown(props: dict, unknowns: Unknowns) -> Settings | None:
 # --- azureml-workloads-enabled -------------------------------------------------------------------
 
 
-def _check_workloads(args: Any, props: dict, cfg: dict, unknowns: Unknowns, report: ReportViolation) -> None:
+def _check_workloads(args: Any, props: dict, cfg: dict, unknowns: Unknowns, report: Report) -> None:
     st = _settings_or_unknown(props, unknowns)
     if st is not None:
         training, inference = st.get("enableTraining"), st.get("enableInference")
@@ -129,7 +130,7 @@ HTTPS_DEFAULTS = {
 }
 
 
-def _check_https(args: Any, props: dict, cfg: dict, unknowns: Unknowns, report: ReportViolation) -> None:
+def _check_https(args: Any, props: dict, cfg: dict, unknowns: Unknowns, report: Report) -> None:
     st = _settings_or_unknown(props, unknowns)
     if st is not None:
         inference, insecure = st.get("enableInference"), st.get("allowInsecureConnections")
@@ -221,7 +222,7 @@ def secret_looking(key: str, value: Any) -> str | None:
     return None
 
 
-def _check_secrets(args: Any, props: dict, cfg: dict, unknowns: Unknowns, report: ReportViolation) -> None:
+def _check_secrets(args: Any, props: dict, cfg: dict, unknowns: Unknowns, report: Report) -> None:
     st = _settings_or_unknown(props, unknowns)
     if st is not None:
         for key, value in sorted(st.plain.items()):
@@ -254,7 +255,7 @@ secrets_protected = resource_rule(
 # --- azureml-cluster-scope -----------------------------------------------------------------------
 
 
-def _check_scope(args: Any, props: dict, cfg: dict, unknowns: Unknowns, report: ReportViolation) -> None:
+def _check_scope(args: Any, props: dict, cfg: dict, unknowns: Unknowns, report: Report) -> None:
     scope = props.get("scope")
     if not unknowns.hit(scope, "scope"):
         cluster_scope = dig(scope, "cluster")
@@ -294,14 +295,14 @@ RELAY_PLAIN_KEYS = ("relayserver.hybridConnectionResourceID", "relayserver.hybri
 RELAY_PROTECTED_KEYS = ("relayserver.relayConnectionString", "relayServerConnectionString")
 
 
-def is_arc(props: dict) -> bool:
+def is_arc(props: Mapping[str, Any]) -> bool:
     rp, kind = props.get("clusterRp"), props.get("clusterResourceName")
     return (isinstance(rp, str) and rp.lower() == "microsoft.kubernetes") or (
         isinstance(kind, str) and kind.lower() == "connectedclusters"
     )
 
 
-def _check_relay(args: Any, props: dict, cfg: dict, unknowns: Unknowns, report: ReportViolation) -> None:
+def _check_relay(args: Any, props: dict, cfg: dict, unknowns: Unknowns, report: Report) -> None:
     if unknowns.hit(props.get("clusterRp"), "clusterRp") or unknowns.hit(
         props.get("clusterResourceName"), "clusterResourceName"
     ):
@@ -347,7 +348,7 @@ arc_relay = resource_rule(
 # --- azureml-version-pinned ----------------------------------------------------------------------
 
 
-def _check_version(args: Any, props: dict, cfg: dict, unknowns: Unknowns, report: ReportViolation) -> None:
+def _check_version(args: Any, props: dict, cfg: dict, unknowns: Unknowns, report: Report) -> None:
     version, auto = props.get("version"), props.get("autoUpgradeMinorVersion")
     if unknowns.hit(version, "version") or unknowns.hit(auto, "autoUpgradeMinorVersion"):
         return

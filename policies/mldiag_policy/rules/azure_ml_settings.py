@@ -6,11 +6,12 @@ below 3 nodes, and no cross-subscription attach.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Any
 
-from pulumi_policy import ReportViolation, Severity, StackValidationArgs
+from pulumi_policy import Severity, StackValidationArgs
 
-from ..common import AZUREML_DOCS, Unknowns, config, resource_rule, stack_rule
+from ..common import AZUREML_DOCS, Defaults, Report, Unknowns, config, resource_rule, stack_rule
 from ..forms import AGENT_POOL, MANAGED_CLUSTER
 from ..levels import FOLLOWS_BASE, MANDATORY
 from ..values import as_bool, plain
@@ -44,7 +45,7 @@ def wrong_case(key: str) -> str | None:
     return None
 
 
-def _check_keys(args: Any, props: dict, cfg: dict, unknowns: Unknowns, report: ReportViolation) -> None:
+def _check_keys(args: Any, props: dict, cfg: dict, unknowns: Unknowns, report: Report) -> None:
     st = Settings(props)
     for field, known, settings in (
         ("configurationSettings", st.plain_unknown, st.plain),
@@ -80,9 +81,7 @@ setting_keys_case = resource_rule(
 # --- azureml-internal-lb-aks-only ----------------------------------------------------------------
 
 
-def _check_internal_lb(
-    args: Any, props: dict, cfg: dict, unknowns: Unknowns, report: ReportViolation
-) -> None:
+def _check_internal_lb(args: Any, props: dict, cfg: dict, unknowns: Unknowns, report: Report) -> None:
     st = Settings(props)
     if st.plain_unknown:
         unknowns.note("configurationSettings")
@@ -134,11 +133,12 @@ def cluster_nodes(resources: list[Any]) -> dict[str, int | None]:
         if not isinstance(name, str):
             continue
         prev = out.get(name, 0)
-        out[name] = None if prev is None or None in counts else prev + sum(counts)
+        known = [c for c in counts if c is not None]
+        out[name] = None if prev is None or len(known) < len(counts) else prev + sum(known)
     return out
 
 
-def _validate_router_ha(args: StackValidationArgs, report: ReportViolation) -> None:
+def _validate_router_ha(args: StackValidationArgs, report: Report) -> None:
     nodes = cluster_nodes(args.resources)
     unknowns = Unknowns()
     for r in args.resources:
@@ -152,7 +152,7 @@ def _validate_router_ha(args: StackValidationArgs, report: ReportViolation) -> N
         if st.plain_unknown:
             unknowns.note(f"{r.urn}: configurationSettings")
             continue
-        count = nodes[props.get("clusterName")]
+        count = nodes[cluster_name]
         if count is None:
             unknowns.note(f"{r.urn}: node count of cluster {props.get('clusterName')}")
             continue
@@ -184,7 +184,7 @@ inference_router_ha = stack_rule(
 
 # --- azureml-allowed-subscriptions (stack) -------------------------------------------------------
 
-SUBSCRIPTION_DEFAULTS = {
+SUBSCRIPTION_DEFAULTS: Defaults = {
     "allowedSubscriptions": (
         {
             "type": "array",
@@ -197,7 +197,9 @@ SUBSCRIPTION_DEFAULTS = {
 _ARM_SUB = re.compile(r"^/subscriptions/([^/]+)/", re.IGNORECASE)
 
 
-def extension_subscription(resource: Any, props: dict, unknowns: Unknowns) -> tuple[str | None, str]:
+def extension_subscription(
+    resource: Any, props: Mapping[str, Any], unknowns: Unknowns
+) -> tuple[str | None, str]:
     """(subscription id, where it came from) for an extension: its cluster's ARM id, else its provider.
     Unknown values met on the way are noted; (None, "") when nothing known names the subscription."""
     st = Settings(props)
@@ -220,7 +222,7 @@ def extension_subscription(resource: Any, props: dict, unknowns: Unknowns) -> tu
     return None, ""
 
 
-def _validate_subscriptions(args: StackValidationArgs, report: ReportViolation) -> None:
+def _validate_subscriptions(args: StackValidationArgs, report: Report) -> None:
     cfg = config(args, SUBSCRIPTION_DEFAULTS)
     allowed_subs = [s.lower() for s in cfg["allowedSubscriptions"]]
     unknowns = Unknowns()

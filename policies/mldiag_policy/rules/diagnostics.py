@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from pulumi_policy import ReportViolation, Severity
+from pulumi_policy import Severity
 
 from .. import compat
-from ..common import GKE_DOCS, Unknowns, resource_rule
+from ..common import GKE_DOCS, Report, Unknowns, resource_rule
 from ..forms import K8S_KINDS, is_patch
 from ..levels import FOLLOWS_BASE
 from ..values import dig, name_of
@@ -21,7 +21,7 @@ DIAGON_DEFAULTS = {"diagonNamespaces": DIAGON_NAMESPACES_OPTION}
 # --- k8s-diagon-no-cpu-limit ---------------------------------------------------------------------
 
 
-def _check_cpu(args: Any, props: dict, cfg: dict, unknowns: Unknowns, report: ReportViolation) -> None:
+def _check_cpu(args: Any, props: dict, cfg: dict, unknowns: Unknowns, report: Report) -> None:
     if not is_known_diagon(props, cfg, unknowns):
         return
     for path, c in containers(args.resource_type, props, unknowns):
@@ -55,7 +55,7 @@ diagon_no_cpu_limit = resource_rule(
 HOST_NET_DNS = "ClusterFirstWithHostNet"
 
 
-def _check_dns(args: Any, props: dict, cfg: dict, unknowns: Unknowns, report: ReportViolation) -> None:
+def _check_dns(args: Any, props: dict, cfg: dict, unknowns: Unknowns, report: Report) -> None:
     if not is_known_diagon(props, cfg, unknowns):
         return
     path = pod_spec_path(args.resource_type)
@@ -99,7 +99,7 @@ host_network_dns_policy = resource_rule(
 LABELLED_TYPES = frozenset(K8S_KINDS.values()) | frozenset(t + "Patch" for t in K8S_KINDS.values())
 
 
-def _check_opt_in(args: Any, props: dict, cfg: dict, unknowns: Unknowns, report: ReportViolation) -> None:
+def _check_opt_in(args: Any, props: dict, cfg: dict, unknowns: Unknowns, report: Report) -> None:
     labels = dig(props, "metadata", "labels")
     if (
         not unknowns.hit(labels, "metadata.labels")

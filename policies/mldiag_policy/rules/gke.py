@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from pulumi_policy import ReportViolation, Severity, StackValidationArgs
+from pulumi_policy import Severity, StackValidationArgs
 
 from .. import compat
-from ..common import GKE_DOCS, Unknowns, resource_rule, stack_rule
+from ..common import GKE_DOCS, Report, Unknowns, resource_rule, stack_rule
 from ..levels import FOLLOWS_BASE, MANDATORY, everywhere
 from ..values import dig, is_unknown
 from .helm import RELEASE_TYPE, release_info, release_kind
@@ -51,9 +51,7 @@ def _remedy(field: str) -> str:
 # --- gke-managed-diagnostics-min-version ---------------------------------------------------------
 
 
-def _check_min_version(
-    args: Any, props: dict, cfg: dict, unknowns: Unknowns, report: ReportViolation
-) -> None:
+def _check_min_version(args: Any, props: dict, cfg: dict, unknowns: Unknowns, report: Report) -> None:
     if args.resource_type == CLUSTER_TYPE:
         enabled, field = dig(props, MANAGED_BLOCK, "enabled"), "minMasterVersion"
     else:
@@ -86,7 +84,7 @@ managed_min_version = resource_rule(
 # --- gke-managed-diagnostics-explicit ------------------------------------------------------------
 
 
-def _check_explicit(args: Any, props: dict, cfg: dict, unknowns: Unknowns, report: ReportViolation) -> None:
+def _check_explicit(args: Any, props: dict, cfg: dict, unknowns: Unknowns, report: Report) -> None:
     if args.resource_type == CLUSTER_TYPE:
         block = props.get(MANAGED_BLOCK)
         enabled = dig(block, "enabled")
@@ -139,7 +137,7 @@ def _managed(r: Any, props: dict) -> bool | None:
     return None if is_unknown(enabled) else enabled is True
 
 
-def _validate_no_manual_when_managed(args: StackValidationArgs, report: ReportViolation) -> None:
+def _validate_no_manual_when_managed(args: StackValidationArgs, report: Report) -> None:
     unknowns = Unknowns()
     clusters = {r.urn: r for r in args.resources if r.resource_type in (CLUSTER_TYPE, ADOPTED_TYPE)}
     if not clusters:
@@ -147,7 +145,7 @@ def _validate_no_manual_when_managed(args: StackValidationArgs, report: ReportVi
     # Which GKE cluster each Kubernetes provider talks to: a cluster resource it depends on, else the cluster
     # declared by the same component (same parent).
     cluster_of: dict[str, Any] = {}
-    by_parent: dict[str, list[Any]] = {}
+    by_parent: dict[str | None, list[Any]] = {}
     for c in clusters.values():
         by_parent.setdefault(c.opts.parent, []).append(c)
     for p in args.resources:

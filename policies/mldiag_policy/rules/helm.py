@@ -11,13 +11,14 @@ applies them.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from pulumi_policy import ReportViolation, Severity
+from pulumi_policy import Severity
 
 from .. import compat
-from ..common import GKE_DOCS, Unknowns, resource_rule
+from ..common import GKE_DOCS, Report, Unknowns, resource_rule
 from ..levels import ADVISORY, FOLLOWS_BASE, MANDATORY
 from ..values import as_bool, dig, is_unknown
 
@@ -37,10 +38,11 @@ class ReleaseInfo:
     values: Any
 
 
-def release_info(props: dict, fallback_name: str) -> ReleaseInfo:
+def release_info(props: Mapping[str, Any], fallback_name: str) -> ReleaseInfo:
     chart = props.get("chart")
     repo = dig(props, "repositoryOpts", "repo")
-    name = props.get("name") if isinstance(props.get("name"), str) else fallback_name
+    given = props.get("name")
+    name = given if isinstance(given, str) else fallback_name
     chart_name = location = problem = None
     if isinstance(chart, str) and not is_unknown(chart):
         chart_name = chart.rstrip("/").rsplit("/", 1)[-1]
@@ -89,9 +91,7 @@ def release_label(info: ReleaseInfo) -> str:
 # --- helm-chart-version-pinned -------------------------------------------------------------------
 
 
-def _check_version_pinned(
-    args: Any, props: dict, cfg: dict, unknowns: Unknowns, report: ReportViolation
-) -> None:
+def _check_version_pinned(args: Any, props: dict, cfg: dict, unknowns: Unknowns, report: Report) -> None:
     info = release_info(props, args.name)
     if not unknowns.hit(info.version, "version"):
         if not info.version:
@@ -143,9 +143,7 @@ def _repo_allowed(location: str, prefixes: list[str]) -> bool:
     return any(loc == p.rstrip("/") or loc.startswith(p.rstrip("/") + "/") for p in prefixes)
 
 
-def _check_repositories(
-    args: Any, props: dict, cfg: dict, unknowns: Unknowns, report: ReportViolation
-) -> None:
+def _check_repositories(args: Any, props: dict, cfg: dict, unknowns: Unknowns, report: Report) -> None:
     source = (("chart", props.get("chart")), ("repositoryOpts.repo", dig(props, "repositoryOpts", "repo")))
     if not [path for path, value in source if unknowns.hit(value, path)]:
         info = release_info(props, args.name)
@@ -192,9 +190,7 @@ def _leaves(d: dict, prefix: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...]
     return out
 
 
-def _check_cert_manager_crds(
-    args: Any, props: dict, cfg: dict, unknowns: Unknowns, report: ReportViolation
-) -> None:
+def _check_cert_manager_crds(args: Any, props: dict, cfg: dict, unknowns: Unknowns, report: Report) -> None:
     info = release_info(props, args.name)
     if release_kind(info) != "cert-manager":
         return
@@ -260,7 +256,7 @@ cert_manager_crds = resource_rule(
 
 
 def _check_installcrds_deprecated(
-    args: Any, props: dict, cfg: dict, unknowns: Unknowns, report: ReportViolation
+    args: Any, props: dict, cfg: dict, unknowns: Unknowns, report: Report
 ) -> None:
     info = release_info(props, args.name)
     if release_kind(info) != "cert-manager" or not isinstance(info.values, dict):

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from pulumi_policy import ReportViolation, Severity, StackValidationArgs
+from pulumi_policy import Severity, StackValidationArgs
 
 from .. import compat
-from ..common import GKE_DOCS, Unknowns, resource_rule, stack_rule
+from ..common import GKE_DOCS, Report, Unknowns, resource_rule, stack_rule
 from ..levels import FOLLOWS_BASE, MANDATORY
 from ..values import dig, is_unknown
 from .helm import NAMESPACE_TYPE, RELEASE_TYPE, ReleaseInfo, release_info, release_kind, release_label
@@ -39,9 +39,7 @@ def _is_operator(args: Any) -> bool:
     )
 
 
-def _check_connection_operator(
-    args: Any, props: dict, cfg: dict, unknowns: Unknowns, report: ReportViolation
-) -> None:
+def _check_connection_operator(args: Any, props: dict, cfg: dict, unknowns: Unknowns, report: Report) -> None:
     info = release_info(props, args.name)
     values = info.values if info.values is not None else {}
     cmd_args = dig(values, *compat.CONNECTION_OPERATOR_ARGS_PATH)
@@ -135,7 +133,7 @@ def _depends_on(resource: Any, target_urn: str) -> bool:
     return False
 
 
-def _validate_requires_cert_manager(args: StackValidationArgs, report: ReportViolation) -> None:
+def _validate_requires_cert_manager(args: StackValidationArgs, report: Report) -> None:
     unknowns = Unknowns()
     releases: dict[str, list[tuple[Any, ReleaseInfo, str]]] = {}
     preinstalled: dict[tuple[str, str], str] = {}

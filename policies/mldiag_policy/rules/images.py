@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from pulumi_policy import ReportViolation, ResourceValidationArgs, Severity
+from pulumi_policy import ResourceValidationArgs, Severity
 
 from .. import compat
-from ..common import GKE_DOCS, Unknowns, resource_rule
+from ..common import GKE_DOCS, Report, Unknowns, resource_rule
 from ..forms import is_patch
 from ..levels import ADVISORY, FOLLOWS_BASE, MANDATORY, with_options
 from ..values import name_of
@@ -41,7 +41,7 @@ PINNED_DEFAULTS = {
 }
 
 
-def _check_pinned(args: Any, props: dict, cfg: dict, unknowns: Unknowns, report: ReportViolation) -> None:
+def _check_pinned(args: Any, props: dict, cfg: dict, unknowns: Unknowns, report: Report) -> None:
     for path, c in containers(args.resource_type, props, unknowns):
         image = c.get("image")
         if unknowns.hit(image, f"{path}.image") or (image is None and is_patch(args.resource_type)):
@@ -113,7 +113,7 @@ def allowed(location: str, prefixes: list[str]) -> bool:
     return any(location == p.rstrip("/") or location.startswith(p.rstrip("/") + "/") for p in prefixes)
 
 
-def _check_registries(args: Any, props: dict, cfg: dict, unknowns: Unknowns, report: ReportViolation) -> None:
+def _check_registries(args: Any, props: dict, cfg: dict, unknowns: Unknowns, report: Report) -> None:
     for path, c in containers(args.resource_type, props, unknowns):
         image = c.get("image")
         if unknowns.hit(image, f"{path}.image") or not isinstance(image, str) or not image:

@@ -7,13 +7,13 @@ no CPU limit; it runs on every GPU/TPU node, so a DaemonSet without a memory lim
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
-from pulumi_policy import ReportViolation, Severity
+from pulumi_policy import Severity
 
 from .. import compat
-from ..common import GKE_DOCS, Unknowns, resource_rule
+from ..common import GKE_DOCS, Report, Unknowns, resource_rule
 from ..forms import is_patch
 from ..levels import FOLLOWS_BASE
 from ..values import dig, is_unknown, name_of
@@ -61,7 +61,7 @@ def containers(resource_type: str, props: dict, unknowns: Unknowns) -> Iterator[
                 yield f"{where}[{i}]", c
 
 
-def is_diagon(props: dict, diagon_namespaces: list[str]) -> bool | None:
+def is_diagon(props: Mapping[str, Any], diagon_namespaces: list[str]) -> bool | None:
     """The Diagon DaemonSet: in a Diagon namespace, named diagon-daemon or labelled part-of diagon.
 
     None when it looks like Diagon but its namespace is unknown until apply (an output of the Namespace).
@@ -106,7 +106,7 @@ DIAGON_NAMESPACES_OPTION = (
 PRIVILEGED_DEFAULTS = {"diagonNamespaces": DIAGON_NAMESPACES_OPTION}
 
 
-def _check_privileged(args: Any, props: dict, cfg: dict, unknowns: Unknowns, report: ReportViolation) -> None:
+def _check_privileged(args: Any, props: dict, cfg: dict, unknowns: Unknowns, report: Report) -> None:
     if args.resource_type in DAEMONSET_TYPES:
         diagon = is_diagon(props, cfg["diagonNamespaces"])
         if diagon:
@@ -207,7 +207,7 @@ MEMORY_DEFAULTS = {
 }
 
 
-def _check_memory(args: Any, props: dict, cfg: dict, unknowns: Unknowns, report: ReportViolation) -> None:
+def _check_memory(args: Any, props: dict, cfg: dict, unknowns: Unknowns, report: Report) -> None:
     diagon = is_diagon(props, cfg["diagonNamespaces"])
     if diagon is None:
         # Which cap applies depends on the namespace; a missing limit is reported either way.

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from pulumi_policy import ReportViolation, Severity
+from pulumi_policy import Severity
 
-from ..common import MDC_DOCS, Unknowns, resource_rule
+from ..common import MDC_DOCS, Report, Unknowns, resource_rule
 from ..levels import ADVISORY, MANDATORY, with_options
 from ..values import dig
 
@@ -33,7 +33,7 @@ def _known_list(value: Any, path: str, unknowns: Unknowns) -> list:
 # --- mdc-node-pool-references --------------------------------------------------------------------
 
 
-def _check_references(args: Any, props: dict, cfg: dict, unknowns: Unknowns, report: ReportViolation) -> None:
+def _check_references(args: Any, props: dict, cfg: dict, unknowns: Unknowns, report: Report) -> None:
     pools = _known_list(props.get("node_pools"), "node_pools", unknowns)
     if unknowns.paths:
         unknowns.finish()
@@ -112,9 +112,7 @@ node_pool_references = resource_rule(
 # --- mdc-slurm-config-exclusive ------------------------------------------------------------------
 
 
-def _check_config_exclusive(
-    args: Any, props: dict, cfg: dict, unknowns: Unknowns, report: ReportViolation
-) -> None:
+def _check_config_exclusive(args: Any, props: dict, cfg: dict, unknowns: Unknowns, report: Report) -> None:
     slurm = dig(props, *SLURM)
     if not unknowns.hit(slurm, "orchestrator_spec.slurm_spec") and isinstance(slurm, dict):
         slurm_conf = slurm.get("config")
@@ -146,7 +144,7 @@ slurm_config_exclusive = resource_rule(
 # --- mdc-node-images-pinned ----------------------------------------------------------------------
 
 
-def _check_images(args: Any, props: dict, cfg: dict, unknowns: Unknowns, report: ReportViolation) -> None:
+def _check_images(args: Any, props: dict, cfg: dict, unknowns: Unknowns, report: Report) -> None:
     mode = props.get("update_mode")
     if unknowns.hit(mode, "update_mode") or mode == "USER_ONLY":
         # USER_ONLY updates that omit node_image keep the images the nodes run (the docs' update modes)
@@ -196,7 +194,7 @@ DELETION_DEFAULTS = {
 }
 
 
-def _check_deletion(args: Any, props: dict, cfg: dict, unknowns: Unknowns, report: ReportViolation) -> None:
+def _check_deletion(args: Any, props: dict, cfg: dict, unknowns: Unknowns, report: Report) -> None:
     policy = props.get("deletion_policy")
     if not unknowns.hit(policy, "deletion_policy"):
         effective = policy or "DELETE"

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from pulumi_policy import ReportViolation, Severity, StackValidationArgs
+from pulumi_policy import Severity, StackValidationArgs
 
-from ..common import GKE_DOCS, Unknowns, config, stack_rule
+from ..common import GKE_DOCS, Report, Unknowns, config, stack_rule
 from ..levels import FOLLOWS_BASE
 from ..values import dig, is_unknown
 from .helm import NAMESPACE_TYPE
@@ -24,7 +24,7 @@ REJECTING_LEVELS = ("baseline", "restricted")
 DEFAULTS = {"diagonNamespaces": DIAGON_NAMESPACES_OPTION}
 
 
-def _validate(args: StackValidationArgs, report: ReportViolation) -> None:
+def _validate(args: StackValidationArgs, report: Report) -> None:
     cfg = config(args, DEFAULTS)
     unknowns = Unknowns()
     levels: dict[tuple[str, str], tuple[Any, str]] = {}
