@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
+from typing import Any, TypeGuard
 
 from mldiag.diff.danger import dangerous
 from mldiag.diff.inputs import diff_inputs, flatten, has_secret, under
 from mldiag.diff.rules import REFUSED, ProviderDiffRule, Rule, default_rules, replace_reasons, rule_of
 from mldiag.diff.urns import is_mock_scheme, to_engine_urns
+from mldiag.exit_codes import Exit
 from mldiag.plan.common import EXIT_ERROR, EXIT_MANDATORY, EXIT_OK
 
 ACTIONS = ("replace", "delete", "update", "rename", "import", "add")  # most consequential first
@@ -25,8 +26,8 @@ def _qualified(urn: str) -> tuple[str, str, str]:
     return f"{prefix}::{project}", qtype.rsplit("$", 1)[0] if "$" in qtype else "", name
 
 
-def _is_default_provider(urn: str | None) -> bool:
-    return bool(urn) and "::pulumi:providers:" in urn and urn.rsplit("::", 1)[-1].startswith("default")
+def _is_default_provider(urn: str | None) -> TypeGuard[str]:
+    return urn is not None and "::pulumi:providers:" in urn and urn.rsplit("::", 1)[-1].startswith("default")
 
 
 def compare_violations(
@@ -292,7 +293,7 @@ def diff_plans(
     }
 
 
-def exit_code(diff: dict[str, Any]) -> int:
+def exit_code(diff: dict[str, Any]) -> Exit:
     if "error" in diff:
         return EXIT_ERROR
     return EXIT_MANDATORY if diff["summary"]["mandatoryViolations"] else EXIT_OK

@@ -164,8 +164,9 @@ def discover_dynamic_rules(package: str = "ml_diagnostics.providers") -> dict[st
             rule = ProviderDiffRule(providers[0], declared)
         elif declared:
             rule = declared
-        for res in resources if rule is not None else ():
-            rules[f"pulumi-python:{res._resource_type_name}"] = rule
+        if rule is not None:
+            for res in resources:
+                rules[f"pulumi-python:{res._resource_type_name}"] = rule
     return rules
 
 

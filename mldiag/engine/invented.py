@@ -26,7 +26,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, Protocol
 
 from mldiag.plan.common import SECRET_MASK
@@ -165,7 +165,7 @@ def invented_paths(
     return out
 
 
-def _closures(resources: list[Resource]) -> dict[str, set[str]]:
+def _closures(resources: Sequence[Resource]) -> dict[str, set[str]]:
     """URN -> every resource it waits for: dependencies (a component standing for all below it), transitively."""
     by_urn = {r.urn: r for r in resources}
     children: dict[str, list[str]] = {}
@@ -204,7 +204,7 @@ def _closures(resources: list[Resource]) -> dict[str, set[str]]:
     return memo
 
 
-def mark_resources(resources: list[Resource], inventory: Inventory) -> dict[str, list[str]]:
+def mark_resources(resources: Sequence[Resource], inventory: Inventory) -> dict[str, list[str]]:
     """URN -> invented input paths, for the resources that have any."""
     closures = _closures(resources) if inventory.sources else {}
     out: dict[str, list[str]] = {}

@@ -323,7 +323,7 @@ def run_config(
     """
     program = program or ROOT / "__main__.py"
     monitor = RecordingMonitor(PlanMocks(previous_outputs))
-    settings.set_root_resource(None)
+    settings.set_root_resource(None)  # type: ignore[arg-type]  # pulumi types it Resource; None resets it, as its reset_options does
     runtime_config.set_all_config({k: _decode(v) for k, v in config.items()}, list(secret_keys))
     # "organization": what the CLI reports with a file backend (a StackReference names org/project/stack).
     mocks.set_mocks(

@@ -224,10 +224,9 @@ class _Builder:
         found: dict[tuple[str, str], bool] = {}
         for r in self.items:
             for dep in [*(r.get("dependencies") or []), r.get("provider")]:
-                pair = (self.rep.get(dep or ""), self.rep.get(r["urn"]))
-                if None in pair or pair[0] == pair[1] or (dep, r["urn"]) in critical:
+                a, b = self.rep.get(dep or ""), self.rep.get(r["urn"])
+                if a is None or b is None or a == b or (dep, r["urn"]) in critical:
                     continue
-                a, b = pair
                 if (
                     ops_of.get(a) == ops_of.get(b) == "same"
                     or a in self.ancestors[b]

@@ -98,7 +98,7 @@ def _document(text: str) -> dict[str, Any]:
         doc, _ = stack_file.parse_text(text)
     except stack_file.StackFileError as e:
         raise SecretsError(str(e)) from None
-    return stack_file.plain_data(doc) if isinstance(doc, dict) else {}  # type: ignore[no-any-return]
+    return stack_file.plain_data(doc) if isinstance(doc, dict) else {}
 
 
 def secure_paths(value: Any, path: str) -> Iterator[tuple[str, str]]:

@@ -24,7 +24,7 @@ from program.verify.result import (  # noqa: F401 (re-exported for the CLI and t
 EXIT_OK, EXIT_FAILED, EXIT_CONFIG, EXIT_UNREACHABLE = Exit.OK, Exit.FINDING, Exit.INVALID, Exit.UNREACHABLE
 
 
-def exit_code(results: list[TargetResult]) -> int:
+def exit_code(results: list[TargetResult]) -> Exit:
     """An unreachable target wins over a failed check: a target nobody could look at is not known to work."""
     if any(r.unreachable for r in results):
         return EXIT_UNREACHABLE
