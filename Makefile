@@ -21,10 +21,14 @@ venv: .venv/.installed
 plan: venv
 	$(call mldiag,plan $(STACK) --format $(FORMAT) $(if $(CONFIG_FILE),--config-file $(CONFIG_FILE)))
 
+# mypy per layer (pyproject.toml [tool.mypy]): the library, the program with the product CLI, and the pack
+# from its own directory, as it runs standalone (its cache kept out of it: tests copy the directory).
 lint: venv
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
 	$(PY) -m mypy -p ml_diagnostics
+	$(PY) -m mypy program mldiag __main__.py
+	cd policies && ../$(PY) -m mypy --config-file ../pyproject.toml --cache-dir ../.mypy_cache/policies mldiag_policy __main__.py
 
 # The unit tier, on every core (TEST_JOBS=1 runs it in one process); tests/e2e is `make e2e`.
 TEST_JOBS ?= auto
