@@ -49,6 +49,7 @@ def test_the_schema_offers_the_main_components_with_typed_inputs():
         "certManagerSource",
         "diagonNamespace",
         "mode",
+        "verifyRecord",
         "workloadMonitoring",
         "workloadNamespaces",
     ]

@@ -21,6 +21,7 @@ from program.clouds.azure import AZURE
 from program.clouds.azure_client import Arm
 from program.config import parse
 from program.kinds.azure_ml.model import AzureMlTarget
+from program.kinds.azure_ml.verify import record_of
 from program.kinds.azure_ml.verify_cluster import HEALTHCHECK_CODES, expected_components
 from program.verify.context import VerifyContext
 from program.verify.result import TargetResult
@@ -33,6 +34,11 @@ CLUSTER = (
 )
 EXT = f"{CLUSTER}/providers/Microsoft.KubernetesConfiguration/extensions/azureml"
 CREDENTIALS = f"{CLUSTER}/listClusterUserCredential"
+
+
+def components_of(target: AzureMlTarget) -> list[str]:
+    """The pods verify expects for a target: from the record its component writes."""
+    return expected_components(record_of(target))
 
 
 def target(**over: Any) -> dict[str, Any]:
@@ -83,7 +89,7 @@ def extension_state(
 
 def seed_healthy(kube: FakeKubeApi, t: AzureMlTarget) -> None:
     kube.put("namespaces", k8s_api.namespace("azureml"))
-    for i, component in enumerate(expected_components(t)):
+    for i, component in enumerate(components_of(t)):
         kube.put(
             "pods", k8s_api.pod(f"{component}-5d9c-{i}", "azureml", "main", "example.com/x:1", node="n1")
         )
@@ -199,12 +205,12 @@ def test_missing_and_unready_pods_say_why(
 
 def test_only_the_components_of_the_chosen_workloads_and_flags_are_expected() -> None:
     training_only = model(inference={"enabled": False})
-    assert "azureml-fe-v2" not in expected_components(training_only)
-    assert "volcano-scheduler" in expected_components(training_only)
-    assert "volcano-scheduler" not in expected_components(model(installVolcano=False))
-    assert "azureml-prometheus-operator" not in expected_components(model(installPromOp=False))
-    assert "azureml-dcgm-exporter" in expected_components(model(installDcgmExporter=True))
-    assert "relayserver" not in expected_components(model())
+    assert "azureml-fe-v2" not in components_of(training_only)
+    assert "volcano-scheduler" in components_of(training_only)
+    assert "volcano-scheduler" not in components_of(model(installVolcano=False))
+    assert "azureml-prometheus-operator" not in components_of(model(installPromOp=False))
+    assert "azureml-dcgm-exporter" in components_of(model(installDcgmExporter=True))
+    assert "relayserver" not in components_of(model())
 
 
 def test_a_terminating_namespace_is_reported_with_the_guides_fix(
@@ -349,7 +355,7 @@ def test_an_arc_cluster_is_read_through_its_kubeconfig_secret(kube: FakeKubeApi,
     ctx = VerifyContext(cfg, {"arm_endpoint": arm.url})
     verify_target(t, ctx, result)
     got = {c.name: c.ok for c in result.checks}
-    assert got["azureml.pods"] is True and "relayserver" in expected_components(t)
+    assert got["azureml.pods"] is True and "relayserver" in components_of(t)
     assert "azureml.clash.ingress-class" not in got  # Arc: the extension brings no nginx ingress
     assert isinstance(ctx.client(AZURE), Arm) and ctx.client(AZURE) is ctx.client(AZURE)
 

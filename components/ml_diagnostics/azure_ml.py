@@ -8,12 +8,13 @@ defaults, the TLS material, and for Arc an Azure Relay) and the chart fails its 
 # No `from __future__ import annotations`: the component plugin infers its schema from these annotations.
 import base64
 import hashlib
+from typing import Any
 
 import pulumi
 from pulumi_azure_native import kubernetesconfiguration, relay
 from pulumi_azure_native.provider import Provider as AzureProvider
 
-from ml_diagnostics import docs, lifecycle, rules
+from ml_diagnostics import docs, lifecycle, rules, verify_record
 from ml_diagnostics.args import AzureClusterArgs, AzureMlExtensionArgs, InferenceArgs
 from ml_diagnostics.compat import arm_location
 from ml_diagnostics.rules.azure_ml import MIN_HA_NODES, AzureMlExtensionSpec
@@ -154,12 +155,15 @@ class AzureMlExtension(pulumi.ComponentResource):
     """The extension's ARM id."""
     cluster_resource_id: pulumi.Output[str]
     """The cluster's ARM id."""
+    verify_record: pulumi.Output[dict[str, Any]]
+    """What `mldiag verify` checks, for a check from the stack's state (ml_diagnostics.verify_record)."""
 
     def __init__(self, name: str, args: AzureMlExtensionArgs, opts: pulumi.ResourceOptions | None = None):
         # Checked first: kind `AKS` is aks, a location in any form ARM takes is the one the CLI sends.
-        args = rules.checked_args(  # type: ignore[assignment]
+        checked = rules.check(
             AzureMlExtensionSpec, args, component="AzureMlExtension", name=name, owner="AzureMlExtensionArgs"
         )
+        args = checked.model_dump(exclude_unset=True, warnings=False)  # type: ignore[assignment]
         super().__init__("mldiag:index:AzureMlExtension", name, None, opts)
         cluster = args["cluster"]
         inf: InferenceArgs = args.get("inference") or {}
@@ -272,8 +276,12 @@ class AzureMlExtension(pulumi.ComponentResource):
             self._verify_rbac(name, args, ext)
         self.extension_id = ext.id
         self.cluster_resource_id = pulumi.Output.from_input(resource_id)
+        self.verify_record = pulumi.Output.from_input(
+            verify_record.record(azureMl=verify_record.azure_ml(checked, extension))
+        )
         self.register_outputs(
             {
+                verify_record.OUTPUT: self.verify_record,
                 "extensionId": ext.id,
                 "clusterResourceId": resource_id,
                 "relayNamespace": self.relay_namespace.name if self.relay_namespace else None,

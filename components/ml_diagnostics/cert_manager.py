@@ -13,7 +13,7 @@ from typing import Any
 import pulumi
 from pulumi_kubernetes.helm.v3 import Release, ReleaseArgs, RepositoryOptsArgs
 
-from ml_diagnostics import compat, lifecycle, rules
+from ml_diagnostics import compat, lifecycle, rules, verify_record
 from ml_diagnostics.args import CertManagerArgs
 from ml_diagnostics.rules.in_cluster import CertManagerSpec
 
@@ -33,6 +33,8 @@ class CertManager(pulumi.ComponentResource):
     """The Helm release's name (cert-manager)."""
     version: pulumi.Output[str]
     """The chart version."""
+    verify_record: pulumi.Output[dict[str, Any]]
+    """What `mldiag verify` checks, for a check from the stack's state (ml_diagnostics.verify_record)."""
 
     def __init__(
         self,
@@ -78,7 +80,14 @@ class CertManager(pulumi.ComponentResource):
         )
         self.release_name = self.release.name
         self.version = pulumi.Output.from_input(version)
-        self.register_outputs({"releaseName": self.release.name, "version": version})
+        self.verify_record = pulumi.Output.from_input(
+            verify_record.record(
+                inCluster={"releases": [verify_record.dump(verify_record.cert_manager_release(version))]}
+            )
+        )
+        self.register_outputs(
+            {verify_record.OUTPUT: self.verify_record, "releaseName": self.release.name, "version": version}
+        )
 
 
 __all__ = ["CertManager", "CertManagerArgs", "cert_manager_values"]

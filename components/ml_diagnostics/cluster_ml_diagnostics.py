@@ -15,7 +15,7 @@ from typing import Any
 import pulumi
 from pulumi_kubernetes.provider import Provider as KubernetesProvider
 
-from ml_diagnostics import compat, docs, rules
+from ml_diagnostics import compat, docs, rules, verify_record
 from ml_diagnostics.args import ClusterMlDiagnosticsArgs
 from ml_diagnostics.cert_manager import CertManager
 from ml_diagnostics.diagon import Diagon
@@ -39,6 +39,8 @@ class ClusterMlDiagnostics(pulumi.ComponentResource):
     """Diagon's namespace, when Diagon is deployed."""
     workload_monitoring: pulumi.Output[bool]
     """Automatic workload monitoring (GKE >= 1.36.4-gke.1247000 only)."""
+    verify_record: pulumi.Output[dict[str, Any]]
+    """What `mldiag verify` checks, for a check from the stack's state (ml_diagnostics.verify_record)."""
 
     def __init__(
         self,
@@ -118,8 +120,12 @@ class ClusterMlDiagnostics(pulumi.ComponentResource):
         self.workload_monitoring = pulumi.Output.from_input(
             compat.supports_workload_monitoring(gke_version, self_managed=gke_version is None)
         )
+        self.verify_record = pulumi.Output.from_input(
+            verify_record.record(inCluster=verify_record.in_cluster(spec, mode.value))
+        )
         self.register_outputs(
             {
+                verify_record.OUTPUT: self.verify_record,
                 "mode": mode.value,
                 "certManager": cert_manager_state,
                 "workloadNamespaces": [ns["name"] for ns in namespaces],

@@ -16,7 +16,7 @@ from pulumi_kubernetes.apps import v1 as apps
 from pulumi_kubernetes.core import v1 as core
 from pulumi_kubernetes.meta.v1 import LabelSelectorArgs, ObjectMetaArgs
 
-from ml_diagnostics import compat, docs, lifecycle, rules
+from ml_diagnostics import compat, docs, lifecycle, rules, verify_record
 from ml_diagnostics.args import DiagonArgs
 from ml_diagnostics.rules.in_cluster import DiagonSpec
 
@@ -97,6 +97,8 @@ class Diagon(pulumi.ComponentResource):
     """The daemon image."""
     daemon_set: pulumi.Output[str]
     """The DaemonSet's name (diagon-daemon)."""
+    verify_record: pulumi.Output[dict[str, Any]]
+    """What `mldiag verify` checks, for a check from the stack's state (ml_diagnostics.verify_record)."""
 
     def __init__(self, name: str, args: DiagonArgs, opts: pulumi.ResourceOptions | None = None):
         args = rules.checked_args(DiagonSpec, args, component="Diagon", name=name, owner="DiagonArgs")  # type: ignore[assignment]
@@ -109,8 +111,14 @@ class Diagon(pulumi.ComponentResource):
         self.namespace = pulumi.Output.from_input(ns_name)
         self.image = pulumi.Output.from_input(image)
         self.daemon_set = pulumi.Output.from_input(DAEMON_NAME)
-        if not args.get("enabled", True):
-            self.register_outputs({"enabled": False})
+        enabled = args.get("enabled", True)
+        self.verify_record = pulumi.Output.from_input(
+            verify_record.record(
+                inCluster={"diagon": verify_record.diagon_record(ns_name, image)} if enabled else {}
+            )
+        )
+        if not enabled:
+            self.register_outputs({verify_record.OUTPUT: self.verify_record, "enabled": False})
             return
         # Adopted: the namespace and ServiceAccount made by kubectl carry no labels of ours.
         part_of = None if adopt else {"app.kubernetes.io/part-of": "diagon"}
@@ -187,7 +195,14 @@ class Diagon(pulumi.ComponentResource):
                 lifecycle.adopt_options(lifecycle.k8s_id(ns_name, DAEMON_NAME) if adopt else None),
             ),
         )
-        self.register_outputs({"namespace": ns_name, "image": image, "daemonSet": DAEMON_NAME})
+        self.register_outputs(
+            {
+                verify_record.OUTPUT: self.verify_record,
+                "namespace": ns_name,
+                "image": image,
+                "daemonSet": DAEMON_NAME,
+            }
+        )
 
 
 docs.document(Diagon, DiagonArgs)

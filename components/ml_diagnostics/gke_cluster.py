@@ -22,7 +22,7 @@ from pulumi_gcp import container
 from pulumi_gcp.provider import Provider as GcpProvider
 from pulumi_kubernetes.provider import Provider as KubernetesProvider
 
-from ml_diagnostics import compat, docs, lifecycle, rules
+from ml_diagnostics import compat, docs, lifecycle, rules, verify_record
 from ml_diagnostics.args import (
     GkeAutoscalingArgs,
     GkeClusterArgs,
@@ -200,6 +200,8 @@ class GkeCluster(pulumi.ComponentResource):
     """Automatic workload monitoring (GKE >= 1.36.4-gke.1247000)."""
     pending_step: pulumi.Output[str | None]
     """What a later update still has to do (the second step of a switch to managed); unset when nothing."""
+    verify_record: pulumi.Output[dict[str, Any]]
+    """What `mldiag verify` checks, for a check from the stack's state (ml_diagnostics.verify_record)."""
 
     def __init__(self, name: str, args: GkeClusterArgs, opts: pulumi.ResourceOptions | None = None):
         spec = rules.check(GkeClusterSpec, args, component="GkeCluster", name=name, owner="GkeClusterArgs")
@@ -252,8 +254,16 @@ class GkeCluster(pulumi.ComponentResource):
             releases_after=access.release_waits,
         )
         self.workload_monitoring = pulumi.Output.from_input(compat.supports_workload_monitoring(version))
+        self.verify_record = self.diagnostics.verify_record.apply(
+            lambda inside: verify_record.record(
+                gke=verify_record.gke(
+                    project, location, gke_name, mode.value, spec.google_api, inside["inCluster"]
+                )
+            )
+        )
         self.register_outputs(
             {
+                verify_record.OUTPUT: self.verify_record,
                 "clusterName": cluster_name,
                 "endpoint": endpoint,
                 "mode": mode.value,

@@ -7,7 +7,7 @@ from typing import Any
 import pulumi
 from pulumi_kubernetes.provider import Provider
 
-from ml_diagnostics import docs, rules
+from ml_diagnostics import docs, rules, verify_record
 from ml_diagnostics.args import KubernetesClusterArgs
 from ml_diagnostics.cluster_ml_diagnostics import ClusterMlDiagnostics
 from ml_diagnostics.rules.in_cluster import MlDiagnosticsMode
@@ -21,6 +21,8 @@ class KubernetesCluster(pulumi.ComponentResource):
     """Always manual."""
     workload_monitoring: pulumi.Output[bool]
     """Automatic workload monitoring: never on self-managed clusters."""
+    verify_record: pulumi.Output[dict[str, Any]]
+    """What `mldiag verify` checks, for a check from the stack's state (ml_diagnostics.verify_record)."""
 
     def __init__(self, name: str, args: KubernetesClusterArgs, opts: pulumi.ResourceOptions | None = None):
         args = rules.checked_args(  # type: ignore[assignment]
@@ -48,7 +50,14 @@ class KubernetesCluster(pulumi.ComponentResource):
         )
         self.mode = self.diagnostics.mode
         self.workload_monitoring = self.diagnostics.workload_monitoring
-        self.register_outputs({"mode": self.mode, "workloadMonitoring": self.workload_monitoring})
+        self.verify_record = self.diagnostics.verify_record
+        self.register_outputs(
+            {
+                verify_record.OUTPUT: self.verify_record,
+                "mode": self.mode,
+                "workloadMonitoring": self.workload_monitoring,
+            }
+        )
 
 
 docs.document(KubernetesCluster, KubernetesClusterArgs)

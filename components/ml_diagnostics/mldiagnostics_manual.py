@@ -16,7 +16,7 @@ from pulumi_kubernetes.core import v1 as core
 from pulumi_kubernetes.helm.v3 import Release, ReleaseArgs, RepositoryOptsArgs
 from pulumi_kubernetes.meta.v1 import ObjectMetaArgs
 
-from ml_diagnostics import compat, lifecycle, rules
+from ml_diagnostics import compat, lifecycle, rules, verify_record
 from ml_diagnostics.args import ChartArgs, ConnectionOperatorArgs, MlDiagnosticsManualArgs
 from ml_diagnostics.rules.in_cluster import MlDiagnosticsManualSpec
 
@@ -70,6 +70,8 @@ class MlDiagnosticsManual(pulumi.ComponentResource):
     """The injection-webhook chart version."""
     connection_operator_version: pulumi.Output[str | None]
     """The connection-operator chart version."""
+    verify_record: pulumi.Output[dict[str, Any]]
+    """What `mldiag verify` checks, for a check from the stack's state (ml_diagnostics.verify_record)."""
 
     def __init__(
         self,
@@ -82,13 +84,14 @@ class MlDiagnosticsManual(pulumi.ComponentResource):
     ):
         """`cert_manager`: the cert-manager release to wait for; None when the cluster already runs cert-manager.
         `release_after`: what the releases must wait for besides cert-manager (e.g. node pools)."""
-        args = rules.checked_args(  # type: ignore[assignment]
+        checked = rules.check(
             MlDiagnosticsManualSpec,
             args,
             component="MlDiagnosticsManual",
             name=name,
             owner="MlDiagnosticsManualArgs",
         )
+        args = checked.model_dump(exclude_unset=True, warnings=False)  # type: ignore[assignment]
         if not args.get("jax_version"):
             raise rules.InvalidArgsError(
                 "MlDiagnosticsManual",
@@ -146,8 +149,15 @@ class MlDiagnosticsManual(pulumi.ComponentResource):
         self.namespace = self._namespace.metadata.name
         self.injection_webhook_version = self.injection_webhook.version
         self.connection_operator_version = self.connection_operator.version
+        inside = {
+            "releases": [verify_record.dump(r) for r in verify_record.manual_releases(checked)],
+            "webhook": True,
+            "preinstalledCertManager": cert_manager is None,
+        }
+        self.verify_record = pulumi.Output.from_input(verify_record.record(inCluster=inside))
         self.register_outputs(
             {
+                verify_record.OUTPUT: self.verify_record,
                 "namespace": self._namespace.metadata.name,
                 "injectionWebhookVersion": self.injection_webhook.version,
                 "connectionOperatorVersion": self.connection_operator.version,

@@ -11,7 +11,7 @@ from typing import Any
 
 import pulumi
 
-from ml_diagnostics import docs, lifecycle, rules
+from ml_diagnostics import docs, lifecycle, rules, verify_record
 from ml_diagnostics.args import ModelDevelopmentClusterArgs
 from ml_diagnostics.google_api import rest_inputs
 from ml_diagnostics.providers.model_development_cluster import ModelDevelopmentCluster as ClusterResource
@@ -45,17 +45,20 @@ class ModelDevelopmentCluster(pulumi.ComponentResource):
     """USER_AND_SERVICE or USER_ONLY."""
     deletion_policy: pulumi.Output[str]
     """DELETE, ABANDON or PREVENT."""
+    verify_record: pulumi.Output[dict[str, Any]]
+    """What `mldiag verify` checks, for a check from the stack's state (ml_diagnostics.verify_record)."""
 
     def __init__(
         self, name: str, args: ModelDevelopmentClusterArgs, opts: pulumi.ResourceOptions | None = None
     ):
-        args = rules.checked_args(  # type: ignore[assignment]
+        checked = rules.check(
             ModelDevelopmentClusterSpec,
             args,
             component="ModelDevelopmentCluster",
             name=name,
             owner="ModelDevelopmentClusterArgs",
         )
+        args = checked.model_dump(exclude_unset=True, warnings=False)  # type: ignore[assignment]
         spec: dict[str, Any] = {k: v for k, v in args.items() if k not in ("google_api", "adopt")}
         spec = {**SPEC_DEFAULTS, **_strip_empty(spec)}
         policy = lifecycle.DeletionPolicy(spec["deletion_policy"])
@@ -82,8 +85,16 @@ class ModelDevelopmentCluster(pulumi.ComponentResource):
         self.state = self.cluster.state
         self.update_mode = pulumi.Output.from_input(spec["update_mode"])
         self.deletion_policy = pulumi.Output.from_input(policy.value)
+        self.verify_record = pulumi.Output.from_input(
+            verify_record.record(
+                modelDevelopment=verify_record.model_development(
+                    checked.project, checked.region, checked.model_development_cluster_id, checked.google_api
+                )
+            )
+        )
         self.register_outputs(
             {
+                verify_record.OUTPUT: self.verify_record,
                 "clusterName": self.cluster_name,
                 "state": self.state,
                 "updateMode": spec["update_mode"],

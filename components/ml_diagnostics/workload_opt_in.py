@@ -5,11 +5,13 @@ apply owning only the opt-in label, so every other label on it stays as it is).
 """
 
 # No `from __future__ import annotations`: the component plugin infers its schema from these annotations.
+from typing import Any
+
 import pulumi
 from pulumi_kubernetes.core import v1 as core
 from pulumi_kubernetes.meta.v1 import ObjectMetaArgs, ObjectMetaPatchArgs
 
-from ml_diagnostics import compat, docs, lifecycle, rules
+from ml_diagnostics import compat, docs, lifecycle, rules, verify_record
 from ml_diagnostics.args import WorkloadNamespaceArgs, WorkloadOptInArgs
 from ml_diagnostics.rules.in_cluster import WorkloadOptInSpec
 
@@ -21,6 +23,8 @@ class WorkloadOptIn(pulumi.ComponentResource):
 
     namespaces: pulumi.Output[list[str]]
     """The names of the labelled namespaces."""
+    verify_record: pulumi.Output[dict[str, Any]]
+    """What `mldiag verify` checks, for a check from the stack's state (ml_diagnostics.verify_record)."""
 
     def __init__(self, name: str, args: WorkloadOptInArgs, opts: pulumi.ResourceOptions | None = None):
         checked = rules.checked_args(
@@ -55,7 +59,10 @@ class WorkloadOptIn(pulumi.ComponentResource):
             self._resources.append(res)
         names = [ns["name"] for ns in namespaces]
         self.namespaces = pulumi.Output.from_input(names)
-        self.register_outputs({"namespaces": names})
+        self.verify_record = pulumi.Output.from_input(
+            verify_record.record(inCluster={"workloadNamespaces": names})
+        )
+        self.register_outputs({verify_record.OUTPUT: self.verify_record, "namespaces": names})
 
 
 docs.document(WorkloadOptIn, WorkloadOptInArgs)

@@ -62,6 +62,8 @@ class RecordedResource:
     retain_on_delete: bool = False
     # Input paths holding values the offline plan invented (mock answers, secret placeholders): plan_invented.
     invented: list[str] = field(default_factory=list)
+    # Unmasked outputs: a custom resource's mock answer, a component's registered outputs (not in the report).
+    outputs: dict[str, Any] = field(default_factory=dict, repr=False)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -166,6 +168,7 @@ class RecordingMonitor(mocks.MockMonitor):
     def __init__(self, mock: mocks.Mocks) -> None:
         super().__init__(mock)
         self.recorded: list[RecordedResource] = []
+        self._by_urn: dict[str, RecordedResource] = {}
         self._names: dict[str, str] = {}  # urn -> name, to derive children's inherited aliases
         self._aliases: dict[str, list[str]] = {}
         # (resource URN, or None for an invoke; the strings its mock answer added): see mldiag/engine/invented.py.
@@ -181,6 +184,7 @@ class RecordingMonitor(mocks.MockMonitor):
         prop_deps = {k: list(v.urns) for k, v in request.propertyDependencies.items()}
         aliases = self._resolve_aliases(request)
         self._names[response.urn], self._aliases[response.urn] = request.name, aliases
+        state: Any = {}
         if request.custom and request.type != STACK_REFERENCE_TYPE:  # a StackReference answers past outputs
             _, state = unwire(json_format.MessageToDict(response.object))
             given = [plain, request.importId]
@@ -203,9 +207,18 @@ class RecordingMonitor(mocks.MockMonitor):
                 aliases=aliases,
                 protect=bool(request.protect),
                 retain_on_delete=bool(request.retainOnDelete),
+                outputs=state if isinstance(state, dict) else {},
             )
         )
+        self._by_urn[response.urn] = self.recorded[-1]
         return response
+
+    def RegisterResourceOutputs(self, request):  # noqa: N802 (gRPC method name)
+        recorded = self._by_urn.get(request.urn)
+        if recorded is not None:
+            _, outputs = unwire(json_format.MessageToDict(request.outputs))
+            recorded.outputs = outputs if isinstance(outputs, dict) else {}
+        return super().RegisterResourceOutputs(request)
 
     def Invoke(self, request):  # noqa: N802 (gRPC method name)
         response = super().Invoke(request)

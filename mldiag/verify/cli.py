@@ -1,8 +1,12 @@
 """`python -m mldiag.verify STACK`: read-only post-deploy checks of every target of a stack.
 
     python -m mldiag.verify STACK [--config-file FILE | --pulumi-stack ORG/ml-diagnostics/STACK]
+    python -m mldiag.verify --stack ORG/PROJECT/STACK [--project DIR]
                                  [--format table|json|markdown] [--output FILE]
                                  [--wait SECONDS] [--interval SECONDS] [--log-lines N] [--arm-endpoint URL]
+
+STACK reads this program's stack config; --stack reads any stack's state (any program, any language that
+uses the components: mldiag/verify/state.py). Both run the same checks.
 
 Exit codes: 0 every check passed; 1 a check failed; 2 the stack config is invalid; 3 a target could not be
 reached (named in the report). It never changes anything and never prints a secret.
@@ -15,6 +19,7 @@ import json
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -75,7 +80,8 @@ def pulumi_cli_config(pulumi_stack: str, project: Path = ROOT) -> tuple[dict[str
 
 
 class Options(argparse.Namespace):
-    stack: str
+    stack: str | None
+    state_stack: str | None
     config_file: Path | None
     pulumi_stack: str | None
     project: Path | None
@@ -120,7 +126,13 @@ def run_once(cfg: StackConfig, options: dict[str, Any]) -> list[TargetResult]:
 
 def parse_args(argv: list[str] | None) -> Options:
     p = argparse.ArgumentParser(prog="python -m mldiag.verify", description=__doc__.split("\n\n")[0])
-    p.add_argument("stack", help="stack name: reads stacks/Pulumi.STACK.yaml")
+    p.add_argument("stack", nargs="?", help="stack name: reads stacks/Pulumi.STACK.yaml")
+    p.add_argument(
+        "--stack",
+        dest="state_stack",
+        metavar="ORG/PROJECT/STACK",
+        help="verify from the stack's state instead: every ml-diagnostics component in it, from any program",
+    )
     src = p.add_mutually_exclusive_group()
     src.add_argument("--config-file", type=Path, help="stack config file instead of stacks/Pulumi.STACK.yaml")
     src.add_argument(
@@ -132,7 +144,8 @@ def parse_args(argv: list[str] | None) -> Options:
         "--project",
         type=Path,
         metavar="DIR",
-        help="the Pulumi project whose stack --pulumi-stack reads (default: this repository)",
+        help="the Pulumi project whose stack --pulumi-stack or --stack reads (default: this repository; --stack: "
+        "the current directory)",
     )
     p.add_argument("--format", choices=("table", "json", "markdown"), default="table")
     p.add_argument("--output", type=Path, help="write the report to this file instead of stdout")
@@ -141,20 +154,45 @@ def parse_args(argv: list[str] | None) -> Options:
     p.add_argument("--log-lines", type=int, default=500, help="recent log lines read per Diagon pod")
     for option in cloud_options():
         p.add_argument(option.flag, dest=option.dest, default=option.default, help=option.help)
-    return p.parse_args(argv, namespace=Options())
+    opts = p.parse_args(argv, namespace=Options())
+    if (opts.stack is None) == (opts.state_stack is None):
+        p.error("give a stack name (its stack file) or --stack ORG/PROJECT/STACK (its state), one of them")
+    if opts.state_stack is not None and (opts.config_file or opts.pulumi_stack):
+        p.error(
+            "--stack reads the stack's state: --config-file and --pulumi-stack read a stack file's config"
+        )
+    return opts
+
+
+def checks_of(opts: Options) -> Callable[[dict[str, Any]], list[TargetResult]]:
+    """One verification pass with the given options: of the config, or of the state (read once here)."""
+    if opts.state_stack is not None:
+        from mldiag.verify import state
+
+        deployment = state.export(opts.state_stack, opts.project or Path.cwd())
+        found = state.targets(state.resources(deployment))
+        if not found:
+            raise state.StateUnavailable(
+                f"stack {opts.state_stack} holds no ml-diagnostics component ({state.TOKEN}*)"
+            )
+        return lambda options: state.run_once(found, options)
+    cfg = read_config(opts.stack or "", opts.config_file, opts.pulumi_stack, opts.project)
+    return lambda options: run_once(cfg, options)
 
 
 def main(argv: list[str] | None = None) -> int:
+    from mldiag.verify.state import StateUnavailable
+
     opts = parse_args(argv)
     try:
-        cfg = read_config(opts.stack, opts.config_file, opts.pulumi_stack, opts.project)
-    except (ConfigError, StackConfigUnavailable) as e:
+        passes = checks_of(opts)
+    except (ConfigError, StackConfigUnavailable, StateUnavailable) as e:
         print(f"error: {e}", file=sys.stderr)
         return report.EXIT_CONFIG
     start = time.monotonic()
     while True:
-        results = run_once(
-            cfg, {**default_options(), **{k: v for k, v in vars(opts).items() if k in default_options()}}
+        results = passes(
+            {**default_options(), **{k: v for k, v in vars(opts).items() if k in default_options()}}
         )
         code = report.exit_code(results)
         left = opts.wait - (time.monotonic() - start)
@@ -168,7 +206,7 @@ def main(argv: list[str] | None = None) -> int:
             flush=True,
         )
         time.sleep(max(0.0, min(opts.interval, left)))
-    text = report.render(opts.stack, results, opts.format)
+    text = report.render(opts.state_stack or opts.stack or "", results, opts.format)
     if opts.output:
         opts.output.write_text(text)
     else:

@@ -11,7 +11,7 @@ from google.auth.exceptions import GoogleAuthError
 from ml_diagnostics.google_api import rest_inputs
 from ml_diagnostics.providers import google_rest
 from ml_diagnostics.providers.google_rest import GoogleApiError, GoogleRestClient, RetryPolicy
-from program.clouds.google import GoogleApiSettings
+from ml_diagnostics.rules.google_api import GoogleApiSpec
 from program.verify.result import Unreachable
 
 CONTAINER_ENDPOINT = "https://container.googleapis.com"
@@ -28,7 +28,7 @@ MDC_BUSY_STATES = ("PROVISIONING", "UPDATING", "REPAIRING", "STOPPING")
 
 
 def rest_client(
-    endpoint: str | None, default: str, version: str, settings: GoogleApiSettings, api: str
+    endpoint: str | None, default: str, version: str, settings: GoogleApiSpec, api: str
 ) -> GoogleRestClient:
     """The client the dynamic providers build (`google_rest.client`), from the same settings: emulator mode
     (no credentials) only where this API has a loopback endpoint, else Application Default Credentials,
@@ -36,7 +36,7 @@ def rest_client(
     base = (endpoint or default).rstrip("/")
     if not base.endswith(f"/{version}"):
         base = f"{base}/{version}"
-    inputs = rest_inputs(settings.to_args(), api)
+    inputs = rest_inputs(settings.model_dump(exclude_defaults=True), api)  # type: ignore[arg-type]
     if not endpoint:
         inputs.pop("emulator", None)
     try:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from ml_diagnostics.rules.in_cluster import DiagonSpec
+from ml_diagnostics.verify_record import DiagonRecord
 from program.clouds.kubernetes_client import labels_of, name_of
 from program.verify.result import TargetResult
 
@@ -102,7 +102,7 @@ def check(
     core: client.CoreV1Api,
     apps: client.AppsV1Api,
     result: TargetResult,
-    d: DiagonSpec,
+    d: DiagonRecord,
     *,
     log_lines: int,
     timeout: tuple[float, float],

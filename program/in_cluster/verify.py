@@ -7,7 +7,8 @@
 - every mode: each workload namespace carries `managed-mldiagnostics-gke=true`.
 - Diagon (when enabled): see diagon.py.
 
-The checks take the library's InClusterSpec: a stack target's settings and a component's checked args alike.
+The checks take the record the components write (ml_diagnostics.verify_record.InClusterRecord): from a
+stack's state as recorded, or built from a stack file's settings the same way (`record_of`).
 """
 
 from __future__ import annotations
@@ -17,8 +18,9 @@ from functools import partial
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from ml_diagnostics import compat
-from ml_diagnostics.rules.in_cluster import InClusterSpec, MlDiagnosticsManualSpec
+from ml_diagnostics import compat, verify_record
+from ml_diagnostics.rules.in_cluster import InClusterSpec
+from ml_diagnostics.verify_record import InClusterRecord
 from program.clouds.kubernetes_client import TIMEOUT, annotations_of, guarded, labels_of, name_of, probe
 from program.in_cluster import diagon, helm
 from program.verify.result import TargetResult
@@ -28,47 +30,37 @@ CERT_MANAGER_COMPONENTS = "app.kubernetes.io/component in (controller,webhook,ca
 
 
 def check_cluster(
-    api: client.ApiClient,
-    result: TargetResult,
-    settings: InClusterSpec,
-    mode: str,
-    *,
-    log_lines: int = 500,
+    api: client.ApiClient, result: TargetResult, rec: InClusterRecord, *, log_lines: int = 500
 ) -> None:
     core, apps = client.CoreV1Api(api), client.AppsV1Api(api)
-    if mode == "manual":
-        for release, namespace, version in expected_releases(settings):
-            guarded(result, f"helm.{release}", partial(_release, core, result, release, namespace, version))
-            guarded(
-                result, f"workloads.{release}", partial(_release_workloads, apps, result, release, namespace)
-            )
-        if not settings.cert_manager.enabled:
-            guarded(result, "workloads.cert-manager", partial(_preinstalled_cert_manager, apps, result))
+    for r in rec.releases:
+        guarded(
+            result,
+            f"helm.{r.release}",
+            partial(_release, core, result, r.release, r.namespace, r.chart_version),
+        )
+        guarded(
+            result,
+            f"workloads.{r.release}",
+            partial(_release_workloads, apps, result, r.release, r.namespace),
+        )
+    if rec.preinstalled_cert_manager:
+        guarded(result, "workloads.cert-manager", partial(_preinstalled_cert_manager, apps, result))
+    if rec.webhook:
         guarded(result, "webhook.ca-injected", partial(_webhook_ca, api, result))
-    for ns in settings.workload_namespaces:
-        guarded(result, f"namespace.{ns.name}", partial(_opt_in_label, core, result, ns.name))
-    if settings.diagon is not None and settings.diagon.enabled:
+    for ns in rec.workload_namespaces:
+        guarded(result, f"namespace.{ns}", partial(_opt_in_label, core, result, ns))
+    if rec.diagon is not None:
         check_diagon = partial(
-            diagon.check, core, apps, result, settings.diagon, log_lines=log_lines, timeout=TIMEOUT
+            diagon.check, core, apps, result, rec.diagon, log_lines=log_lines, timeout=TIMEOUT
         )
         guarded(result, "diagon", check_diagon)
 
 
-def expected_releases(settings: InClusterSpec) -> list[tuple[str, str, str]]:
-    """(release, namespace, chart version) the manual install deploys, as the components name them."""
-    manual = settings.manual_install or MlDiagnosticsManualSpec()  # absent: the charts' defaults
-    out = []
-    if settings.cert_manager.enabled:
-        out.append(
-            (compat.CERT_MANAGER_RELEASE, compat.CERT_MANAGER_NAMESPACE, settings.cert_manager.version)
-        )
-    webhook_version = manual.injection_webhook.version or compat.INJECTION_WEBHOOK_DEFAULT_VERSION
-    out.append((compat.INJECTION_WEBHOOK_RELEASE, compat.MLDIAGNOSTICS_NAMESPACE, webhook_version))
-    operator_version = manual.connection_operator.version
-    if operator_version is None and manual.jax_version is not None:
-        operator_version = compat.connection_operator_defaults(manual.jax_version)[0]
-    out.append((compat.CONNECTION_OPERATOR_RELEASE, compat.MLDIAGNOSTICS_NAMESPACE, operator_version or ""))
-    return out
+def record_of(settings: InClusterSpec, mode: str) -> InClusterRecord:
+    """What a cluster's components record for these settings in this mode (ml_diagnostics.verify_record):
+    the config route checks this, the state route what the components recorded."""
+    return InClusterRecord.model_validate(verify_record.in_cluster(settings, mode))
 
 
 def _same_version(a: str, b: str) -> bool:
@@ -227,11 +219,11 @@ def _opt_in_label(core: client.CoreV1Api, result: TargetResult, namespace: str) 
 
 
 def check_in_cluster(
-    api: client.ApiClient, result: TargetResult, settings: InClusterSpec, mode: str, log_lines: int
+    api: client.ApiClient, result: TargetResult, rec: InClusterRecord, log_lines: int
 ) -> None:
     """Every in-cluster check through one client, closed afterwards."""
     try:
         probe(api)
-        check_cluster(api, result, settings, mode, log_lines=log_lines)
+        check_cluster(api, result, rec, log_lines=log_lines)
     finally:
         api.close()

@@ -80,6 +80,12 @@ class TargetKind(Generic[T]):
     """(target, BuildContext) -> the stack output of the target, after registering its component."""
     verify: Lazy
     """(target, VerifyContext, TargetResult) -> None: read-only post-deploy checks."""
+    section: str
+    """The section of a verify record (ml_diagnostics.verify_record.VerifyRecord) its checks read."""
+    check: Lazy
+    """(that section, access, VerifyContext, TargetResult) -> None: the same checks on a record, as `mldiag
+    verify --stack` finds it in a stack's state (access: how the cluster is reached, None when the cloud's
+    own API says)."""
     mock_answers: Lazy
     """The offline plan's answers: {"invokes": {token: fn(args)}, "outputs": {type: fn(name, inputs)}}."""
     costly: tuple[Costly, ...] = ()

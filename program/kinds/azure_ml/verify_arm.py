@@ -6,8 +6,8 @@ from __future__ import annotations
 import base64
 from typing import Any
 
+from ml_diagnostics.verify_record import AzureMlRecord
 from program.clouds.azure_client import Arm
-from program.kinds.azure_ml.model import AzureMlTarget
 from program.verify.result import TargetResult, Unreachable
 
 EXTENSION_API = "2023-05-01"
@@ -50,7 +50,7 @@ AKS_USER_HINT = (
 )
 
 
-def aks_user_kubeconfig(target: AzureMlTarget, arm: Arm) -> str:
+def aks_user_kubeconfig(target: AzureMlRecord, arm: Arm) -> str:
     """The cluster user kubeconfig ARM lists for verify's identity (AKS; kept in memory only)."""
     c = target.cluster
     body = arm.post(f"{c.resource_id}/listClusterUserCredential", AKS_API) or {}
@@ -63,23 +63,23 @@ def aks_user_kubeconfig(target: AzureMlTarget, arm: Arm) -> str:
         raise Unreachable(f"ARM's cluster user kubeconfig for {c.name} is not base64 text") from None
 
 
-def check_extension(target: AzureMlTarget, arm: Arm, result: TargetResult) -> str:
+def check_extension(target: AzureMlRecord, arm: Arm, result: TargetResult) -> str:
     """The extension's ARM checks; returns its provisioningState ("NotFound" when it does not exist)."""
     c = target.cluster
     path = (
         f"/subscriptions/{c.subscription_id}/resourceGroups/{c.resource_group}/providers/{c.cluster_rp}/"
-        f"{c.cluster_type}/{c.name}/providers/Microsoft.KubernetesConfiguration/extensions/{target.extension}"
+        f"{c.cluster_type}/{c.name}/providers/Microsoft.KubernetesConfiguration/extensions/{target.extension_name}"
     )
     ext = arm.get(path, EXTENSION_API)
     show = (
-        f"az k8s-extension show --name {target.extension} --cluster-type {c.cluster_type} "
+        f"az k8s-extension show --name {target.extension_name} --cluster-type {c.cluster_type} "
         f"--cluster-name {c.name} --resource-group {c.resource_group}"
     )
     if ext is None:
         result.add(
             "azureml.extension",
             False,
-            f"extension {target.extension} not found on {c.name}",
+            f"extension {target.extension_name} not found on {c.name}",
             "run `pulumi up`",
         )
         return "NotFound"
@@ -91,18 +91,20 @@ def check_extension(target: AzureMlTarget, arm: Arm, result: TargetResult) -> st
             result.add(
                 "azureml.extension",
                 False,
-                f"{target.extension} Succeeded but runs {version}, not the pinned {target.version}",
+                f"{target.extension_name} Succeeded but runs {version}, not the pinned {target.version}",
                 "run `pulumi up` (a change made outside the stack drifted the version), or pin the one it runs",
             )
         else:
             result.add(
-                "azureml.extension", True, f"{target.extension} Succeeded{f' ({version})' if version else ''}"
+                "azureml.extension",
+                True,
+                f"{target.extension_name} Succeeded{f' ({version})' if version else ''}",
             )
     elif state in ("Creating", "Updating", "Pending", "Accepted", "Deleting"):
         result.add(
             "azureml.extension",
             False,
-            f"{target.extension} is {state}",
+            f"{target.extension_name} is {state}",
             f"it can take several minutes: rerun with --wait SECONDS, or watch `{show}`",
         )
     else:
@@ -119,7 +121,7 @@ def check_extension(target: AzureMlTarget, arm: Arm, result: TargetResult) -> st
         result.add(
             "azureml.extension",
             False,
-            f"{target.extension} is {state}{f': {why}' if why else ''}",
+            f"{target.extension_name} is {state}{f': {why}' if why else ''}",
             known
             or f"`{show}` and `kubectl get pods -n azureml` show the failing component; fix the cause (nodes, "
             "settings, outbound network) and run `pulumi up` again",
@@ -129,7 +131,7 @@ def check_extension(target: AzureMlTarget, arm: Arm, result: TargetResult) -> st
     return state
 
 
-def _relay(target: AzureMlTarget, arm: Arm, result: TargetResult, ext_props: dict[str, Any]) -> None:
+def _relay(target: AzureMlRecord, arm: Arm, result: TargetResult, ext_props: dict[str, Any]) -> None:
     # The component's own naming rule (imported here: the module loads the azure-native SDK).
     from ml_diagnostics.azure_ml import RELAY_AUTH_RULE, RELAY_RIGHTS, relay_namespace_name
 

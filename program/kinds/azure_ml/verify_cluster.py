@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ml_diagnostics.verify_rbac import AZUREML_CLASH_CRDS, AZUREML_HEALTHCHECK_CONFIGMAP, AZUREML_NAMESPACE
-from program.kinds.azure_ml.model import NGINX_DEFAULT_CONTROLLER, AzureMlTarget
+from ml_diagnostics.verify_record import AzureMlRecord
+from program.kinds.azure_ml.model import NGINX_DEFAULT_CONTROLLER
 from program.verify.result import TargetResult
 
 GUIDE = "how-to-troubleshoot-kubernetes-extension.md"
@@ -105,10 +106,10 @@ COMPONENTS = (
 _DEFAULT_ON = {"install_prom_op", "install_volcano"}
 
 
-def expected_components(t: AzureMlTarget) -> list[str]:
+def expected_components(t: AzureMlRecord) -> list[str]:
     out = []
     for c in COMPONENTS:
-        if not ((c.training and t.training) or (c.inference and t.inference.enabled)):
+        if not ((c.training and t.training) or (c.inference and t.inference)):
             continue
         if c.when == "arc":
             if t.cluster.kind != "arc":
@@ -117,11 +118,11 @@ def expected_components(t: AzureMlTarget) -> list[str]:
             flag = getattr(t, c.when)
             if not (flag if flag is not None else c.when in _DEFAULT_ON):
                 continue
-        out.append(c.name.format(ext=t.extension))
+        out.append(c.name.format(ext=t.extension_name))
     return out
 
 
-def check_in_cluster(t: AzureMlTarget, api: Any, result: TargetResult, extension_state: str) -> None:
+def check_in_cluster(t: AzureMlRecord, api: Any, result: TargetResult, extension_state: str) -> None:
     from kubernetes import client
 
     from program.clouds.kubernetes_client import guarded
@@ -250,7 +251,7 @@ def _pod_problem(pod: Any) -> str | None:
     return None
 
 
-def _pods(core: Any, t: AzureMlTarget, result: TargetResult) -> None:
+def _pods(core: Any, t: AzureMlRecord, result: TargetResult) -> None:
     pods = core.list_namespaced_pod(AZUREML_NAMESPACE).items
     missing, broken = [], []
     for component in expected_components(t):
@@ -282,10 +283,10 @@ def _helm_owner(meta: Any) -> str | None:
     return f"{ns}/{name}" if name else None
 
 
-def _clashes(t: AzureMlTarget, ext_api: Any, net_api: Any, result: TargetResult) -> None:
+def _clashes(t: AzureMlRecord, ext_api: Any, net_api: Any, result: TargetResult) -> None:
     from kubernetes.client.exceptions import ApiException
 
-    ours = f"{AZUREML_NAMESPACE}/{t.extension}"
+    ours = f"{AZUREML_NAMESPACE}/{t.extension_name}"
     for what, setting, flag in (
         ("prometheus", "installPromOp", t.install_prom_op),
         ("volcano", "installVolcano", t.install_volcano),

@@ -1,12 +1,15 @@
-"""Verify checks of a gkeClusters target: the GKE API's view of the cluster, then the in-cluster checks."""
+"""Verify checks of a gkeClusters target, and of a GkeCluster found in a stack's state: the GKE API's view of
+the cluster, then the in-cluster checks through its endpoint and CA."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from ml_diagnostics import compat
+from ml_diagnostics import compat, verify_record
 from ml_diagnostics.gke_cluster import gke_kubeconfig
-from program.clouds.google import GOOGLE, GoogleApiSettings
+from ml_diagnostics.rules.google_api import GoogleApiSpec
+from ml_diagnostics.verify_record import GkeRecord
+from program.clouds.google import GOOGLE
 from program.clouds.google_client import CONTAINER_ENDPOINT, get_once, rest_client
 from program.clouds.kubernetes_client import kube_client
 from program.in_cluster.verify import check_in_cluster
@@ -15,24 +18,35 @@ from program.verify.context import VerifyContext
 from program.verify.result import TargetResult, Unreachable
 
 
+def record_of(target: GkeClusterTarget, ctx: VerifyContext) -> GkeRecord:
+    """What the target's GkeCluster records (ml_diagnostics.verify_record), from the stack config."""
+    mode = target.resolved_mode
+    google_api = GoogleApiSpec.model_validate(ctx.settings(GOOGLE).for_target(target.google_api).to_args())
+    inside = verify_record.in_cluster(target, mode)
+    section = verify_record.gke(target.project, target.location, target.gke_name, mode, google_api, inside)
+    return GkeRecord.model_validate(section)
+
+
 def verify(target: GkeClusterTarget, ctx: VerifyContext, result: TargetResult) -> None:
-    cluster = check_gke(target, ctx.settings(GOOGLE), result)
+    check(record_of(target, ctx), None, ctx, result)
+
+
+def check(rec: GkeRecord, access: None, ctx: VerifyContext, result: TargetResult) -> None:
+    cluster = check_gke(rec, result)
     if cluster is None:
         return
     endpoint = cluster.get("endpoint") or ""
     ca = (cluster.get("masterAuth") or {}).get("clusterCaCertificate") or ""
     if not endpoint:
         raise Unreachable("the GKE API reports no endpoint for the cluster")
-    text = gke_kubeconfig(target.project, target.location, target.gke_name, endpoint, ca)
-    check_in_cluster(kube_client(text, None), result, target, target.resolved_mode, ctx.log_lines)
+    text = gke_kubeconfig(rec.project, rec.location, rec.cluster_name, endpoint, ca)
+    check_in_cluster(kube_client(text, None), result, rec.in_cluster, ctx.log_lines)
 
 
-def check_gke(
-    target: GkeClusterTarget, google_api: GoogleApiSettings, result: TargetResult
-) -> dict[str, Any] | None:
+def check_gke(rec: GkeRecord, result: TargetResult) -> dict[str, Any] | None:
     """Cluster status and the managed flag; returns the cluster (endpoint and CA for the in-cluster checks)."""
-    google_api = google_api.for_target(target.google_api)
-    path = f"projects/{target.project}/locations/{target.location}/clusters/{target.gke_name}"
+    google_api = rec.google_api
+    path = f"projects/{rec.project}/locations/{rec.location}/clusters/{rec.cluster_name}"
     client = rest_client(
         google_api.endpoints.get("container"), CONTAINER_ENDPOINT, "v1", google_api, "container"
     )
@@ -57,13 +71,13 @@ def check_gke(
             f"{path} is {status}{f': {message}' if message else ''}",
             "an operation is running (`gcloud container operations list`): rerun with --wait SECONDS"
             if busy
-            else f"`gcloud container clusters describe {target.gke_name} --location {target.location}` and "
+            else f"`gcloud container clusters describe {rec.cluster_name} --location {rec.location}` and "
             "`gcloud container operations list` show what failed; repair or recreate the failing node pool",
         )
 
     version = cluster.get("currentMasterVersion", "")
     enabled = bool((cluster.get("managedMachineLearningDiagnosticsConfig") or {}).get("enabled", False))
-    mode = target.resolved_mode
+    mode = rec.mode
     if mode == "managed":
         problems = []
         try:

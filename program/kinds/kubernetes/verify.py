@@ -1,13 +1,26 @@
-"""Verify checks of a kubernetesClusters target: the in-cluster checks through its kubeconfig or context."""
+"""Verify checks of a kubernetesClusters target, and of any in-cluster component found in a stack's state
+(ClusterMlDiagnostics, KubernetesCluster, Diagon, WorkloadOptIn, ...): the in-cluster checks through a
+kubeconfig or context."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+from ml_diagnostics.verify_record import InClusterRecord
 from program.clouds.kubernetes_client import kube_client
 from program.config_base import is_placeholder
-from program.in_cluster.verify import check_in_cluster
+from program.in_cluster.verify import check_in_cluster, record_of
 from program.kinds.kubernetes.model import KubernetesClusterTarget
 from program.verify.context import VerifyContext
 from program.verify.result import TargetResult, Unreachable
+
+
+@dataclass(frozen=True)
+class KubeAccess:
+    """How verify reaches the cluster: kubeconfig text (None: the ambient kubeconfig) and a context."""
+
+    kubeconfig: str | None = None
+    context: str | None = None
 
 
 def verify(target: KubernetesClusterTarget, ctx: VerifyContext, result: TargetResult) -> None:
@@ -17,5 +30,8 @@ def verify(target: KubernetesClusterTarget, ctx: VerifyContext, result: TargetRe
             "its kubeconfig is a secret the stack file holds encrypted: pass --pulumi-stack ORG/ml-diagnostics/STACK "
             "(the Pulumi CLI decrypts it)"
         )
-    api = kube_client(kubeconfig, target.context)
-    check_in_cluster(api, result, target, target.resolved_mode, ctx.log_lines)
+    check(record_of(target, target.resolved_mode), KubeAccess(kubeconfig, target.context), ctx, result)
+
+
+def check(rec: InClusterRecord, access: KubeAccess, ctx: VerifyContext, result: TargetResult) -> None:
+    check_in_cluster(kube_client(access.kubeconfig, access.context), result, rec, ctx.log_lines)

@@ -1,8 +1,12 @@
-"""Verify checks of a modelDevelopmentClusters target: the cluster as the Vertex AI API reports it."""
+"""Verify checks of a modelDevelopmentClusters target, and of a ModelDevelopmentCluster found in a stack's
+state: the cluster as the Vertex AI API reports it."""
 
 from __future__ import annotations
 
-from program.clouds.google import GOOGLE, GoogleApiSettings
+from ml_diagnostics import verify_record
+from ml_diagnostics.rules.google_api import GoogleApiSpec
+from ml_diagnostics.verify_record import ModelDevelopmentRecord
+from program.clouds.google import GOOGLE
 from program.clouds.google_client import (
     AIPLATFORM_ENDPOINT,
     MDC_API_VERSION,
@@ -15,19 +19,26 @@ from program.verify.context import VerifyContext
 from program.verify.result import TargetResult
 
 
+def record_of(target: ModelDevelopmentClusterTarget, ctx: VerifyContext) -> ModelDevelopmentRecord:
+    """What the target's ModelDevelopmentCluster records (ml_diagnostics.verify_record), from the stack config."""
+    google_api = GoogleApiSpec.model_validate(ctx.settings(GOOGLE).for_target(target.google_api).to_args())
+    section = verify_record.model_development(
+        target.project, target.region, target.model_development_cluster_id, google_api
+    )
+    return ModelDevelopmentRecord.model_validate(section)
+
+
 def verify(target: ModelDevelopmentClusterTarget, ctx: VerifyContext, result: TargetResult) -> None:
-    check_model_development_cluster(target, ctx.settings(GOOGLE), result)
+    check(record_of(target, ctx), None, ctx, result)
 
 
-def check_model_development_cluster(
-    target: ModelDevelopmentClusterTarget, google_api: GoogleApiSettings, result: TargetResult
-) -> None:
-    google_api = google_api.for_target(target.google_api)
+def check(rec: ModelDevelopmentRecord, access: None, ctx: VerifyContext, result: TargetResult) -> None:
+    google_api = rec.google_api
     endpoint = google_api.endpoints.get("aiplatform")
-    default = AIPLATFORM_ENDPOINT.replace("{region}", target.region)
+    default = AIPLATFORM_ENDPOINT.replace("{region}", rec.region)
     if endpoint:
-        endpoint = endpoint.replace("{region}", target.region)
-    path = f"projects/{target.project}/locations/{target.region}/modelDevelopmentClusters/{target.model_development_cluster_id}"
+        endpoint = endpoint.replace("{region}", rec.region)
+    path = f"projects/{rec.project}/locations/{rec.region}/modelDevelopmentClusters/{rec.cluster_id}"
     client = rest_client(endpoint, default, MDC_API_VERSION, google_api, "aiplatform")
     cluster = get_once(client, path, f"Model Development Cluster {path}")
     if cluster is None:
