@@ -69,7 +69,9 @@ verify: venv
 	$(call mldiag,verify $(STACK) --format $(FORMAT) --wait $(WAIT) $(if $(PULUMI_STACK),--pulumi-stack $(PULUMI_STACK)) $(if $(CONFIG_FILE),--config-file $(CONFIG_FILE)))
 
 # End-to-end tier: restores (or reuses, or builds from Go modules) the toolchain, then runs tests/e2e with the real CLI
-# against a loopback control plane. See README "End-to-end tests".
+# against loopback control planes. See README "End-to-end tests". Test files run on E2E_JOBS workers, each file
+# whole and in order on one worker with its own control plane (E2E_JOBS=0: one process).
+E2E_JOBS ?= 2
 e2e: venv
 	bash dev/e2e/toolchain.sh
-	MLDIAG_E2E=1 $(PY) -m pytest -x -p no:cacheprovider tests/e2e -v
+	MLDIAG_E2E=1 $(PY) -m pytest -x -p no:cacheprovider $(if $(filter 0,$(E2E_JOBS)),,-n $(E2E_JOBS) --dist loadfile) tests/e2e -v --durations=15
