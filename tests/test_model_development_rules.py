@@ -167,3 +167,18 @@ def test_the_provider_check_keeps_the_rules_the_spec_model_also_has() -> None:
         (f"{S}.partitions[0].id", "required"),
         (f"{S}.partitions[0].node_pool_ids[0]", "node pool 'cpu' is not a node pool id; node pools: none"),
     ]
+
+
+def test_node_counts_unknown_in_a_preview_are_not_compared_and_a_non_integer_is_refused() -> None:
+    """A pool's counts may be unknown in a preview (an Output the engine has not resolved): the check skips
+    them instead of comparing a placeholder with a number; a count that is no integer is named."""
+    spec = bad_spec()
+    spec["node_pools"] = [pool("cpu"), pool("gpu"), pool("tpu")]
+    spec["node_pools"][0]["scaling_spec"] = {"min_node_count": UNKNOWN, "max_node_count": 2}
+    spec["node_pools"][1]["scaling_spec"] = {"min_node_count": 1, "max_node_count": UNKNOWN}
+    spec["node_pools"][2]["scaling_spec"] = {"min_node_count": "one", "max_node_count": True}
+    problems = [(p, m) for p, m in validate_spec(spec) if p.startswith("node_pools")]
+    assert problems == [
+        ("node_pools[2].scaling_spec.min_node_count", "must be an integer"),
+        ("node_pools[2].scaling_spec.max_node_count", "must be an integer"),
+    ]

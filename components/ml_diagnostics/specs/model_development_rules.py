@@ -165,10 +165,20 @@ def _pool_id_problems(pool: Mapping[str, Any], i: int, pool_ids: _PoolIds, paths
     return []
 
 
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 def _scaling_problems(pool: Mapping[str, Any], i: int, paths: _Paths) -> Problems:
     problems: Problems = []
     scaling = pool.get("scaling_spec") or {}
     lo, hi = scaling.get("min_node_count"), scaling.get("max_node_count")
+    for key, value in (("min_node_count", lo), ("max_node_count", hi)):
+        if value is not None and value != UNKNOWN and not _is_int(value):
+            problems.append((paths.at("node_pools", i, "scaling_spec", key), "must be an integer"))
+    # A count still unknown in a preview (or already refused above) is not compared.
+    lo = lo if _is_int(lo) else None
+    hi = hi if _is_int(hi) else None
     if lo is not None and lo < 0:
         problems.append((paths.at("node_pools", i, "scaling_spec", "min_node_count"), "must be >= 0"))
     if lo is not None and hi is not None and hi < lo:
