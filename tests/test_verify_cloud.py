@@ -4,8 +4,6 @@ gke-gcloud-auth-plugin exec credential), the Vertex AI API and Azure Resource Ma
 from __future__ import annotations
 
 import base64
-import datetime
-import ipaddress
 import os
 import sys
 from collections.abc import Iterator
@@ -14,14 +12,11 @@ from typing import Any
 
 import pytest
 import yaml
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
 
 from dev.fakes.arm_api import FakeArm
 from dev.fakes.gke_api import FakeGkeApi
 from dev.fakes.k8s_api import FakeKubeApi
+from dev.fakes.tls import loopback_certificate
 from dev.fakes.vertex_api import FakeVertexApi
 from tests.fixtures.verify import (
     checks,
@@ -39,31 +34,8 @@ PROJECT, LOCATION, CLUSTER = "acme-ml-staging", "us-central1-a", "shared-train-a
 
 def self_signed(tmp: Path) -> tuple[str, str, str]:
     """(cert file, key file, base64 PEM) of a certificate for 127.0.0.1 that is its own CA."""
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "fake-apiserver")])
-    now = datetime.datetime.now(datetime.UTC)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(hours=1))
-        .add_extension(
-            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), False
-        )
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), True)
-        .sign(key, hashes.SHA256())
-    )
-    pem = cert.public_bytes(serialization.Encoding.PEM)
-    (tmp / "tls.crt").write_bytes(pem)
-    (tmp / "tls.key").write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-        )
-    )
-    return str(tmp / "tls.crt"), str(tmp / "tls.key"), base64.b64encode(pem).decode()
+    cert, key, pem = loopback_certificate(tmp, "fake-apiserver", ca=True)
+    return cert, key, base64.b64encode(pem).decode()
 
 
 @pytest.fixture

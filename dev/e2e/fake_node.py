@@ -14,19 +14,14 @@ from __future__ import annotations
 
 import contextlib
 import datetime
-import ipaddress
 import tempfile
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
-
 from dev.e2e.control_plane import ControlPlane
+from dev.fakes.tls import loopback_certificate
 
 RENEW_SECONDS = 5.0
 KUBELET_SECONDS = 1.0
@@ -34,32 +29,6 @@ KUBELET_SECONDS = 1.0
 
 def _now() -> str:
     return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-def _self_signed(d: Path) -> tuple[str, str]:
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "fake-kubelet")])
-    now = datetime.datetime.now(datetime.UTC)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(hours=2))
-        .add_extension(
-            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), False
-        )
-        .sign(key, hashes.SHA256())
-    )
-    (d / "kubelet.crt").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    (d / "kubelet.key").write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-        )
-    )
-    return str(d / "kubelet.crt"), str(d / "kubelet.key")
 
 
 class FakeNode:
@@ -92,7 +61,8 @@ class FakeNode:
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        context.load_cert_chain(*_self_signed(Path(self._dir.name)))
+        cert, key, _ = loopback_certificate(Path(self._dir.name), "fake-kubelet")
+        context.load_cert_chain(cert, key)
         self._server.socket = context.wrap_socket(self._server.socket, server_side=True)
         thread = threading.Thread(target=self._server.serve_forever, daemon=True)
         thread.start()
