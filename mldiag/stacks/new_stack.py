@@ -23,39 +23,27 @@ from mldiag.exit_codes import Exit
 from mldiag.plan.common import PROJECT, ROOT
 from mldiag.stacks.secrets import SecretInputError, passphrase
 from mldiag.stacks.stack_secrets import EXAMPLE_PASSPHRASE, new_salt_state
+from program.kinds.table import KINDS
 
 STACKS = ROOT / "stacks"
 EXIT_OK, EXIT_BAD_INPUT = Exit.OK, Exit.INVALID
 # Pulumi stack names: letters, digits, '-', '_' and '.', at most 100 characters.
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")
 
-TEMPLATE = """\
+HEADER = """\
 # Stack {name} ({environment}), made by `mldiag new-stack`. Each target kind is one list under config;
 # the examples below are commented out: README "What each target does", docs/configuration.md for every key.
 # Secrets: `mldiag secrets set {name} KEY.PATH < file` (or `pulumi config set --secret --path ...`).
 encryptionsalt: {salt}
 config:
   {project}:environment: {environment}
-  # {project}:kubernetesClusters:            # self-managed Kubernetes (the manual install)
-  #   - name: lab
-  #     context: lab-admin                   # or a kubeconfig secret at kubernetesClusters[0].kubeconfig
-  #     workloadNamespaces: [{{name: ai-workloads, create: true}}]
-  #     manualInstall: {{jaxVersion: "0.8"}}
-  # {project}:gkeClusters:                    # GKE, created or adopted
-  #   - name: train
-  #     project: my-project
-  #     location: us-central1
-  #     currentVersion: 1.35.1-gke.1396000    # adopted: its version decides managed or manual
-  # {project}:azureMl:                        # the Azure ML extension on AKS or Arc
-  #   - name: aks
-  #     cluster: {{kind: aks, subscriptionId: ..., resourceGroup: ..., name: ..., location: westeurope, nodeCount: 3}}
-  #     training: true
-  # {project}:modelDevelopmentClusters:       # Vertex AI Model Development Clusters (Slurm)
-  #   - name: slurm
-  #     project: my-project
-  #     region: us-central1
-  #     modelDevelopmentClusterId: slurm1
 """
+
+
+def examples(project: str = PROJECT) -> str:
+    """Every kind's commented example (its entry's `docs.example`), in the table's order."""
+    lines = [line for kind in KINDS for line in kind.docs.example.replace("{project}", project).splitlines()]
+    return "".join(f"  # {line}\n" for line in lines)
 
 
 class NewStackError(Exception):
@@ -64,7 +52,7 @@ class NewStackError(Exception):
 
 def render(name: str, environment: str, secret: str) -> str:
     salt, _ = new_salt_state(secret)
-    return TEMPLATE.format(name=name, environment=environment, salt=salt, project=PROJECT)
+    return HEADER.format(name=name, environment=environment, salt=salt, project=PROJECT) + examples()
 
 
 def create(name: str, environment: str, *, stacks_dir: Path = STACKS, force: bool = False) -> Path:

@@ -2,9 +2,10 @@
 
 Everything the program, the cross-target checks, verify, the offline plan and its diff need to know about a
 kind is declared once, in its entry: its config model, its cloud (program/clouds: stack-level settings,
-verify's client and options), its component, its costly and force-new resource types, its checks. Entries
-name their heavier parts (the component factory, the verify checks, the offline plan's mock answers) as
-`Lazy` references, so validating a stack file imports no cloud SDK.
+verify's client and options), its component, its costly and force-new resource types, its checks, its texts
+in the documents that describe every kind. Entries name their heavier parts (the component factory, the
+verify checks, the offline plan's mock answers) as `Lazy` references, so validating a stack file imports no
+cloud SDK.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ if TYPE_CHECKING:
     from program.config_base import TargetBase
     from program.previous_deployment import PreviousDeployment
 
-__all__ = ["BuildContext", "Claim", "Costly", "Lazy", "TargetKind"]
+__all__ = ["BuildContext", "Claim", "Costly", "KindDocs", "Lazy", "TargetKind"]
 
 # (identity of the physical resource, what it is, key path relative to the kind's list entry)
 Claim = tuple[tuple[Any, ...], str, str]
@@ -42,6 +43,27 @@ class Costly:
     """Only resources whose parent component has one of these types (none: every resource of the type)."""
     name_path: str = ""
     """The input that names it for a reviewer (a namespace's `metadata.name`); default: the resource name."""
+
+
+@dataclass(frozen=True)
+class KindDocs:
+    """A kind's texts in the documents that describe every kind, in the table's order: README's "What each
+    target does", docs/verify.md's checks and docs/lifecycle.md's removals (written by `python -m
+    dev.gen.kind_docs --write`), and the commented example of `mldiag new-stack`'s file (made at run time).
+
+    A text that several kinds list (the in-cluster install, which GKE runs on its manual path too) is written
+    once, where the last of them puts it."""
+
+    summary: tuple[str, ...]
+    """README "What each target does": list items as written there, without the `- ` and the continuation
+    lines' indent (`**`key`**: what a target makes ...`)."""
+    checks: tuple[tuple[str, str], ...]
+    """docs/verify.md's table of checks: (target, checks) rows."""
+    removed: str
+    """docs/lifecycle.md's table of what removing a target does: the kind's `removed` cell."""
+    example: str
+    """`mldiag new-stack`'s commented example: the lines of the kind's list as a stack file holds them under
+    `config:` (uncommented), `{project}` standing for the project's name."""
 
 
 @dataclass
@@ -88,6 +110,8 @@ class TargetKind(Generic[T]):
     own API says)."""
     mock_answers: Lazy
     """The offline plan's answers: {"invokes": {token: fn(args)}, "outputs": {type: fn(name, inputs)}}."""
+    docs: KindDocs
+    """Its texts in README, docs/verify.md, docs/lifecycle.md and the new-stack template."""
     costly: tuple[Costly, ...] = ()
     """The resource types of this kind whose replacement or deletion the offline diff puts first."""
     # dataclasses.field by its module: the attribute `field` above shadows the bare name for mypy

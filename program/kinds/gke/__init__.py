@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from program import in_cluster
 from program.clouds.google import GOOGLE
-from program.kinds.base import Claim, Costly, Lazy, TargetKind
+from program.kinds import kubernetes
+from program.kinds.base import Claim, Costly, KindDocs, Lazy, TargetKind
 from program.kinds.gke.model import GkeClusterTarget
 
 
@@ -23,6 +24,43 @@ def generated_names(t: GkeClusterTarget) -> list[tuple[str, str]]:
         (f"nodepool:gke-{t.name}-pool-{p.name}", f"nodePools[{j}].name") for j, p in enumerate(t.node_pools)
     ]
     return out
+
+
+DOCS = KindDocs(
+    summary=(
+        (
+            "**`gkeClusters`**: `create: true` makes a GKE **Standard** cluster (default pool removed, one `NodePool`\n"
+            "per pool, GPU/TPU pools with labels and taints, Workload Identity) with\n"
+            "`managedMachineLearningDiagnosticsConfig.enabled` always sent explicitly (the block is Computed upstream, so\n"
+            "leaving it out never turns the feature off). `create: false` adopts an existing cluster: `getCluster` for\n"
+            "endpoint and CA, and a dynamic resource that sets the flag through the GKE API and restores the earlier\n"
+            "value on delete. `mode: auto` picks managed from 1.35.0-gke.3065000 on, manual below. An adopted\n"
+            "**Autopilot** cluster refuses privileged pods, so `diagon.enabled` is refused there with the alternatives."
+        ),
+        kubernetes.IN_CLUSTER_SUMMARY,
+    ),
+    checks=(
+        kubernetes.MANUAL_CHECKS,
+        (
+            "managed mode (`gkeClusters`)",
+            "`gke.cluster` RUNNING; `gke.managed`: the managed flag on and the version at or past "
+            "1.35.0-gke.3065000 (manual mode: the flag off, so two webhooks never run side by side)",
+        ),
+        kubernetes.CLUSTER_CHECKS,
+        kubernetes.DIAGON_CHECKS,
+    ),
+    removed=(
+        "created: the cluster per `deletionPolicy`, its node pools and the in-cluster parts; adopted: the "
+        "in-cluster parts, and the managed flag set back to its value before adoption; the cluster stays"
+    ),
+    example=(
+        "{project}:gkeClusters:                    # GKE, created or adopted\n"
+        "  - name: train\n"
+        "    project: my-project\n"
+        "    location: us-central1\n"
+        "    currentVersion: 1.35.1-gke.1396000    # adopted: its version decides managed or manual\n"
+    ),
+)
 
 
 KIND = TargetKind(
@@ -57,4 +95,5 @@ KIND = TargetKind(
     },
     claims=claims,
     generated_names=generated_names,
+    docs=DOCS,
 )

@@ -6,7 +6,7 @@ import hashlib
 
 from program import in_cluster
 from program.clouds.kubernetes import KUBERNETES
-from program.kinds.base import Claim, Lazy, TargetKind
+from program.kinds.base import Claim, KindDocs, Lazy, TargetKind
 from program.kinds.kubernetes.model import KubernetesClusterTarget
 
 
@@ -35,6 +35,56 @@ def generated_names(t: KubernetesClusterTarget) -> list[tuple[str, str]]:
     ]
 
 
+# The in-cluster install's texts, which the gkeClusters kind lists too (GKE's manual path is this install):
+# a text two kinds list is written once, where the later one puts it (KindDocs).
+IN_CLUSTER_SUMMARY = (
+    "**`kubernetesClusters`** (and GKE on the manual path): cert-manager (v1.13.0, CRD values by version),\n"
+    "`mldiagnostics-injection-webhook` 0.25.0 and `mldiagnostics-connection-operator` (chart and args by JAX\n"
+    "version) as Helm v3 releases with the vendor's names; `workloadNamespaces` get the opt-in label (a\n"
+    "`Namespace`, or a server-side-apply patch that leaves other labels alone); `diagon` deploys the vendor's\n"
+    "DaemonSet with the image from config (a change is `pulumi up`, never a drifting `kubectl set image`), on\n"
+    "GKE's accelerator nodes by default, on every node of a self-managed cluster. The namespace it creates for\n"
+    "Diagon carries the Pod Security labels that admit a privileged `hostNetwork` daemon."
+)
+MANUAL_CHECKS = (
+    "manual mode (`kubernetesClusters`; `gkeClusters` in manual mode)",
+    "`helm.<release>`: cert-manager (when the stack installs it), injection-webhook and "
+    "connection-operator deployed per Helm's own release records (Secrets `helm.sh/release.v1`) at the "
+    "configured chart version; `workloads.<release>`: their Deployments available (a pre-installed "
+    "cert-manager: its controller/webhook/cainjector Deployments); `webhook.ca-injected`: the "
+    "injection-webhook's MutatingWebhookConfiguration exists and cert-manager injected its CA",
+)
+CLUSTER_CHECKS = (
+    "every cluster",
+    "`namespace.<name>`: each workload namespace carries `managed-mldiagnostics-gke=true`",
+)
+DIAGON_CHECKS = (
+    "Diagon",
+    "`diagon.scheduled`: desired pods > 0 (zero names the DaemonSet's node selection to check); "
+    "`diagon.ready`: all pods ready (not-ready ones named with their reason); `diagon.image`: the "
+    "running image is the configured one; `diagon.logs`: every pod's recent log (`--log-lines`, 500) "
+    "holds `Stream established.`, `Received successful DaemonRegistrationResponse from backend` and "
+    "`Sending DaemonHeartbeatRequest`",
+)
+
+DOCS = KindDocs(
+    summary=(IN_CLUSTER_SUMMARY,),
+    checks=(MANUAL_CHECKS, CLUSTER_CHECKS, DIAGON_CHECKS),
+    removed=(
+        "its Helm releases and the Diagon DaemonSet are uninstalled; namespaces it created are deleted, "
+        "namespaces it only labelled (`create: false`) lose the opt-in label and nothing else; the cluster "
+        "is never touched"
+    ),
+    example=(
+        "{project}:kubernetesClusters:            # self-managed Kubernetes (the manual install)\n"
+        "  - name: lab\n"
+        "    context: lab-admin                   # or a kubeconfig secret at kubernetesClusters[0].kubeconfig\n"
+        "    workloadNamespaces: [{name: ai-workloads, create: true}]\n"
+        '    manualInstall: {jaxVersion: "0.8"}\n'
+    ),
+)
+
+
 KIND = TargetKind(
     key="kubernetesClusters",
     field="kubernetes_clusters",
@@ -53,4 +103,5 @@ KIND = TargetKind(
     force_new=in_cluster.FORCE_NEW,
     claims=claims,
     generated_names=generated_names,
+    docs=DOCS,
 )
