@@ -22,23 +22,11 @@ SCHEMA = Path(__file__).resolve().parent / "schema.json"
 
 
 def components() -> list[type[pulumi.ComponentResource]]:
-    from ml_diagnostics.azure_ml import AzureMlExtension
-    from ml_diagnostics.cluster_ml_diagnostics import ClusterMlDiagnostics
-    from ml_diagnostics.diagon import Diagon
-    from ml_diagnostics.gke_cluster import GkeCluster
-    from ml_diagnostics.kubernetes_cluster import KubernetesCluster
-    from ml_diagnostics.model_development import ModelDevelopmentCluster
-    from ml_diagnostics.workload_opt_in import WorkloadOptIn
+    """Every component the package exports (`ml_diagnostics.__all__`): the plugin serves them all."""
+    import ml_diagnostics
 
-    return [
-        ClusterMlDiagnostics,
-        Diagon,
-        WorkloadOptIn,
-        AzureMlExtension,
-        ModelDevelopmentCluster,
-        GkeCluster,
-        KubernetesCluster,
-    ]
+    exported = [getattr(ml_diagnostics, name) for name in ml_diagnostics.__all__]
+    return [c for c in exported if isinstance(c, type) and issubclass(c, pulumi.ComponentResource)]
 
 
 @contextlib.contextmanager
