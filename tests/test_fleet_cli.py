@@ -114,7 +114,7 @@ def engine(monkeypatch: pytest.MonkeyPatch) -> Callable[..., SimulatedExecutor]:
     return install
 
 
-@pytest.mark.parametrize("command", ["plan", "run", "status", "drift"])
+@pytest.mark.parametrize("command", ["plan", "run", "status", "drift", "adopt", "recover"])
 @pytest.mark.parametrize("case", list(BAD))
 def test_a_bad_fleet_file_is_exit_2_with_every_key_path_and_nothing_runs(
     tmp_path: Path, mldiag: Run, no_engine: None, command: str, case: str

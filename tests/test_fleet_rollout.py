@@ -242,12 +242,15 @@ def test_two_rollouts_of_one_environment_never_run_at_once(tmp_path: Path) -> No
     )
     assert sim.deployed() == []
     assert run(plan, sim, clock, take_over=True).exit_code == 0
-    sim.lease_locked = True  # another update holds the coordination stack's lock right now
+    sim.lease_locked = True  # another update holds the coordination stack's lock, longer than a rollout waits
     locked = run(plan, sim, clock)
     assert (locked.exit_code, locked.message) == (
         3,
-        "the lease of prod could not be taken: the coordination stack is locked by another update",
+        "the lease of prod could not be taken: the coordination stack stayed locked for more than 120s by another "
+        "update, another rollout taking or giving back its lease; wait for it, or if that run is gone, rerun with "
+        "--take-over",
     )
+    assert clock.slept == [2.0] * 60  # polled every 2 s for 120 s
 
 
 def test_an_expired_lease_is_taken_and_a_long_rollout_renews_its_own(tmp_path: Path) -> None:
@@ -337,3 +340,243 @@ def test_a_lease_read_back_from_a_stack_output_has_float_numbers_and_says_them_a
     with pytest.raises(progress.LeaseHeld) as e:
         progress.decide(lease, progress.Holder("me", socket.gethostname(), 1), T0 + 10, 3600)
     assert "holder other on ci-runner-7 (pid 4242) since 1800000000, lease until 1800003600" in str(e.value)
+
+
+# -- a rollout killed at any moment (issue 35) ------------------------------------------------------------------
+HOST = socket.gethostname()
+ISO = "2027-01-15T08:00:00Z"  # T0
+
+
+def gone_pid() -> int:
+    """The pid of a process that ran on this host and is gone."""
+    out = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True
+    )
+    return int(out.stdout)
+
+
+def interrupted(sim: SimulatedExecutor, name: str, by: progress.Holder, at: int = int(T0)) -> None:
+    """What a rollout killed during `name`'s update leaves: its `deploying` record (and its lease)."""
+    sim.tags[stack(name)] = Record("r1", "deploying", "one", at, by=by).encode()
+    sim.lease = progress.lease_value(by, at, 3600)
+
+
+def logged(
+    plan: Plan, sim: SimulatedExecutor, clock: SimulatedClock, **options: object
+) -> tuple[object, list[str]]:
+    lines: list[str] = []
+    report = Rollout(
+        plan, sim, clock, Options(**options), log=lambda ln: lines.append(ln.split("] ", 1)[1])
+    ).run()  # type: ignore[arg-type]
+    return report, lines
+
+
+def test_an_interrupted_update_of_a_gone_rollout_is_settled_its_stale_lock_cleared_then_resumed(
+    tmp_path: Path,
+) -> None:
+    plan = make_plan(tmp_path, "  - {name: one, targets: [a, b]}\n", "ab")
+    clock = SimulatedClock()
+    dead = progress.Holder("gone0000beef", HOST, gone_pid())
+    lock = progress.Lock("root", HOST, gone_pid(), ISO)
+    settled = [
+        "kubernetes:helm.sh/v3:Release::k8s-b-mldiag-cert-manager-release: interrupted while creating; its Helm "
+        "release cert-manager/cert-manager never completed and holds nothing deployed: removed its record(s) "
+        "sh.helm.release.v1.cert-manager.v1 (pending-install); the update installs it",
+        "cleared 1 pending operation(s) from its state",
+    ]
+    sim = SimulatedExecutor({stack("b"): Script(locks=(lock,), pending=settled)}, clock)
+    sim.tags[stack("a")] = Record("r1", "verified", "one", int(T0)).encode()
+    interrupted(sim, "b", dead)
+    report, lines = logged(plan, sim, clock)
+    assert (report.exit_code, report.message) == (0, "every wave passed")
+    assert lines == [
+        f"lease: took over the lease of holder gone0000beef on {HOST} (pid {dead.pid}): its process is gone from this host",
+        "wave one: 1 of 2 cluster(s) to update (verify (wait 10m), tolerate 0 failed)",
+        f"wave one: prod.k8s-b: its update of {int(T0)} (unix time) by holder gone0000beef on {HOST} (pid {dead.pid}) "
+        "was interrupted (its rollout's process is gone from this host); settling what it left",
+        f"wave one: prod.k8s-b: cleared the lock of root@{HOST} (pid {lock.pid}) at {ISO}: its process is gone from "
+        "this host (the interrupted update)",
+        *[f"wave one: prod.k8s-b: {line}" for line in settled],
+        "wave one: prod.k8s-b updating",
+        "wave one: prod.k8s-b verified (0s)",
+        "wave one: passed (0 failed, 0 tolerated)",
+    ]
+    b = [c for c in sim.calls if c[1] == stack("b")]
+    assert b[:4] == [("tag", stack("b")), ("locked", stack("b")), ("cancel", stack("b")), ("tag", stack("b"))]
+    assert ("reconcile", stack("b")) in b and sim.deployed() == [stack("b")]
+    assert states(sim) == {stack("a"): "verified", stack("b"): "verified"}
+
+
+def test_the_update_of_a_rollout_that_may_still_run_is_left_alone_and_its_lock_never_touched(
+    tmp_path: Path,
+) -> None:
+    plan = make_plan(tmp_path, "  - {name: one, targets: [a]}\n", "a")
+    clock = SimulatedClock()
+    other = progress.Holder("other", "ci-runner-7", 4242)
+    lock = progress.Lock("ci", "ci-runner-7", 4242, ISO)
+    sim = SimulatedExecutor({stack("a"): Script(locks=(lock,))}, clock)
+    sim.tags[stack("a")] = Record(
+        "r1", "deploying", "one", int(T0), by=other
+    ).encode()  # its lease: given back
+    report, lines = logged(plan, sim, clock)
+    assert report.exit_code == 3
+    assert lines[1] == (
+        f"wave one: prod.k8s-a: its update of {int(T0)} (unix time) by holder other on ci-runner-7 (pid 4242) may "
+        "still run: left alone (if that run is gone, rerun with --take-over)"
+    )
+    assert (
+        report.message == "wave one: stack prod.k8s-a is locked by another update; nothing else was started"
+    )
+    assert ("cancel", stack("a")) not in sim.calls and sim.deployed() == []
+    # the person says that run is gone: the lock its host took is cleared
+    report, lines = logged(plan, sim, clock, take_over=True)
+    assert report.exit_code == 0, report.message
+    assert lines[2] == (
+        f"wave one: prod.k8s-a: cleared the lock of ci@ci-runner-7 (pid 4242) at {ISO}: taken on ci-runner-7 by the "
+        "interrupted update, whose rollout is gone"
+    )
+
+
+def test_a_lock_older_than_the_interrupted_update_is_someone_elses(tmp_path: Path) -> None:
+    plan = make_plan(tmp_path, "  - {name: one, targets: [a]}\n", "a")
+    clock = SimulatedClock()
+    older = progress.Lock("root", HOST, gone_pid(), "2027-01-14T08:00:00Z")
+    sim = SimulatedExecutor({stack("a"): Script(locks=(older,))}, clock)
+    interrupted(sim, "a", progress.Holder("gone0000beef", HOST, gone_pid()))
+    report, _ = logged(plan, sim, clock)
+    assert (report.exit_code, ("cancel", stack("a")) in sim.calls) == (3, False)
+
+
+def test_the_lease_of_a_rollout_gone_from_another_host_lets_its_locks_be_cleared_once_expired(
+    tmp_path: Path,
+) -> None:
+    plan = make_plan(tmp_path, "  - {name: one, targets: [a]}\n", "a")
+    clock = SimulatedClock()
+    runner = progress.Holder("runner00", "ci-runner-7", 4242)
+    sim = SimulatedExecutor(
+        {stack("a"): Script(locks=(progress.Lock("ci", "ci-runner-7", 4243, ISO),))}, clock
+    )
+    interrupted(sim, "a", runner)
+    early, _ = logged(plan, sim, clock)
+    assert (early.exit_code, sim.deployed()) == (3, [])  # its lease still runs
+    assert early.message.startswith("another rollout holds this environment: holder runner00 on ci-runner-7")
+    clock.advance(3600)
+    report, lines = logged(plan, sim, clock)
+    assert report.exit_code == 0, report.message
+    assert (
+        lines[0]
+        == "lease: took over the lease of holder runner00 on ci-runner-7 (pid 4242): it expired at 1800003600 (unix time)"
+    )
+    assert "its rollout's lease was taken over: it expired at 1800003600 (unix time)" in lines[2]
+    assert lines[3].endswith("taken on ci-runner-7 by the interrupted update, whose rollout is gone")
+
+
+def test_what_only_a_person_can_settle_stops_the_rollout_and_an_unreachable_cluster_fails_the_member(
+    tmp_path: Path,
+) -> None:
+    plan = make_plan(tmp_path, "  - {name: one, targets: [a, b], failureTolerance: 1}\n", "ab")
+    clock = SimulatedClock()
+    dead = progress.Holder("gone0000beef", HOST, gone_pid())
+    sim = SimulatedExecutor(
+        {stack("a"): Script(pending=["unreachable:the cluster is unreachable: dial tcp"])}, clock
+    )
+    interrupted(sim, "a", dead)
+    report, _ = logged(plan, sim, clock)
+    assert report.exit_code == 0  # one failure tolerated
+    assert Record.decode(sim.tags[stack("a")]).why == "update failed: the cluster is unreachable: dial tcp"  # type: ignore[union-attr]
+    sim = SimulatedExecutor(
+        {stack("a"): Script(pending=["refused:gcp:container/cluster:Cluster::c: check it"])}, clock
+    )
+    interrupted(sim, "a", dead)
+    report, _ = logged(plan, sim, clock)
+    assert (report.exit_code, report.message) == (
+        3,
+        "wave one: gcp:container/cluster:Cluster::c: check it; nothing else was started",
+    )
+    assert sim.deployed() == []
+
+
+def test_the_coordination_stacks_lock_of_a_gone_process_is_cleared_a_live_one_waited_for(
+    tmp_path: Path,
+) -> None:
+    plan = make_plan(tmp_path, "  - {name: one, targets: [a]}\n", "a")
+    clock = SimulatedClock()
+    lock = progress.Lock("root", HOST, gone_pid(), ISO)
+    sim = SimulatedExecutor(clock=clock, lease_locks=(lock,))
+    report, lines = logged(plan, sim, clock)
+    assert report.exit_code == 0
+    assert lines[0] == (
+        f"lease: cleared the lock of the coordination stack held by root@{HOST} (pid {lock.pid}) at {ISO}: its "
+        "process is gone from this host"
+    )
+    # another rollout writing its lease right now: waited for, then named
+    sim.lease_locks, sim.lock_for = (progress.Lock("ci", "ci-runner-7", 4242, ISO),), 2
+    sim.lease = progress.lease_value(progress.Holder("other", "ci-runner-7", 4242), clock.now(), 3600)
+    clock.slept.clear()
+    refused, _ = logged(plan, sim, clock)
+    assert (refused.exit_code, clock.slept) == (3, [2.0, 2.0])
+    assert refused.message.startswith(
+        "another rollout holds this environment: holder other on ci-runner-7 (pid 4242)"
+    )
+
+
+def test_an_environment_deployed_by_its_own_stack_is_refused_before_anything_runs(tmp_path: Path) -> None:
+    plan = make_plan(tmp_path, "  - {name: one, targets: [a]}\n", "a")
+    clock = SimulatedClock()
+    sim = SimulatedExecutor(clock=clock, own_resources=12)
+    report = run(plan, sim, clock)
+    assert (report.exit_code, report.message) == (
+        2,
+        "environment prod is deployed by its own stack (12 resource(s))",
+    )
+    assert sim.calls == [] and sim.lease is None and not sim.marked
+    assert Rollout(plan, sim, clock).run_one(plan.members[0]).exit_code == 2
+
+
+def test_rollouts_record_that_member_stacks_deploy_the_environment(tmp_path: Path) -> None:
+    plan = make_plan(tmp_path, "  - {name: one, targets: [a, b]}\n", "ab")
+    clock = SimulatedClock()
+    sim = SimulatedExecutor(clock=clock)
+    assert Rollout(plan, sim, clock).run_one(plan.members[0]).exit_code == 0
+    assert sim.marked and sim.calls.count(("lease", "")) == 1  # a workflow leg marks once, takes no lease
+    Rollout(plan, sim, clock).run_one(plan.members[1])
+    assert sim.calls.count(("lease", "")) == 1
+
+
+def test_a_backend_that_cannot_be_written_stops_the_rollout_and_leaves_every_tag_as_it_was(
+    tmp_path: Path,
+) -> None:
+    plan = make_plan(tmp_path, "  - {name: one, targets: [a]}\n  - {name: two, targets: [b]}\n", "ab")
+    clock = SimulatedClock()
+    sim = SimulatedExecutor({stack("b"): Script(tags="unwritable")}, clock)
+    report = run(plan, sim, clock)
+    assert (report.exit_code, report.message) == (
+        3,
+        "wave two: the progress tag of prod.k8s-b could not be written: simulated; nothing else was started",
+    )
+    assert sim.deployed() == [stack("a")] and stack("b") not in sim.tags and sim.lease is None
+    sim = SimulatedExecutor(clock=clock, lease_unavailable=True)
+    report = run(plan, sim, clock)
+    assert (report.exit_code, report.message) == (
+        3,
+        "the lease of prod could not be taken: the lease stack prod.fleet could not be updated: simulated: operation "
+        "not permitted",
+    )
+    assert sim.calls == [] and sim.tags == {}
+
+
+def test_a_record_names_the_rollout_that_wrote_it() -> None:
+    rec = Record("abc123", "deploying", "one", 17, by=progress.Holder("h1", "ci-runner-7", 42))
+    assert rec.encode() == "v1;rev=abc123;state=deploying;wave=one;at=17;by=h1;host=ci-runner-7;pid=42"
+    assert Record.decode(rec.encode()) == rec
+    assert (
+        Record.decode("v1;rev=abc123;state=deploying;wave=one;at=17;by=h1") is None
+    )  # half a writer: not ours
+    assert progress.locks_in(
+        "error: the stack is currently locked by 2 lock(s).\n  file:///x/a.json: created by root@vm (pid 13480) at "
+        "2026-12-01T22:17:25.746062832Z\n  file:///x/b.json: created by ci@ci-runner-7 (pid 4242)"
+    ) == (
+        progress.Lock("root", "vm", 13480, "2026-12-01T22:17:25.746062832Z"),
+        progress.Lock("ci", "ci-runner-7", 4242),
+    )
+    assert progress.Lock("root", "vm", 1, "2027-01-15T08:00:00.5Z").since == T0 + 0.5

@@ -7,13 +7,19 @@ recorded. Nothing runs and nothing is reached.
 
 from __future__ import annotations
 
+import json
+import re
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+from urllib.parse import urlsplit
 
+from dev.fakes.k8s_api import FakeKubeApi, Request, _status
 from mldiag.fleet.planner import Member
-from mldiag.fleet.rollout import Check, DeployFailed, LockConflict, StackUnavailable
+from mldiag.fleet.progress import Lock
+from mldiag.fleet.rollout import Check, DeployFailed, LockConflict, OtherWay, StackUnavailable
 
 
 class SimulatedCrash(BaseException):
@@ -34,6 +40,12 @@ class Script:
     """What `refresh_preview` (drift) finds: clean | drift | unavailable."""
     tags: str = "ok"
     """ok | unavailable: reading the stack's progress tag fails (`status`)."""
+    locks: tuple[Lock, ...] = ()
+    """The stack's lock as a killed update left it: every operation that takes the lock conflicts with it
+    until `cancel` removes it."""
+    pending: list[str] = field(default_factory=list)
+    """What `reconcile` says it did about the pending operations a killed update left (then none are left);
+    `refused:<why>` stops it (a person must decide), `unreachable:<why>` is its cluster unreachable."""
 
 
 class SimulatedClock:
@@ -63,13 +75,25 @@ class SimulatedExecutor:
         clock: SimulatedClock | None = None,
         *,
         lease_locked: bool = False,
+        lease_locks: tuple[Lock, ...] = (),
+        own_resources: int = 0,
+        lease_unavailable: bool = False,
         on_call: Callable[[str, str], None] | None = None,
     ) -> None:
         self.scripts = scripts or {}
         self.clock = clock
         self.tags: dict[str, str] = {}
         self.lease: Any = None
+        self.marked: Any = None
         self.lease_locked = lease_locked
+        self.lease_locks = lease_locks
+        """The coordination stack's lock held by these (until `cancel(None)`); `lease_locked`: by a nameless one."""
+        self.lock_for: int | None = None
+        """With `lease_locks`: they go away by themselves after this many more conflicts (a live rollout)."""
+        self.own_resources = own_resources
+        self.lease_unavailable = lease_unavailable
+        """The coordination stack cannot be written (a backend that takes no write)."""
+        """Resources the environment stack itself manages (deployed by `pulumi up -s <env>`)."""
         self.calls: list[tuple[str, str]] = []
         self.attempts: dict[tuple[str, str], int] = {}
         self.running = 0
@@ -90,7 +114,15 @@ class SimulatedExecutor:
     def script(self, member: Member) -> Script:
         return self.scripts.get(member.stack, Script())
 
+    def _locked(self, member: Member) -> None:
+        locks = self.script(member).locks
+        if locks:
+            with self._lock:
+                self.calls.append(("locked", member.stack))
+            raise LockConflict(f"stack {member.stack} is locked by another update", locks)
+
     def deploy(self, member: Member) -> None:
+        self._locked(member)
         script = self.script(member)
         outcome = self._next("deploy", member.stack, script.deploy)
         with self._lock:
@@ -122,20 +154,73 @@ class SimulatedExecutor:
             return self.tags.get(member.stack)
 
     def write_record(self, member: Member, text: str) -> None:
+        if self.script(member).tags == "unwritable":
+            raise StackUnavailable(f"the progress tag of {member.stack} could not be written: simulated")
         with self._lock:
             self.calls.append(("tag", member.stack))
             self.tags[member.stack] = text
 
-    def exclusive(self, decide: Callable[[Any], Any]) -> Any:
+    def exclusive(self, decide: Callable[[Any], Any], mark: bool = False) -> Any:
+        if self.lease_locks:
+            if self.lock_for is not None:
+                self.lock_for -= 1
+                if self.lock_for < 0:
+                    self.lease_locks, self.lock_for = (), None
+            if self.lease_locks:
+                with self._lock:
+                    self.calls.append(("lease locked", ""))
+                raise LockConflict("the coordination stack is locked by another update", self.lease_locks)
+        if self.lease_unavailable:
+            raise StackUnavailable(
+                "the lease stack prod.fleet could not be updated: simulated: operation not permitted"
+            )
         if self.lease_locked or not self._lease_lock.acquire(blocking=False):
             raise LockConflict("the coordination stack is locked by another update")
         try:
             with self._lock:
                 self.calls.append(("lease", ""))
             self.lease = decide(self.lease)
+            if mark:
+                self.marked = True
             return self.lease
         finally:
             self._lease_lock.release()
+
+    def read_lease(self) -> Any:
+        return self.lease
+
+    def is_marked(self) -> bool:
+        return bool(self.marked)
+
+    def cancel(self, member: Member | None) -> None:
+        with self._lock:
+            self.calls.append(("cancel", member.stack if member else ""))
+        if member is None:
+            self.lease_locks = ()
+        else:
+            self.scripts[member.stack] = replace(self.script(member), locks=())
+
+    def reconcile(self, member: Member, since: float | None) -> list[str]:
+        self._locked(member)
+        script = self.script(member)
+        with self._lock:
+            self.calls.append(("reconcile", member.stack))
+        done = list(script.pending)
+        for line in done:
+            if line.startswith("refused:"):
+                from mldiag.fleet.recovery import RecoveryRefused
+
+                raise RecoveryRefused(line.removeprefix("refused:"))
+            if line.startswith("unreachable:"):
+                raise DeployFailed(line.removeprefix("unreachable:"))
+        self.scripts[member.stack] = replace(script, pending=[])
+        return done
+
+    def check_one_way(self) -> None:
+        if self.own_resources:
+            raise OtherWay(
+                f"environment prod is deployed by its own stack ({self.own_resources} resource(s))"
+            )
 
     def refresh_preview(self, member: Member) -> dict[str, Any]:
         found = self._next("refresh", member.stack, [self.script(member).refresh])
@@ -153,3 +238,28 @@ class SimulatedExecutor:
 
     def deployed(self) -> list[str]:
         return [s for op, s in self.calls if op == "deploy"]
+
+
+class ReleaseRecordsApi(FakeKubeApi):
+    """The loopback Kubernetes fake that also takes DELETE of a Secret (a Helm release record), as the
+    recovery of an interrupted install removes a record of nothing (mldiag/fleet/recovery.py)."""
+
+    def _handle(self, h: BaseHTTPRequestHandler, method: str) -> None:
+        path = urlsplit(h.path).path
+        m = re.fullmatch(r"/api/v1/namespaces/([^/]+)/secrets/([^/]+)", path)
+        if method != "DELETE" or m is None:
+            return super()._handle(h, method)
+        with self._lock:
+            self.requests.append(Request(method, path, {}, h.headers.get("Authorization", "")))
+            found = self.objects.pop(("/api/v1", "secrets", m[1], m[2]), None)
+        body = (
+            {"kind": "Status", "apiVersion": "v1", "status": "Success"}
+            if found
+            else _status(404, "NotFound", f'secrets "{m[2]}" not found')
+        )
+        data = json.dumps(body).encode()
+        h.send_response(200 if found else 404)
+        h.send_header("Content-Type", "application/json")
+        h.send_header("Content-Length", str(len(data)))
+        h.end_headers()
+        h.wfile.write(data)

@@ -5,18 +5,25 @@
     mldiag fleet gate FLEET --wave WAVE [--approve]
     mldiag fleet status FLEET [--format table|json|markdown|mermaid|dot]
     mldiag fleet drift FLEET [--format table|json|markdown] [--parallel N]
+    mldiag fleet adopt FLEET [--take-over]
+    mldiag fleet recover FLEET [--take-over]
     mldiag fleet workflow (--write | --check)
 
 FLEET is a fleet file (fleet/prod.yaml). `plan` is offline: which clusters run in which wave, behind which
 gate. `run` rolls out through the Pulumi Automation API, one per-cluster stack each (`<env>.<kind>-<target>`),
 and resumes a stopped rollout; `--cluster` runs one cluster (the GitHub workflow's legs) and `gate` one
 wave's gate. `status` reads the progress recorded in the stacks; `drift` runs `pulumi refresh --preview-only`
-on every member stack. `workflow` writes (or checks) the GitHub workflows generated from fleet/*.yaml.
+on every member stack. `adopt` moves an environment deployed by its own stack (`pulumi up -s <env>`) onto its
+member stacks; `recover` settles what a killed `pulumi up -s <env>` left in the environment stack (a rollout
+settles its member stacks by itself). `workflow` writes (or checks) the GitHub workflows generated from
+fleet/*.yaml.
 
 Exit codes: plan/run/gate/status: 0 done; 1 a wave failed its gate (or waits for approval); 2 invalid fleet
-file, environment stack file or arguments (nothing runs); 3 a stack could not be run or read (a lock held
-by another update, the backend, the secrets provider). drift: 0 no drift; 1 drift; 2 invalid input; 3 a
-stack could not be read.
+file, environment stack file or arguments, or an environment deployed by its own stack (nothing runs); 3 a
+stack could not be run or read (a lock held by another update, the backend, the secrets provider, what an
+interrupted update left that a person must settle). drift: 0 no drift; 1 drift; 2 invalid input; 3 a stack
+could not be read. adopt: 0 moved, every member previews no change; 1 moved, a member previews changes; 2
+refused (nothing moved); 3 a stack could not be run or read. recover: 0 settled (or nothing to); 3 not.
 """
 
 from __future__ import annotations
@@ -42,7 +49,9 @@ def _parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.epilog = __doc__.split("\n\n", 1)[1]
-    sub = p.add_subparsers(dest="command", required=True, metavar="plan|run|gate|status|drift|workflow")
+    sub = p.add_subparsers(
+        dest="command", required=True, metavar="plan|run|gate|status|drift|adopt|recover|workflow"
+    )
 
     def common(sp: argparse.ArgumentParser, formats: tuple[str, ...]) -> None:
         sp.add_argument("fleet", type=Path, help="the fleet file, e.g. fleet/prod.yaml")
@@ -78,6 +87,18 @@ def _parser() -> argparse.ArgumentParser:
     drift = sub.add_parser("drift", help="pulumi refresh --preview-only of every member stack")
     common(drift, FORMATS)
     drift.add_argument("--parallel", type=int, default=4, help="stacks refreshed at once (default 4)")
+    adopt = sub.add_parser(
+        "adopt", help="move an environment deployed by `pulumi up -s <env>` onto member stacks"
+    )
+    common(adopt, ("table", "json"))
+    adopt.add_argument("--take-over", action="store_true", help="take the lease of a rollout that is gone")
+    recover = sub.add_parser(
+        "recover", help="settle what a killed `pulumi up -s <env>` left in the environment stack"
+    )
+    common(recover, ("table", "json"))
+    recover.add_argument(
+        "--take-over", action="store_true", help="clear a lock of another host: that update is gone"
+    )
     wf = sub.add_parser("workflow", help="the generated GitHub workflows")
     mode = wf.add_mutually_exclusive_group(required=True)
     mode.add_argument("--write", action="store_true")
@@ -229,6 +250,10 @@ def main(argv: list[str] | None = None) -> int:
         results = drift.run(plan, executor, args.parallel)
         _emit(drift.render(plan, results, args.format), args.output)
         return drift.exit_code(results)
+    if args.command == "adopt":
+        return _adopt(plan, executor, args)
+    if args.command == "recover":
+        return _recover(plan, executor, args)
     if args.command == "status":
         code, statuses, waves = _status(plan, executor)
         if args.format in PICTURES:
@@ -268,6 +293,93 @@ def main(argv: list[str] | None = None) -> int:
     if result.exit_code != EXIT_OK:
         _err(result.message)
     return int(result.exit_code)
+
+
+def _outcome(args: argparse.Namespace, code: int, message: str, lines: list[str]) -> int:
+    import json
+
+    if args.format == "json":
+        _emit(
+            json.dumps({"exitCode": int(code), "message": message, "done": lines}, indent=2) + "\n",
+            args.output,
+        )
+    else:
+        _emit("".join(f"{line}\n" for line in lines) + f"exit {int(code)}: {message}\n", args.output)
+    if code != EXIT_OK:
+        _err(message)
+    return int(code)
+
+
+def _adopt(plan: Plan, executor: Any, args: argparse.Namespace) -> int:
+    from mldiag.fleet import adopt
+    from mldiag.fleet.progress import LeaseHeld
+    from mldiag.fleet.rollout import LEASE_TTL, Lease, LockConflict, StackUnavailable, SystemClock
+
+    lease = Lease(executor, SystemClock(), LEASE_TTL, args.take_over, _log)
+    try:
+        lines = adopt.run(plan, executor, lease, _log)
+    except adopt.AdoptRefused as e:
+        return _outcome(args, EXIT_INVALID, f"{e}; nothing was moved", [])
+    except (LeaseHeld, LockConflict, StackUnavailable) as e:
+        return _outcome(args, EXIT_STACK, str(e), [])
+    changed = [line for line in lines if not line.endswith("no changes")]
+    if changed:
+        return _outcome(
+            args,
+            EXIT_GATE,
+            f"moved onto {len(lines)} member stack(s); {len(changed)} preview(s) show changes: check them before "
+            f"`mldiag fleet run {args.fleet}`",
+            lines,
+        )
+    return _outcome(
+        args,
+        EXIT_OK,
+        f"moved onto {len(lines)} member stack(s), nothing to change; roll it out with `mldiag fleet run "
+        f"{args.fleet}` from now on (`pulumi up -s {plan.environment_stack}` refuses)",
+        lines,
+    )
+
+
+def _recover(plan: Plan, executor: Any, args: argparse.Namespace) -> int:
+    from mldiag.fleet import progress
+    from mldiag.fleet.recovery import RecoveryRefused
+    from mldiag.fleet.rollout import DeployFailed, LockConflict, StackUnavailable
+
+    env = plan.environment_stack
+    try:
+        stack = executor.environment_stack()
+        if stack is None:
+            return _outcome(args, EXIT_OK, f"stack {env} does not exist: nothing to recover", [])
+        cleared: set[Any] = set()
+        lines: list[str] = []
+        since: float | None = None
+        while True:
+            try:
+                lines += executor.reconcile_stack(stack, since, probe=True)
+                break
+            except LockConflict as e:
+                gone = [lock for lock in e.locks if args.take_over or progress.gone_here(lock.host, lock.pid)]
+                if not e.locks or len(gone) < len(e.locks) or cleared.issuperset(e.locks):
+                    raise
+                executor.cancel_stack(stack)
+                cleared |= set(e.locks)
+                stamps = [lock.since for lock in e.locks if lock.since is not None]
+                since = min(stamps) if stamps else None
+                why = "--take-over" if args.take_over else "its process is gone from this host"
+                lines += [f"cleared the lock of {lock.text()}: {why}" for lock in e.locks]
+    except LockConflict as e:
+        return _outcome(
+            args,
+            EXIT_STACK,
+            f"{e}: an update of {env} may still run; if it is gone, rerun with --take-over (or `pulumi cancel -s "
+            f"{env}`)",
+            [],
+        )
+    except (RecoveryRefused, StackUnavailable, DeployFailed) as e:
+        return _outcome(args, EXIT_STACK, str(e), [])
+    if not lines:
+        return _outcome(args, EXIT_OK, f"stack {env}: no lock, nothing pending: nothing to recover", [])
+    return _outcome(args, EXIT_OK, f"stack {env} settled: `pulumi up -s {env}` can run", lines)
 
 
 def _workflow(args: argparse.Namespace) -> int:

@@ -26,14 +26,16 @@ from typing import Any
 
 import yaml
 
-from mldiag.fleet import progress
+from mldiag.fleet import progress, recovery, testhook
 from mldiag.fleet.planner import EnvironmentError, Member, Plan, environment_stack_file
-from mldiag.fleet.rollout import Check, DeployFailed, LockConflict, StackUnavailable
+from mldiag.fleet.rollout import Check, DeployFailed, LockConflict, OtherWay, StackUnavailable
 from mldiag.plan.common import PROJECT
+from program import fleet_member
 from program.config_base import NAMESPACE
 from program.stack_file import SecretLeaf, StackFileError
 
 WORK_DIR = ".fleet-work"
+STACK_TYPE = "pulumi:pulumi:Stack"
 HEADER = (
     "# Derived by `mldiag fleet` from {source} (program/fleet_member.py): rewritten before every\n"
     "# operation, do not edit. Change the environment's stack file instead.\n"
@@ -141,6 +143,14 @@ class Workspaces:
         return work
 
 
+def _shown(path: Path) -> str:
+    """A path as a person would type it here: relative to the working directory when under it."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
 def _write(path: Path, text: str) -> None:
     if not path.exists() or path.read_text() != text:
         tmp = path.with_suffix(path.suffix + f".{os.getpid()}.{threading.get_ident()}.tmp")
@@ -156,10 +166,12 @@ def _error_lines(e: Exception, limit: int = 6) -> str:
         for ln in text.splitlines()
         if _ERROR_LINE.match(ln) and "code:" not in ln
     ]
-    picked = [ln for ln in dict.fromkeys(lines) if ln][-limit:]
+    lines += [ln.strip() for ln in text.splitlines() if ln.strip().startswith("- [mandatory]")]
+    picked = [ln for ln in dict.fromkeys(lines) if ln and ln not in ("stderr:", "stdout:")][-limit:]
     if picked:
         return " | ".join(picked)[:800]
-    return text.strip().splitlines()[-1][:300] if text.strip() else type(e).__name__
+    rest = [ln.strip() for ln in text.splitlines() if ln.strip() not in ("", "stderr:", "stdout:")]
+    return rest[-1][:300] if rest else type(e).__name__
 
 
 def _lock_text(e: Exception) -> str:
@@ -167,6 +179,26 @@ def _lock_text(e: Exception) -> str:
     holders = re.findall(r"created by (\S+ \(pid \d+\)(?: at \S+)?)", str(e))
     held = f"; held by {', '.join(dict.fromkeys(holders))}" if holders else ""
     return _error_lines(e) + held
+
+
+def _conflict(message: str, e: Exception) -> LockConflict:
+    return LockConflict(message, progress.locks_in(str(e)))
+
+
+def _select(name: str, create: bool, **kwargs: Any) -> Any:
+    """The stack (created when missing and `create`; None when missing otherwise). Two rollouts creating it
+    at once: the one that finds it created by the other selects it."""
+    from pulumi import automation as auto
+
+    try:
+        return auto.select_stack(stack_name=name, **kwargs)
+    except auto.StackNotFoundError:
+        if not create:
+            return None
+    try:
+        return auto.create_stack(stack_name=name, **kwargs)
+    except auto.StackAlreadyExistsError:
+        return auto.select_stack(stack_name=name, **kwargs)
 
 
 class AutomationExecutor:
@@ -224,18 +256,17 @@ class AutomationExecutor:
             pulumi_command=self.command(),
         )
         try:
-            if create:
-                stack = auto.create_or_select_stack(stack_name=name, work_dir=str(work), opts=opts)
-            else:
-                stack = auto.select_stack(stack_name=name, work_dir=str(work), opts=opts)
+            stack = _select(name, create, work_dir=str(work), opts=opts)
         except auto.StackNotFoundError:
             return None
         except auto.ConcurrentUpdateError as e:
-            raise LockConflict(f"stack {name} is locked: {_lock_text(e)}") from None
+            raise _conflict(f"stack {name} is locked: {_lock_text(e)}", e) from None
         except auto.CommandError as e:
             raise StackUnavailable(
                 f"stack {name} could not be selected or created: {_error_lines(e)}"
             ) from None
+        if stack is None:
+            return None
         with self._lock:
             self._stacks[name] = stack
         return stack
@@ -273,8 +304,9 @@ class AutomationExecutor:
             try:
                 result = stack.up(color="never", message=message, suppress_progress=True, **args)
             except auto.ConcurrentUpdateError as e:
-                raise LockConflict(
-                    f"stack {name} is locked by another update ({_lock_text(e)}); if none runs: `pulumi cancel -s {name}`"
+                raise _conflict(
+                    f"stack {name} is locked by another update ({_lock_text(e)}); if none runs: `pulumi cancel -s {name}`",
+                    e,
                 ) from None
             except auto.CommandError as e:
                 text = str(e)
@@ -349,22 +381,53 @@ class AutomationExecutor:
         stack = self.stack(member)
         try:
             stack.set_tag(progress.TAG, text)
+        except auto.ConcurrentUpdateError as e:
+            name = self.plan.qualified(member.stack)
+            raise _conflict(f"stack {name} is locked by another update ({_lock_text(e)})", e) from None
         except auto.CommandError as e:
             raise StackUnavailable(
                 f"the progress tag of {self.plan.qualified(member.stack)} could not be written: {_error_lines(e)}"
             ) from None
 
-    def exclusive(self, decide: Callable[[Any], Any]) -> Any:
+    def _coordinator(self, program: Callable[[], None], create: bool) -> Any:
+        """The coordination stack `<environment>.fleet` (an inline program; None when missing, unless `create`)."""
+        from pulumi import automation as auto
+
+        name = self.plan.qualified(self.workspaces.coordinator_stack())
+        opts = auto.LocalWorkspaceOptions(
+            work_dir=str(self.workspaces.derive_coordinator()),
+            secrets_provider=self.workspaces.secrets_provider,
+            pulumi_command=self.command(),
+            project_settings=auto.ProjectSettings(name=PROJECT, runtime="python"),
+        )
+        try:
+            return _select(name, create, project_name=PROJECT, program=program, opts=opts)
+        except auto.CommandError as e:
+            raise StackUnavailable(
+                f"the lease stack {name} could not be selected: {_error_lines(e)}"
+            ) from None
+
+    def mark(self) -> dict[str, Any]:
+        """What the coordination stack records for the environment's own program (program/fleet_member.py):
+        the targets its member stacks deploy, and the fleet file that rolls them out."""
+        return {
+            "members": [m.ref for m in self.plan.members],
+            "fleet": os.path.relpath(self.plan.fleet, self.project_dir),
+        }
+
+    def exclusive(self, decide: Callable[[Any], Any], mark: bool = False) -> Any:
         import pulumi
         from pulumi import automation as auto
 
         box: dict[str, Any] = {}
+        written = self.mark() if mark else None
 
         def program() -> None:
             me = f"{pulumi.get_organization()}/{pulumi.get_project()}/{pulumi.get_stack()}"
             ref = pulumi.StackReference(me)
 
             def choose(existing: Any) -> Any:
+                testhook.stop("lease")
                 try:
                     box["lease"] = decide(existing)
                 except progress.LeaseHeld as e:
@@ -373,23 +436,17 @@ class AutomationExecutor:
                 return box["lease"]
 
             pulumi.export("lease", ref.get_output("lease").apply(choose))
+            pulumi.export(
+                fleet_member.MARK, written if written is not None else ref.get_output(fleet_member.MARK)
+            )
 
         name = self.plan.qualified(self.workspaces.coordinator_stack())
-        work = self.workspaces.derive_coordinator()
         with self._lease_lock:
-            opts = auto.LocalWorkspaceOptions(
-                work_dir=str(work),
-                secrets_provider=self.workspaces.secrets_provider,
-                pulumi_command=self.command(),
-                project_settings=auto.ProjectSettings(name=PROJECT, runtime="python"),
-            )
             try:
-                stack = auto.create_or_select_stack(
-                    stack_name=name, project_name=PROJECT, program=program, opts=opts
-                )
+                stack = self._coordinator(program, create=True)
                 stack.up(color="never", message="mldiag fleet: lease", suppress_progress=True)
             except auto.ConcurrentUpdateError as e:
-                raise LockConflict(f"stack {name} is locked by another update ({_lock_text(e)})") from None
+                raise _conflict(f"stack {name} is locked by another update ({_lock_text(e)})", e) from None
             except auto.CommandError as e:
                 if "held" in box:
                     raise box["held"] from None
@@ -397,6 +454,224 @@ class AutomationExecutor:
                     f"the lease stack {name} could not be updated: {_error_lines(e)}"
                 ) from None
         return box.get("lease")
+
+    def _coordinator_outputs(self) -> dict[str, Any]:
+        from pulumi import automation as auto
+
+        stack = self._coordinator(lambda: None, create=False)
+        if stack is None:
+            return {}
+        try:
+            return {k: v.value for k, v in stack.outputs().items()}
+        except auto.CommandError as e:
+            name = self.plan.qualified(self.workspaces.coordinator_stack())
+            raise StackUnavailable(f"the lease stack {name} could not be read: {_error_lines(e)}") from None
+
+    def read_lease(self) -> Any:
+        return self._coordinator_outputs().get("lease")
+
+    def is_marked(self) -> bool:
+        found = self._coordinator_outputs().get(fleet_member.MARK)
+        return isinstance(found, dict) and found.get("members") == self.mark()["members"]
+
+    def cancel(self, member: Member | None) -> None:
+        stack = self.stack(member, create=False) if member else self._coordinator(lambda: None, create=False)
+        if stack is not None:
+            self.cancel_stack(stack)
+
+    def cancel_stack(self, stack: Any) -> None:
+        """`pulumi cancel`: removes the stack's lock (a caller has found its holder gone)."""
+        from pulumi import automation as auto
+
+        try:
+            stack.cancel()
+        except auto.CommandError as e:
+            text = str(e).lower()
+            if "no update" in text or "not currently running" in text or "not locked" in text:
+                return
+            raise StackUnavailable(
+                f"the lock of stack {stack.name} could not be removed: {_error_lines(e)}"
+            ) from None
+
+    # -- an interrupted update ----------------------------------------------------------------------------------
+    def reconcile(self, member: Member, since: float | None) -> list[str]:
+        stack = self.stack(member, create=False)
+        return [] if stack is None else self.reconcile_stack(stack, since)
+
+    def reconcile_stack(self, stack: Any, since: float | None, probe: bool = False) -> list[str]:
+        """Settles the pending operations of `stack` against their clusters (mldiag/fleet/recovery.py)."""
+        from pulumi import automation as auto
+
+        try:
+            deployment = stack.export_stack().deployment or {}
+        except auto.CommandError as e:
+            raise StackUnavailable(
+                f"the state of {stack.name} could not be read: {_error_lines(e)}"
+            ) from None
+        pending = recovery.pending_operations(deployment)
+        if not pending and not probe:
+            return []
+        root = next(str(r["urn"]) for r in deployment.get("resources") or [] if r.get("type") == STACK_TYPE)
+        # a lock is found before anything is changed: a refresh of the stack resource alone takes it (and
+        # keeps the pending creates); LockConflict tells the caller whose it is
+        self._refresh_root(stack, root, clear=False)
+        if not pending:
+            return []
+        known = {str(r.get("urn")) for r in deployment.get("resources") or []}
+        clusters: dict[str, recovery.KubeCluster] = {}
+
+        def cluster_of(p: recovery.Pending) -> recovery.Cluster:
+            if p.provider not in clusters:
+                clusters[p.provider] = recovery.KubeCluster(*recovery.provider_access(deployment, p.provider))
+            return clusters[p.provider]
+
+        try:
+            steps = recovery.plan(pending, cluster_of, since, known)
+            for step in steps:
+                for secret in step.records:
+                    cluster_of(step.pending).delete_record(step.namespace, secret)
+        except recovery.ClusterUnreachable as e:
+            raise DeployFailed(
+                f"what its interrupted update left could not be settled, the cluster is unreachable: {e}"
+            ) from None
+        finally:
+            for c in clusters.values():
+                c.close()
+        resources, names = recovery.imports(steps)
+        try:
+            if resources:
+                stack.import_resources(
+                    message="mldiag fleet: what an interrupted update created",
+                    resources=resources,
+                    name_table=names,
+                    protect=False,
+                    generate_code=False,
+                )
+            root = next(
+                str(r["urn"]) for r in deployment.get("resources") or [] if r.get("type") == STACK_TYPE
+            )
+            stack.refresh(
+                message="mldiag fleet: clear the interrupted update's pending operations",
+                target=[root],
+                clear_pending_creates=True,
+                color="never",
+                suppress_progress=True,
+            )
+        except auto.ConcurrentUpdateError as e:
+            raise _conflict(f"stack {stack.name} is locked by another update ({_lock_text(e)})", e) from None
+        except auto.CommandError as e:
+            raise StackUnavailable(
+                f"the interrupted update of {stack.name} could not be settled: {_error_lines(e)}"
+            ) from None
+        self._refresh_root(stack, root, clear=True)
+        return [s.say() for s in steps] + [f"cleared {len(pending)} pending operation(s) from its state"]
+
+    def _refresh_root(self, stack: Any, root: str, clear: bool) -> None:
+        from pulumi import automation as auto
+
+        try:
+            stack.refresh(
+                message="mldiag fleet: "
+                + ("clear an interrupted update's pending operations" if clear else "lock check"),
+                target=[root],
+                clear_pending_creates=clear or None,
+                color="never",
+                suppress_progress=True,
+            )
+        except auto.ConcurrentUpdateError as e:
+            raise _conflict(f"stack {stack.name} is locked by another update ({_lock_text(e)})", e) from None
+        except auto.CommandError as e:
+            raise StackUnavailable(f"stack {stack.name} could not be refreshed: {_error_lines(e)}") from None
+
+    # -- state, previews (fleet adopt) ------------------------------------------------------------------------------
+    def _cli(self, stack: Any, *args: str) -> str:
+        from pulumi import automation as auto
+
+        ws = stack.workspace
+        try:
+            return str(
+                ws.pulumi_command.run(
+                    [*args, "--stack", stack.name, "--non-interactive"], ws.work_dir, dict(ws.env_vars or {})
+                ).stdout
+            )
+        except auto.CommandError as e:
+            raise StackUnavailable(
+                f"`pulumi {args[0]} {args[1]}` of {stack.name} failed: {_error_lines(e)}"
+            ) from None
+
+    def export_state(self, stack: Any) -> dict[str, Any]:
+        """The stack's deployment with its secrets as ciphertext (`pulumi stack export`)."""
+        return dict(json.loads(self._cli(stack, "stack", "export")).get("deployment") or {})
+
+    def import_state(self, stack: Any, deployment: dict[str, Any]) -> None:
+        """`pulumi stack import` of a deployment (its secrets ciphertext of the stacks' shared provider)."""
+        import tempfile
+
+        with tempfile.TemporaryDirectory(prefix="mldiag-fleet-") as tmp:
+            path = Path(tmp) / "deployment.json"
+            path.write_text(json.dumps({"version": 3, "deployment": deployment}))
+            self._cli(stack, "stack", "import", "--file", str(path))
+
+    def outputs(self, stack: Any) -> dict[str, Any]:
+        from pulumi import automation as auto
+
+        try:
+            return {k: v.value for k, v in stack.outputs().items()}
+        except auto.CommandError as e:
+            raise StackUnavailable(
+                f"the outputs of {stack.name} could not be read: {_error_lines(e)}"
+            ) from None
+
+    def preview_changes(self, stack: Any) -> dict[str, int]:
+        """What `pulumi preview` of the stack would do, by operation (empty: no change)."""
+        from pulumi import automation as auto
+
+        try:
+            result = stack.preview(color="never", suppress_progress=True)
+        except auto.CommandError as e:
+            raise StackUnavailable(f"the preview of {stack.name} failed: {_error_lines(e)}") from None
+        return {str(op): int(n) for op, n in (result.change_summary or {}).items() if str(op) != "same" and n}
+
+    # -- one way per environment ----------------------------------------------------------------------------------
+    def environment_stack(self) -> Any:
+        """The environment stack itself (None when it does not exist)."""
+        from pulumi import automation as auto
+
+        name = self.plan.qualified(self.plan.environment_stack)
+        opts = auto.LocalWorkspaceOptions(
+            work_dir=str(self.project_dir),
+            secrets_provider=self.workspaces.secrets_provider,
+            pulumi_command=self.command(),
+        )
+        try:
+            return _select(name, False, work_dir=str(self.project_dir), opts=opts)
+        except auto.CommandError as e:
+            raise StackUnavailable(f"stack {name} could not be selected: {_error_lines(e)}") from None
+
+    def environment_resources(self) -> list[dict[str, Any]]:
+        """What the environment stack itself manages: its resources but the stack, its providers and reads."""
+        stack = self.environment_stack()
+        if stack is None:
+            return []
+        deployment = self.export_state(stack)
+        return [
+            r
+            for r in deployment.get("resources") or []
+            if r.get("type") != STACK_TYPE
+            and not str(r.get("type", "")).startswith("pulumi:providers:")
+            and r.get("type") != "pulumi:pulumi:StackReference"
+        ]
+
+    def check_one_way(self) -> None:
+        own = self.environment_resources()
+        if own:
+            env = self.plan.environment_stack
+            fleet = _shown(self.plan.fleet)
+            raise OtherWay(
+                f"environment {env} is deployed by its own stack ({len(own)} resource(s) in stack {env}: `pulumi "
+                f"up -s {env}`); member stacks would manage the same clusters a second time. Keep deploying it "
+                f"with `pulumi up -s {env}`, or move it onto member stacks: `mldiag fleet adopt {fleet}`"
+            )
 
     # -- drift ------------------------------------------------------------------------------------------------
     def refresh_preview(self, member: Member) -> dict[str, Any]:

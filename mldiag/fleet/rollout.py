@@ -27,14 +27,17 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from mldiag.exit_codes import Exit
-from mldiag.fleet import progress
+from mldiag.fleet import progress, testhook
 from mldiag.fleet.model import format_duration
 from mldiag.fleet.planner import Member, Plan, Wave
-from mldiag.fleet.progress import Holder, LeaseHeld, Record
+from mldiag.fleet.progress import Holder, LeaseHeld, Lock, Record
 
 EXIT_OK, EXIT_GATE, EXIT_INVALID, EXIT_STACK = Exit.OK, Exit.FINDING, Exit.INVALID, Exit.UNREACHABLE
 RENEW_TICK = 30.0
 LEASE_TTL = 3600.0
+LEASE_LOCK_WAIT = 120.0
+"""How long a rollout waits for the coordination stack's lock while another rollout writes its lease."""
+LEASE_LOCK_POLL = 2.0
 
 
 class DeployFailed(Exception):
@@ -42,7 +45,15 @@ class DeployFailed(Exception):
 
 
 class LockConflict(Exception):
-    """The stack is locked by another update."""
+    """The stack is locked by another update (`locks`: its holders, when the backend names them)."""
+
+    def __init__(self, message: str, locks: tuple[Lock, ...] = ()) -> None:
+        super().__init__(message)
+        self.locks = locks
+
+
+class OtherWay(Exception):
+    """The environment is deployed by its own stack (`pulumi up -s <env>`), not by member stacks."""
 
 
 class StackUnavailable(Exception):
@@ -77,9 +88,28 @@ class Executor(Protocol):
 
     def write_record(self, member: Member, text: str) -> None: ...
 
-    def exclusive(self, decide: Callable[[Any], Any]) -> Any:
+    def exclusive(self, decide: Callable[[Any], Any], mark: bool = False) -> Any:
         """Under the coordination stack's lock: its current lease -> `decide` -> the lease it keeps.
-        LockConflict when another update holds the lock; what `decide` raises propagates."""
+        LockConflict when another update holds the lock; what `decide` raises propagates. `mark`: also
+        record there that member stacks deploy the environment's targets (program/fleet_member.py)."""
+
+    def read_lease(self) -> Any:
+        """The coordination stack's lease as last written, read without its lock (None: none)."""
+
+    def cancel(self, member: Member | None) -> None:
+        """Removes the lock of the member's stack (None: of the coordination stack): `pulumi cancel`."""
+
+    def reconcile(self, member: Member, since: float | None) -> list[str]:
+        """Settles what an interrupted update of the member left (its pending operations, against its
+        cluster); what was done, one line each (empty: nothing was pending). `since`: when that update
+        started, if known. LockConflict, StackUnavailable (recovery.RecoveryRefused: a person must decide),
+        DeployFailed (its cluster could not be reached)."""
+
+    def check_one_way(self) -> None:
+        """OtherWay when the environment stack itself manages resources (it is deployed by `pulumi up`)."""
+
+    def is_marked(self) -> bool:
+        """The coordination stack records that member stacks deploy the environment (`exclusive(mark=True)`)."""
 
 
 class Clock(Protocol):
@@ -173,6 +203,10 @@ class Options:
     lease_ttl: float = LEASE_TTL
 
 
+def _lease_of(holder: Holder) -> dict[str, Any]:
+    return {"holder": holder.id, "host": holder.host, "pid": holder.pid}
+
+
 def _not_started(wave: Wave) -> WaveOutcome:
     return WaveOutcome(wave, "not started", [MemberOutcome(m, "not started") for m in wave.members])
 
@@ -187,32 +221,111 @@ class _Abort(Exception):
 class Lease:
     """The environment's lease, taken, renewed and given back through `Executor.exclusive`."""
 
-    def __init__(self, executor: Executor, clock: Clock, ttl: float, take_over: bool) -> None:
+    def __init__(
+        self,
+        executor: Executor,
+        clock: Clock,
+        ttl: float,
+        take_over: bool,
+        log: Callable[[str], None] = lambda line: None,
+    ) -> None:
         self.executor, self.clock, self.ttl, self.take_over = executor, clock, ttl, take_over
         self.holder = Holder.this_process()
         self.expires = 0.0
         self.held = False
+        self.log = log
+        self.replaced: dict[str, Any] | None = None
+        """The lease of a rollout that is gone (expired, its process gone, --take-over) that this one took."""
 
-    def acquire(self) -> None:
-        lease = self.executor.exclusive(
-            lambda existing: progress.decide(
-                existing, self.holder, self.clock.now(), self.ttl, take_over=self.take_over
-            )
-        )
+    def _decide(self, existing: Any) -> Any:
+        why = progress.takeover(existing, self.holder, self.clock.now(), take_over=self.take_over)
+        lease = progress.decide(existing, self.holder, self.clock.now(), self.ttl, take_over=self.take_over)
+        if why is not None:
+            self.replaced = dict(existing, why=why)
+        return lease
+
+    def acquire(self, mark: bool = False) -> None:
+        lease = self._locked(lambda: self.executor.exclusive(self._decide, mark))
         self.held, self.expires = True, float(lease["expires"])
+        if self.replaced is not None:
+            self.log(
+                f"lease: took over the lease of {progress.describe(self.replaced)}: {self.replaced['why']}"
+            )
+
+    def _locked(self, write: Callable[[], Any]) -> Any:
+        """`write` under the coordination stack's lock: a lock whose rollout is gone is cleared (saying so),
+        one held by a live update is waited for (another rollout writing its lease), a while."""
+        deadline = self.clock.now() + LEASE_LOCK_WAIT
+        cleared: set[Lock] = set()
+        forced = False
+        while True:
+            try:
+                return write()
+            except LockConflict as e:
+                stale = [lock for lock in e.locks if self._gone(lock)]
+                if e.locks and len(stale) == len(e.locks) and not cleared.issuperset(stale):
+                    self.executor.cancel(None)
+                    cleared |= set(stale)
+                    self.log(
+                        f"lease: cleared the lock of the coordination stack held by "
+                        f"{', '.join(lock.text() for lock in stale)}: {self._why_gone(stale[0])}"
+                    )
+                    continue
+                if not e.locks and self.take_over and not forced:
+                    self.executor.cancel(None)  # a backend that names no holder: --take-over says it is gone
+                    forced = True
+                    self.log("lease: cleared the lock of the coordination stack: --take-over")
+                    continue
+                if self.clock.now() >= deadline:
+                    raise LockConflict(self._still_locked(e), e.locks) from None
+                self.clock.sleep(LEASE_LOCK_POLL)
+
+    def _gone(self, lock: Lock) -> bool:
+        """A lock of the coordination stack whose rollout is gone: its process is gone from this host; or the
+        lease was last written from its host and expired (or --take-over says that run is gone)."""
+        if progress.gone_here(lock.host, lock.pid) or self.take_over:
+            return True
+        lease = progress.held(self.executor.read_lease())
+        return (
+            lease is not None
+            and lease.get("host") == lock.host
+            and float(lease.get("expires", 0)) <= self.clock.now()
+        )
+
+    def _why_gone(self, lock: Lock) -> str:
+        if progress.gone_here(lock.host, lock.pid):
+            return "its process is gone from this host"
+        return "--take-over" if self.take_over else "the lease it was writing expired"
+
+    def _still_locked(self, e: LockConflict) -> str:
+        by = ", ".join(lock.text() for lock in e.locks) or "another update"
+        lease = progress.held(self.executor.read_lease())
+        holder = (
+            f"; the lease is held by {progress.describe(lease)} until {int(lease.get('expires', 0))} (unix time)"
+            if lease is not None
+            else ""
+        )
+        return (
+            f"the coordination stack stayed locked for more than {LEASE_LOCK_WAIT:.0f}s by {by}, another rollout "
+            f"taking or giving back its lease{holder}; wait for it, or if that run is gone, rerun with --take-over"
+        )
 
     def renew_if_due(self) -> None:
         if self.held and self.expires - self.clock.now() < self.ttl / 2:
-            lease = self.executor.exclusive(
-                lambda existing: progress.decide(existing, self.holder, self.clock.now(), self.ttl)
+            lease = self._locked(
+                lambda: self.executor.exclusive(
+                    lambda existing: progress.decide(existing, self.holder, self.clock.now(), self.ttl)
+                )
             )
             self.expires = float(lease["expires"])
 
     def release(self) -> None:
         if self.held:
-            self.executor.exclusive(
-                lambda existing: progress.decide(
-                    existing, self.holder, self.clock.now(), self.ttl, release=True
+            self._locked(
+                lambda: self.executor.exclusive(
+                    lambda existing: progress.decide(
+                        existing, self.holder, self.clock.now(), self.ttl, release=True
+                    )
                 )
             )
             self.held = False
@@ -233,7 +346,10 @@ class Rollout:
         self._log = log
         self._log_lock = threading.Lock()
         self.lease: Lease | None = None
+        self.holder = Holder.this_process()
         self.records: dict[Member, Record | None] = {}
+        self.recorded: dict[Member, Record | None] = {}
+        """Each member's record as read, of any revision (an interrupted update's, to resume it)."""
         self.started = self.clock.now()
 
     def log(self, line: str) -> None:
@@ -244,7 +360,8 @@ class Rollout:
     def read(self, members: tuple[Member, ...] | list[Member]) -> dict[Member, Record | None]:
         """The members' records of their current revisions, read from their stacks (and kept)."""
         for m in members:
-            self.records[m] = progress.current(Record.decode(self.executor.read_record(m)), m.revision)
+            self.recorded[m] = Record.decode(self.executor.read_record(m))
+            self.records[m] = progress.current(self.recorded[m], m.revision)
         return {m: self.records[m] for m in members}
 
     def write(self, member: Member, record: Record) -> None:
@@ -262,9 +379,13 @@ class Rollout:
     # -- the whole rollout ------------------------------------------------------------------------------------
     def run(self) -> Report:
         self.started = self.clock.now()
-        lease = Lease(self.executor, self.clock, self.options.lease_ttl, self.options.take_over)
+        refused = self._one_way()
+        if refused is not None:
+            return refused
+        lease = Lease(self.executor, self.clock, self.options.lease_ttl, self.options.take_over, self.log)
+        lease.holder = self.holder
         try:
-            lease.acquire()
+            lease.acquire(mark=True)
         except LeaseHeld as e:
             return self._report([], EXIT_STACK, str(e))
         except (LockConflict, StackUnavailable) as e:
@@ -272,8 +393,10 @@ class Rollout:
                 [], EXIT_STACK, f"the lease of {self.plan.environment_stack} could not be taken: {e}"
             )
         self.lease = lease
+        testhook.stop("leased")
         outcomes: list[WaveOutcome] = []
-        code, message = EXIT_OK, "every wave passed"
+        code: int = EXIT_OK
+        message = "every wave passed"
         try:
             for wave in self.plan.waves:
                 outcome, code, message = self._wave(wave)
@@ -285,6 +408,8 @@ class Rollout:
         except LeaseHeld as e:
             lease.held = False  # taken over: it is not ours to give back
             code, message = EXIT_STACK, f"the lease was lost: {e}"
+        except (LockConflict, StackUnavailable) as e:
+            code, message = EXIT_STACK, f"the lease could not be renewed: {e}"
         finally:
             outcomes += [_not_started(w) for w in self.plan.waves[len(outcomes) :]]
             try:
@@ -292,6 +417,18 @@ class Rollout:
             except (LockConflict, StackUnavailable, LeaseHeld) as e:
                 self.log(f"warning: the lease could not be given back ({e}); it expires by itself")
         return self._report(outcomes, code, message)
+
+    def _one_way(self) -> Report | None:
+        """A report refusing the rollout when the environment stack itself deploys the targets."""
+        try:
+            self.executor.check_one_way()
+        except OtherWay as e:
+            return self._report([], EXIT_INVALID, str(e))
+        except (LockConflict, StackUnavailable) as e:
+            return self._report(
+                [], EXIT_STACK, f"the environment stack {self.plan.environment_stack} could not be read: {e}"
+            )
+        return None
 
     def _report(self, waves: list[WaveOutcome], code: int, message: str) -> Report:
         return Report(self.plan, waves, code, message, self.clock.now() - self.started)
@@ -405,6 +542,7 @@ class Rollout:
         left = until - self.clock.now()
         if left > 0:
             self.log(f"wave {wave.name}: soaking {format_duration(left)}")
+            testhook.stop(f"soak:{wave.name}")
         while (left := until - self.clock.now()) > 0:
             self.clock.sleep(min(left, RENEW_TICK))
             if self.lease is not None:
@@ -457,16 +595,112 @@ class Rollout:
         return out
 
     def member(self, wave: Wave, m: Member) -> MemberOutcome:
-        """One cluster: its update, then its gate; the outcome recorded on its stack."""
+        """One cluster: its update, then its gate; the outcome recorded on its stack. An update an earlier run
+        left interrupted (its record still `deploying`, its rollout gone) is settled first: its stale lock
+        cleared, its pending operations reconciled with the cluster (mldiag/fleet/recovery.py)."""
         t0 = self.clock.now()
-        self.write(m, Record(m.revision, "deploying", wave.name, int(t0)))
-        self.log(f"wave {wave.name}: {m.stack} updating")
+        interrupted = self._interrupted(wave, m)
+        cleared: set[Lock] = set()
         try:
-            self.executor.deploy(m)
+            self._recover(wave, m, interrupted, cleared)
+            self.write(m, Record(m.revision, "deploying", wave.name, int(t0), by=self.holder))
+            self.log(f"wave {wave.name}: {m.stack} updating")
+            testhook.stop(f"update:{m.stack}")
+            self._update(wave, m, interrupted, cleared)
         except DeployFailed as e:
             return self._finish(wave, m, t0, f"update failed: {e}")
         why = self.gate(m, wave) if wave.gate.verify else None
+        testhook.stop(f"tag:{m.stack}")
         return self._finish(wave, m, t0, why or "")
+
+    def _interrupted(self, wave: Wave, m: Member) -> Record | None:
+        """The member's `deploying` record left by a rollout that is gone (its update was interrupted), or None:
+        no such record, or its rollout may still be running (then nothing of it is touched)."""
+        before = self.recorded.get(m)
+        if before is None or before.state != "deploying" or before.by == self.holder:
+            return None
+        by = f" by {progress.describe(_lease_of(before.by))}" if before.by else ""
+        gone = self._writer_gone(before)
+        if gone is None:
+            self.log(
+                f"wave {wave.name}: {m.stack}: its update of {before.at} (unix time){by} may still run: left alone "
+                "(if that run is gone, rerun with --take-over)"
+            )
+            return None
+        self.log(
+            f"wave {wave.name}: {m.stack}: its update of {before.at} (unix time){by} was interrupted ({gone}); "
+            "settling what it left"
+        )
+        return before
+
+    def _writer_gone(self, rec: Record) -> str | None:
+        """Why the rollout that wrote a `deploying` record is known to be gone; None when it may still run."""
+        replaced = self.lease.replaced if self.lease is not None else None
+        if rec.by is not None and progress.gone_here(rec.by.host, rec.by.pid):
+            return "its rollout's process is gone from this host"
+        if replaced is not None and rec.by is not None and replaced.get("holder") == rec.by.id:
+            return f"its rollout's lease was taken over: {replaced['why']}"
+        if replaced is not None and rec.at <= float(replaced.get("since", 0)):
+            return "it predates the lease of a gone rollout this one took over"
+        if self.options.take_over:
+            return "--take-over"
+        return None
+
+    def _update(self, wave: Wave, m: Member, interrupted: Record | None, cleared: set[Lock]) -> None:
+        while True:
+            try:
+                self.executor.deploy(m)
+                return
+            except LockConflict as e:
+                if interrupted is None or not self._clear(wave, m, interrupted, e, cleared):
+                    raise
+                self._recover(wave, m, interrupted, cleared)
+
+    def _recover(self, wave: Wave, m: Member, interrupted: Record | None, cleared: set[Lock]) -> None:
+        """What an interrupted update left settled before the member's update (nothing when nothing is
+        pending). An interrupted update of a gone rollout is taken over first (its record rewritten by this
+        rollout, so a kill now is resumed by the next run too), and its stale lock cleared on the way."""
+        while True:
+            try:
+                if interrupted is not None:
+                    self.executor.write_record(m, interrupted.with_(by=self.holder).encode())
+                done = self.executor.reconcile(m, float(interrupted.at) if interrupted else None)
+                break
+            except LockConflict as e:
+                if interrupted is None or not self._clear(wave, m, interrupted, e, cleared):
+                    raise
+        if interrupted is not None and not done:
+            done = ["nothing was left pending: the update runs again"]
+        for line in done:
+            self.log(f"wave {wave.name}: {m.stack}: {line}")
+
+    def _clear(self, wave: Wave, m: Member, interrupted: Record, e: LockConflict, cleared: set[Lock]) -> bool:
+        """Clears a member stack's lock held by the interrupted update (saying so); False for any other lock,
+        which is never touched."""
+        if not e.locks or cleared.issuperset(e.locks):
+            return False
+        reasons = [self._stale(interrupted, lock) for lock in e.locks]
+        if any(r is None for r in reasons):
+            return False
+        self.executor.cancel(m)
+        cleared |= set(e.locks)
+        for lock, why in zip(e.locks, reasons, strict=True):
+            self.log(f"wave {wave.name}: {m.stack}: cleared the lock of {lock.text()}: {why}")
+        return True
+
+    def _stale(self, interrupted: Record, lock: Lock) -> str | None:
+        """Why a lock is the interrupted update's (whose rollout is gone): it is no older than that update's
+        record, and it was taken on that rollout's host, or its process is gone from this host; None if not."""
+        since = lock.since
+        if since is not None and since < interrupted.at - progress.SKEW:
+            return None
+        if progress.gone_here(lock.host, lock.pid):
+            return "its process is gone from this host (the interrupted update)"
+        replaced = self.lease.replaced if self.lease is not None else None
+        hosts = {interrupted.by.host if interrupted.by else None, replaced.get("host") if replaced else None}
+        if lock.host in hosts:
+            return f"taken on {lock.host} by the interrupted update, whose rollout is gone"
+        return None
 
     def _finish(self, wave: Wave, m: Member, t0: float, why: str) -> MemberOutcome:
         now = self.clock.now()
@@ -480,6 +714,7 @@ class Rollout:
         wait_s, interval = wave.gate.verify_wait, wave.gate.verify_interval
         deadline = self.clock.now() + wait_s
         checks = 0
+        testhook.stop(f"gate:{m.stack}")
         while True:
             check = self.executor.check(m)
             checks += 1
@@ -505,7 +740,14 @@ class Rollout:
         """The update and gate of one cluster, once every earlier wave is complete."""
         self.started = self.clock.now()
         wave = next(w for w in self.plan.waves if member in w.members)
+        refused = self._one_way()
+        if refused is not None:
+            return refused
         try:
+            if not self.executor.is_marked():
+                Lease(self.executor, self.clock, self.options.lease_ttl, False, self.log)._locked(
+                    lambda: self.executor.exclusive(lambda existing: existing, mark=True)
+                )
             if blocked := self.earlier_incomplete(wave):
                 return self._report(
                     [WaveOutcome(wave, "not started")],
