@@ -3,13 +3,14 @@ in the table (program/kinds) and export what it reports."""
 
 import pulumi
 
-from program import config
+from program import config, fleet_member
 from program.clouds import clouds_of
 from program.kinds.base import BuildContext
 from program.kinds.table import KINDS
 from program.previous_deployment import PreviousDeployment
 
 cfg = config.load()
+fleet_member.one_way(cfg)  # an environment deployed by its fleet's member stacks refuses `pulumi up`
 pulumi.export("environment", cfg.environment)
 
 settings = {c.name: cfg.settings(c) for c in clouds_of(KINDS) if c.settings is not None}

@@ -87,3 +87,63 @@ def keep(cfg: Any, member: FleetMember) -> Any:
             ]
         )
     return cfg.model_copy(update={k.field: (mine if k is kind else []) for k in KINDS})
+
+
+# -- one way per environment ------------------------------------------------------------------------------------
+# The lease stack of an environment's rollouts, `<environment>.fleet` (mldiag/fleet/progress.py), exports under
+# MARK the targets its member stacks deploy: {"members": ["kubernetesClusters/a", ...], "fleet": "fleet/prod.yaml"}.
+COORDINATOR_SUFFIX = "fleet"
+MARK = "fleet"
+READ_OUTPUTS = "pulumi:pulumi:readStackOutputs"
+
+
+def fleet_members(read: Any = None) -> tuple[str, list[str]] | None:
+    """(the fleet file, the targets it deploys) when member stacks deploy this environment, else None."""
+    import pulumi
+    from pulumi.runtime.mocks import MockMonitor
+    from pulumi.runtime.settings import get_monitor
+
+    if read is None and isinstance(get_monitor(), MockMonitor):
+        return None  # the offline plan (mock runtime) plans the stack as written
+    name = f"{pulumi.get_organization()}/{pulumi.get_project()}/{pulumi.get_stack()}.{COORDINATOR_SUFFIX}"
+    try:
+        found = (read or pulumi.runtime.invoke)(READ_OUTPUTS, {"name": name}).value
+    except Exception as e:  # noqa: BLE001 - the engine reports a failed invoke as a plain Exception
+        text = str(e).lower()
+        if "unknown stack" in text or "no stack named" in text or "not found" in text:
+            return None  # no rollout of this environment ever ran
+        raise pulumi.RunError(
+            f"the lease stack {name} of this environment's fleet could not be read: {e}"
+        ) from None
+    mark = ((found or {}).get("outputs") or {}).get(MARK)
+    if not isinstance(mark, dict) or not mark.get("members"):
+        return None
+    return str(mark.get("fleet") or "its fleet file"), [str(m) for m in mark["members"]]
+
+
+def one_way(cfg: Any, read: Any = None) -> None:
+    """An environment whose targets its fleet's member stacks deploy refuses `pulumi up -s <env>` (both would
+    manage the same objects); its preview says so as a warning. A member stack itself is not checked here."""
+    import pulumi
+
+    if pulumi.Config(NAMESPACE).get("fleetMember") is not None:
+        return
+    found = fleet_members(read)
+    if found is None:
+        return
+    fleet, members = found
+    mine = [f"{k.key}/{t.name}" for k in KINDS for t in cfg.targets(k)]
+    shared = [m for m in mine if m in members]
+    if not shared:
+        return
+    stack = pulumi.get_stack()
+    message = (
+        f"environment {stack} is deployed by its fleet's member stacks ({', '.join(shared[:5])}"
+        f"{f' and {len(shared) - 5} more' if len(shared) > 5 else ''}: `mldiag fleet run {fleet}`); "
+        f"`pulumi up -s {stack}` would manage the same clusters a second time. Roll it out with "
+        f"`mldiag fleet run {fleet}` (docs/fleet.md, 'One way per environment')"
+    )
+    if pulumi.runtime.is_dry_run():
+        pulumi.log.warn(f"`pulumi up` would be refused: {message}")
+        return
+    raise pulumi.RunError(message)

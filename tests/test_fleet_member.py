@@ -190,3 +190,83 @@ def test_secrets_bound_to_one_stack_cannot_be_shared_by_its_members(tmp_path: Pa
         "Pulumi Cloud provider's, bound to that one stack: member stacks cannot share them. Give the stack a "
         "passphrase or cloud KMS provider (`pulumi stack change-secrets-provider`)"
     )
+
+
+# -- one way per environment: the environment stack's own `pulumi up` refuses what member stacks deploy ------------
+class _Targets:
+    def __init__(self, names: list[str]) -> None:
+        self.names = names
+
+    def targets(self, kind: Any) -> list[Any]:
+        return [type("T", (), {"name": n})() for n in self.names] if kind.key == "kubernetesClusters" else []
+
+
+class _Outputs:
+    def __init__(self, outputs: dict[str, Any] | None = None, error: str = "") -> None:
+        self.outputs, self.error = outputs, error
+        self.asked: list[Any] = []
+
+    def __call__(self, token: str, args: dict[str, Any]) -> Any:
+        self.asked.append((token, args))
+        if self.error:
+            raise Exception(f"invoke of {token} failed: {self.error}")  # noqa: TRY002 - what the SDK raises
+        return type("R", (), {"value": {"name": args["name"], "outputs": self.outputs}})()
+
+
+@pytest.fixture
+def runtime() -> Any:
+    import pulumi
+
+    class Mocks(pulumi.runtime.Mocks):
+        def new_resource(self, args: Any) -> tuple[str, dict[str, Any]]:
+            return args.name, {}
+
+        def call(self, args: Any) -> tuple[dict[str, Any], list[Any]]:
+            return {}, []
+
+    def set_up(preview: bool) -> None:
+        pulumi.runtime.set_mocks(
+            Mocks(), project="ml-diagnostics", stack="prod", preview=preview, organization="organization"
+        )
+
+    return set_up
+
+
+def test_an_environment_whose_targets_its_member_stacks_deploy_refuses_up_and_warns_in_preview(
+    runtime: Any,
+) -> None:
+    import pulumi
+
+    mark = {"fleet": {"members": ["kubernetesClusters/onprem-prod"], "fleet": "fleet/prod.yaml"}}
+    read = _Outputs(mark)
+    runtime(False)
+    with pytest.raises(pulumi.RunError) as e:
+        fleet_member.one_way(_Targets(["onprem-prod", "lab"]), read)
+    assert str(e.value) == (
+        "environment prod is deployed by its fleet's member stacks (kubernetesClusters/onprem-prod: `mldiag fleet run "
+        "fleet/prod.yaml`); `pulumi up -s prod` would manage the same clusters a second time. Roll it out with "
+        "`mldiag fleet run fleet/prod.yaml` (docs/fleet.md, 'One way per environment')"
+    )
+    assert read.asked == [
+        ("pulumi:pulumi:readStackOutputs", {"name": "organization/ml-diagnostics/prod.fleet"})
+    ]
+    runtime(True)
+    fleet_member.one_way(_Targets(["onprem-prod"]), read)  # a preview: a warning, not an error
+    fleet_member.one_way(_Targets(["lab"]), read)  # no target shared with the members: nothing to refuse
+
+
+def test_no_fleet_or_the_offline_plan_leave_the_environment_as_it_is(runtime: Any) -> None:
+    import pulumi
+
+    runtime(False)
+    fleet_member.one_way(
+        _Targets(["onprem-prod"]), _Outputs(error='unknown stack "organization/ml-diagnostics/prod.fleet"')
+    )
+    fleet_member.one_way(
+        _Targets(["onprem-prod"]), _Outputs({"lease": None})
+    )  # a lease stack, no member deployed
+    with pytest.raises(
+        pulumi.RunError, match=r"^the lease stack organization/ml-diagnostics/prod\.fleet of this "
+    ):
+        fleet_member.one_way(_Targets(["onprem-prod"]), _Outputs(error="backend unreachable"))
+    fleet_member.one_way(_Targets(["onprem-prod"]))  # the mock runtime (the offline plan): no read at all
