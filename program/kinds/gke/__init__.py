@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ml_diagnostics import compat
 from program import in_cluster
 from program.clouds.google import GOOGLE
 from program.kinds import kubernetes
@@ -34,7 +35,7 @@ DOCS = KindDocs(
             "`managedMachineLearningDiagnosticsConfig.enabled` always sent explicitly (the block is Computed upstream, so\n"
             "leaving it out never turns the feature off). `create: false` adopts an existing cluster: `getCluster` for\n"
             "endpoint and CA, and a dynamic resource that sets the flag through the GKE API and restores the earlier\n"
-            "value on delete. `mode: auto` picks managed from 1.35.0-gke.3065000 on, manual below. An adopted\n"
+            f"value on delete. `mode: auto` picks managed from {compat.MANAGED_MIN_VERSION} on, manual below. An adopted\n"
             "**Autopilot** cluster refuses privileged pods, so `diagon.enabled` is refused there with the alternatives."
         ),
         kubernetes.IN_CLUSTER_SUMMARY,
@@ -44,7 +45,7 @@ DOCS = KindDocs(
         (
             "managed mode (`gkeClusters`)",
             "`gke.cluster` RUNNING; `gke.managed`: the managed flag on and the version at or past "
-            "1.35.0-gke.3065000 (manual mode: the flag off, so two webhooks never run side by side)",
+            f"{compat.MANAGED_MIN_VERSION} (manual mode: the flag off, so two webhooks never run side by side)",
         ),
         kubernetes.CLUSTER_CHECKS,
         kubernetes.DIAGON_CHECKS,
