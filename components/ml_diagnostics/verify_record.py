@@ -115,7 +115,8 @@ class VerifyRecord(Spec):
         return next(name for name in SECTIONS if getattr(self, name) is not None)
 
 
-SECTIONS = ("in_cluster", "gke", "azure_ml", "model_development")
+SECTIONS = tuple(name for name in VerifyRecord.model_fields if name != "version")
+"""The sections a record may hold: every field of VerifyRecord but its version."""
 
 
 def manual_releases(manual: MlDiagnosticsManualSpec) -> list[ReleaseRecord]:
