@@ -511,10 +511,13 @@ class AutomationExecutor:
         pending = recovery.pending_operations(deployment)
         if not pending and not probe:
             return []
-        root = next(str(r["urn"]) for r in deployment.get("resources") or [] if r.get("type") == STACK_TYPE)
+        root = next(
+            (str(r["urn"]) for r in deployment.get("resources") or [] if r.get("type") == STACK_TYPE), None
+        )
         # a lock is found before anything is changed: a refresh of the stack resource alone takes it (and
         # keeps the pending creates); LockConflict tells the caller whose it is
-        self._refresh_root(stack, root, clear=False)
+        if root is not None:
+            self._refresh_root(stack, root, clear=False)
         if not pending:
             return []
         known = {str(r.get("urn")) for r in deployment.get("resources") or []}
@@ -547,16 +550,6 @@ class AutomationExecutor:
                     protect=False,
                     generate_code=False,
                 )
-            root = next(
-                str(r["urn"]) for r in deployment.get("resources") or [] if r.get("type") == STACK_TYPE
-            )
-            stack.refresh(
-                message="mldiag fleet: clear the interrupted update's pending operations",
-                target=[root],
-                clear_pending_creates=True,
-                color="never",
-                suppress_progress=True,
-            )
         except auto.ConcurrentUpdateError as e:
             raise _conflict(f"stack {stack.name} is locked by another update ({_lock_text(e)})", e) from None
         except auto.CommandError as e:
@@ -566,14 +559,15 @@ class AutomationExecutor:
         self._refresh_root(stack, root, clear=True)
         return [s.say() for s in steps] + [f"cleared {len(pending)} pending operation(s) from its state"]
 
-    def _refresh_root(self, stack: Any, root: str, clear: bool) -> None:
+    def _refresh_root(self, stack: Any, root: str | None, clear: bool) -> None:
+        """A refresh of the stack resource alone (of nothing when the state has none)."""
         from pulumi import automation as auto
 
         try:
             stack.refresh(
                 message="mldiag fleet: "
                 + ("clear an interrupted update's pending operations" if clear else "lock check"),
-                target=[root],
+                target=[root] if root else None,
                 clear_pending_creates=clear or None,
                 color="never",
                 suppress_progress=True,

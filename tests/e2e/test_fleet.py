@@ -2,14 +2,19 @@
 environment stack; `mldiag fleet run` rolls them out in two waves through the Automation API, one member
 stack each, with verify as the gate. The tests build on each other, in file order:
 
-1. wave 1's gate fails on one cluster (its webhook has no CA): the rollout stops, and nothing of wave 2
-   changes (no stack, nothing in its API server);
+1. two rollouts started together: one rolls out, the other stops at once naming it (whichever wins the race to
+   create the lease stack); wave 1's gate fails on one cluster (its webhook has no CA): the rollout stops, and
+   nothing of wave 2 changes (no stack, nothing in its API server);
 2. the CA arrives (the fix, made in that cluster): a rerun resumes at wave 1's unfinished cluster, leaves
    the one that passed alone and completes wave 2; `fleet status` says so;
 3. drift made directly in one cluster's API server is reported for that cluster only;
 4. another rollout holding the environment's lease stops this one before anything runs (`--take-over` takes it);
 5. a member stack locked by another update is reported (exit 3) and not retried; once the lock is gone, a rerun
-   updates only the cluster whose entry changed.
+   updates only the cluster whose entry changed;
+6. the environment stack itself, deployed by its member stacks now, previews with a warning that `pulumi up`
+   refuses (one way per environment).
+
+Kills, an API server that goes away, an unwritable backend and `fleet adopt` are in test_fleet_faults.py.
 
 The rollout's wall time is printed against the ideal (each wave's slowest cluster plus its soak) and kept in
 the e2e figures of the terminal summary.
@@ -20,6 +25,10 @@ from __future__ import annotations
 import base64
 import contextlib
 import json
+import os
+import re
+import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -59,12 +68,12 @@ waves:
 @dataclass
 class Fleet:
     project: Project
-    planes: dict[str, ControlPlane]
+    planes: dict[str, Plane]
     fleet: Path
     repo_url: str
 
-    def mldiag(self, *args: str, timeout: float = 1200) -> Result:
-        argv = [
+    def argv(self, *args: str) -> list[str]:
+        return [
             sys.executable,
             "-m",
             "mldiag.fleet",
@@ -73,10 +82,33 @@ class Fleet:
             "--project-dir",
             str(self.project.root),
         ]
+
+    def mldiag(self, *args: str, timeout: float = 1200) -> Result:
+        argv = self.argv(*args)
         proc = subprocess.run(
             argv, cwd=REPO, env=self.project.env, capture_output=True, text=True, timeout=timeout
         )
         return Result(argv, proc.returncode, proc.stdout, proc.stderr, 0.0)
+
+    def together(self, *args: str, timeout: float = 1200) -> list[tuple[int, Result]]:
+        """Two runs started at once: (pid, result) of each."""
+        argv = self.argv(*args)
+        procs = [
+            subprocess.Popen(
+                argv,
+                cwd=REPO,
+                env=self.project.env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for _ in range(2)
+        ]
+        out = []
+        for proc in procs:
+            stdout, stderr = proc.communicate(timeout=timeout)
+            out.append((proc.pid, Result(argv, proc.returncode, stdout, stderr, 0.0)))
+        return out
 
     def stacks(self) -> list[str]:
         return sorted(s["name"] for s in self.project.pulumi("stack", "ls", "--json").json())
@@ -118,6 +150,77 @@ class Fleet:
         }
         lock.write_text(json.dumps(content))
         return lock
+
+
+class Plane(ControlPlane):
+    """A loopback control plane whose API server can be stopped and started again (same port, certificates,
+    etcd), its controllers paused; stopped with SIGKILL (nothing of it is kept: the graceful stop waits its 15 s
+    grace on the API server, for each plane)."""
+
+    def stop(self) -> None:
+        for _, proc, _ in self.procs:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+        super().stop()
+
+    def _spawn(self, name: str, args: list[str]) -> None:
+        self.__dict__.setdefault("args", {})[name] = args
+        super()._spawn(name, args)
+
+    def pid(self, name: str) -> int:
+        return next(proc.pid for n, proc, _ in self.procs if n == name)
+
+    def stop_api_server(self) -> None:
+        for i, (name, proc, log) in enumerate(self.procs):
+            if name == "kube-apiserver":
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(timeout=30)
+                log.close()
+                del self.procs[i]
+                return
+
+    def start_api_server(self) -> None:
+        self._spawn("kube-apiserver", self.__dict__["args"]["kube-apiserver"])
+        self._wait(lambda: self.session.get(f"{self.server}/readyz", timeout=3).ok, "kube-apiserver")
+
+    @contextlib.contextmanager
+    def controllers_paused(self) -> Iterator[None]:
+        """No controller runs: a Deployment gets no ReplicaSet, so Helm's wait (the install) does not end."""
+        pid = self.pid("kube-controller-manager")
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            yield
+        finally:
+            os.kill(pid, signal.SIGCONT)
+
+    def releases(self) -> dict[str, list[tuple[int, str, str]]]:
+        """Helm release records: release -> [(revision, status, uid)] by revision."""
+        found: dict[str, list[tuple[int, str, str]]] = {}
+        items = self.get("/api/v1/secrets?labelSelector=owner%3Dhelm")["items"]
+        for s in items:
+            labels = s["metadata"]["labels"]
+            found.setdefault(labels["name"], []).append(
+                (int(labels["version"]), labels["status"], s["metadata"]["uid"])
+            )
+        return {k: sorted(v) for k, v in sorted(found.items())}
+
+    def wait_release(self, release: str, status: str, not_uid: str = "", timeout: float = 120) -> str:
+        """Waits for a record of `release` with `status` (another than `not_uid`); its uid."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for _, st, uid in self.releases().get(release, []):
+                if st == status and uid != not_uid:
+                    return uid
+            time.sleep(0.1)
+        raise AssertionError(f"no {status} record of {release} after {timeout}s: {self.releases()}")
+
+
+def stop_all(planes: dict[str, Plane]) -> None:
+    threads = [threading.Thread(target=cp.stop) for cp in planes.values()]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
 
 
 def ca_injected(cp: ControlPlane) -> None:
@@ -171,13 +274,13 @@ def target(name: str, repo_url: str) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def fleet(e2e_bin: Path, chart_repo: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fleet]:
-    planes: dict[str, ControlPlane] = {}
+    planes: dict[str, Plane] = {}
     errors: list[BaseException] = []
     with contextlib.ExitStack() as stack:
 
         def start(name: str) -> None:
             try:
-                planes[name] = ControlPlane(e2e_bin)
+                planes[name] = Plane(e2e_bin)
                 planes[name].start()
             except BaseException as e:  # noqa: BLE001 - reported below, after every start has ended
                 errors.append(e)
@@ -187,8 +290,7 @@ def fleet(e2e_bin: Path, chart_repo: Any, tmp_path_factory: pytest.TempPathFacto
             t.start()
         for t in threads:
             t.join()
-        for cp in planes.values():
-            stack.callback(cp.stop)
+        stack.callback(stop_all, planes)
         if errors:
             raise errors[0]
         project = Project(tmp_path_factory.mktemp("fleet-project"), e2e_bin)
@@ -247,8 +349,17 @@ def test_1_a_failing_gate_in_wave_1_stops_the_rollout_and_wave_2_is_untouched(fl
         [f"{ENV}.k8s-a", f"{ENV}.k8s-b"],
         [f"{ENV}.k8s-c"],
     ]
-    res = fleet.mldiag("run", "--format", "json")
-    assert res.returncode == 1, res.output[-6000:]
+    runs = fleet.together("run", "--format", "json")
+    assert sorted(r.returncode for _, r in runs) == [1, 3], [r.output[-3000:] for _, r in runs]
+    (pid, res), (_, refused) = sorted(runs, key=lambda run: run[1].returncode)
+    # the refused run names the rollout that holds the environment, however the race to the lease fell
+    assert re.fullmatch(
+        rf"error: another rollout holds this environment: holder [0-9a-f]{{12}} on {re.escape(socket.gethostname())} "
+        rf"\(pid {pid}\) since \d+, lease until \d+ \(unix time\); wait for it, or if that run is gone, rerun "
+        r"with --take-over",
+        refused.stderr.splitlines()[-1],
+    ), refused.stderr
+    assert refused.json()["waves"] == [] and "updating" not in refused.stderr
     report = res.json()
     assert clusters(report) == {
         "a": ("first", "verified"),
@@ -376,9 +487,23 @@ def test_5_a_locked_member_stack_is_reported_not_retried_and_the_rerun_updates_o
     note_times("run after the lock", again.json())
 
 
-def test_6_the_environment_stack_itself_still_previews_every_cluster(fleet: Fleet) -> None:
-    # A team without waves keeps `pulumi up -s <env>`: the stack file is unchanged and plans all three clusters.
-    steps = fleet.project.pulumi("preview", "--json", stack=ENV).json()["steps"]
+def test_6_the_environment_stack_previews_every_cluster_and_says_that_up_refuses(fleet: Fleet) -> None:
+    # The stack file is unchanged and plans all three clusters; their member stacks deploy them now, so the
+    # preview warns that `pulumi up -s <env>` refuses (program/fleet_member.py).
+    preview = fleet.project.pulumi("preview", "--json", stack=ENV).json()
+    warnings = [
+        d["message"].removeprefix("warning: ")
+        for d in preview.get("diagnostics", [])
+        if d.get("severity") == "warning"
+    ]
+    assert any(
+        w.startswith(
+            f"`pulumi up` would be refused: environment {ENV} is deployed by its fleet's member stacks "
+            "(kubernetesClusters/a, kubernetesClusters/b, kubernetesClusters/c: `mldiag fleet run fleet/e2e.yaml`)"
+        )
+        for w in warnings
+    ), warnings
+    steps = preview["steps"]
     namespaces = sorted(
         s["urn"].rsplit("::", 1)[1] for s in steps if s["urn"].endswith(f"-opt-in-{NAMESPACE}")
     )
