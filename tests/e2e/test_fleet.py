@@ -33,7 +33,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -65,6 +65,11 @@ waves:
 """
 
 
+def fleet_argv(fleet: Path, project: Project, *args: str) -> list[str]:
+    """`mldiag fleet <args> FLEET` of `project`, as a process of the repository's Python."""
+    return [sys.executable, "-m", "mldiag.fleet", *args, str(fleet), "--project-dir", str(project.root)]
+
+
 @dataclass
 class Fleet:
     project: Project
@@ -73,15 +78,7 @@ class Fleet:
     repo_url: str
 
     def argv(self, *args: str) -> list[str]:
-        return [
-            sys.executable,
-            "-m",
-            "mldiag.fleet",
-            *args,
-            str(self.fleet),
-            "--project-dir",
-            str(self.project.root),
-        ]
+        return fleet_argv(self.fleet, self.project, *args)
 
     def mldiag(self, *args: str, timeout: float = 1200) -> Result:
         argv = self.argv(*args)
@@ -223,6 +220,29 @@ def stop_all(planes: dict[str, Plane]) -> None:
         th.join()
 
 
+def started(stack: contextlib.ExitStack, e2e_bin: Path, names: Sequence[str]) -> dict[str, Plane]:
+    """One control plane per name, started side by side and stopped when `stack` closes."""
+    planes: dict[str, Plane] = {}
+    errors: list[BaseException] = []
+
+    def start(name: str) -> None:
+        try:
+            planes[name] = Plane(e2e_bin)
+            planes[name].start()
+        except BaseException as e:  # noqa: BLE001 - reported below, after every start has ended
+            errors.append(e)
+
+    threads = [threading.Thread(target=start, args=(n,)) for n in names]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    stack.callback(stop_all, planes)
+    if errors:
+        raise errors[0]
+    return {n: planes[n] for n in names}
+
+
 def ca_injected(cp: ControlPlane) -> None:
     """What cert-manager's cainjector leaves in a real cluster: the injection webhook's configuration, owned
     by its Helm release, with the CA in it (nothing serves it, and it matches no object)."""
@@ -274,25 +294,8 @@ def target(name: str, repo_url: str) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def fleet(e2e_bin: Path, chart_repo: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fleet]:
-    planes: dict[str, Plane] = {}
-    errors: list[BaseException] = []
     with contextlib.ExitStack() as stack:
-
-        def start(name: str) -> None:
-            try:
-                planes[name] = Plane(e2e_bin)
-                planes[name].start()
-            except BaseException as e:  # noqa: BLE001 - reported below, after every start has ended
-                errors.append(e)
-
-        threads = [threading.Thread(target=start, args=(n,)) for n in CLUSTERS]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        stack.callback(stop_all, planes)
-        if errors:
-            raise errors[0]
+        planes = started(stack, e2e_bin, CLUSTERS)
         project = Project(tmp_path_factory.mktemp("fleet-project"), e2e_bin)
         config = {
             "environment": "staging",

@@ -30,8 +30,6 @@ import pwd
 import shutil
 import signal
 import subprocess
-import sys
-import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -42,7 +40,7 @@ import pytest
 
 from dev.e2e.harness import REPO, Project, Result
 from mldiag.fleet import progress
-from tests.e2e.test_fleet import Plane, ca_injected, stop_all, target
+from tests.e2e.test_fleet import Plane, ca_injected, fleet_argv, started, target
 from tests.fixtures.e2e import E2E_ENABLED, SKIP_REASON, TIMINGS
 from tests.fixtures.tools import need
 
@@ -118,15 +116,7 @@ class Env:
             args = [str(self.project.cli), *argv, "--non-interactive"]
             cwd = self.project.root
         else:
-            args = [
-                sys.executable,
-                "-m",
-                "mldiag.fleet",
-                *argv,
-                str(self.fleet),
-                "--project-dir",
-                str(self.project.root),
-            ]
+            args = fleet_argv(self.fleet, self.project, *argv)
             cwd = REPO
         with out.open("w") as o, err.open("w") as e:
             proc = subprocess.Popen(
@@ -178,25 +168,8 @@ class Env:
 
 @pytest.fixture(scope="module")
 def env(e2e_bin: Path, chart_repo: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
-    planes: dict[str, Plane] = {}
-    errors: list[BaseException] = []
     with contextlib.ExitStack() as stack:
-
-        def start(name: str) -> None:
-            try:
-                planes[name] = Plane(e2e_bin)
-                planes[name].start()
-            except BaseException as e:  # noqa: BLE001 - reported below, after every start has ended
-                errors.append(e)
-
-        threads = [threading.Thread(target=start, args=(n,)) for n in ("p", "q")]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        stack.callback(stop_all, planes)
-        if errors:
-            raise errors[0]
+        planes = started(stack, e2e_bin, ("p", "q"))
         for cp in planes.values():
             ca_injected(cp)
         root = tmp_path_factory.mktemp("fleet-faults")
