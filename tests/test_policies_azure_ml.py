@@ -269,3 +269,28 @@ def test_subscription_unknown_during_preview_is_not_a_violation(pack):
     assert sorted(v.enforcement_level for v in found) == ["advisory", "mandatory"]
     advisory = next(v for v in found if v.enforcement_level == "advisory")
     assert "configurationSettings.clusterId are unknown until apply" in advisory.message
+
+
+def test_authorised_ranges_of_both_ip_versions_are_compared_version_by_version(pack):
+    cfg = {"aks-authorized-ip-ranges": {"azureMlRanges": ["10.1.0.0/24", "2001:db8:1::/48"]}}
+
+    def cluster(*ranges: str):
+        return res(
+            AKS,
+            "aks",
+            {
+                "resourceName": "cl",
+                "resourceGroupName": "rg",
+                "agentPoolProfiles": [{"name": "p0", "vmSize": "Standard_D4s_v3", "count": 3}],
+                "apiServerAccessProfile": {"authorizedIPRanges": list(ranges)},
+            },
+        )
+
+    # an IPv6 range listed before the IPv4 one that admits the control plane (and one that is no range) do not
+    # hide it: each required range is looked for among the ranges of its own version
+    admitted = cluster("2001:db8::/32", "not-a-range", "10.0.0.0/8")
+    assert pack.findings("aks-authorized-ip-ranges", [admitted], cfg) == []
+    assert the(pack, "aks-authorized-ip-ranges", [cluster("10.0.0.0/8")], cfg) == (
+        "AKS cluster 'cl' authorised IP ranges do not admit the Azure ML control plane range(s) 2001:db8:1::/48. "
+        "Remediation: add them to apiServerAccessProfile.authorizedIPRanges (both paired regions)."
+    )

@@ -194,22 +194,30 @@ RANGES_DEFAULTS: Defaults = {
 
 
 def _covered(cidr: str, ranges: list[str]) -> bool:
-    try:
-        net = ipaddress.ip_network(cidr, strict=False)
-        return any(_subnet_of(net, ipaddress.ip_network(r, strict=False)) for r in ranges)
-    except (ValueError, TypeError):
+    """Some range of `cidr`'s IP version contains it (a range that is no CIDR is skipped, not fatal)."""
+    net = _network(cidr)
+    if net is None:
         return False
+    same = [of for of in map(_network, ranges) if of is not None and of.version == net.version]
+    return any(_subnet_of(net, of) for of in same)
 
 
 def _subnet_of(
     net: ipaddress.IPv4Network | ipaddress.IPv6Network, of: ipaddress.IPv4Network | ipaddress.IPv6Network
 ) -> bool:
-    """`net.subnet_of(of)`, which raises TypeError for networks of two IP versions."""
+    """`net.subnet_of(of)` for two networks of one IP version (typed per version)."""
     if isinstance(net, ipaddress.IPv4Network) and isinstance(of, ipaddress.IPv4Network):
         return net.subnet_of(of)
     if isinstance(net, ipaddress.IPv6Network) and isinstance(of, ipaddress.IPv6Network):
         return net.subnet_of(of)
-    raise TypeError(f"{net} and {of} are not of the same version")
+    return False
+
+
+def _network(text: object) -> ipaddress.IPv4Network | ipaddress.IPv6Network | None:
+    try:
+        return ipaddress.ip_network(str(text), strict=False)
+    except ValueError:
+        return None
 
 
 def _check_ranges(args: Any, props: dict, cfg: dict, unknowns: Unknowns, report: Report) -> None:
