@@ -8,18 +8,7 @@ itself is passed as `settings` to `ClusterMlDiagnostics`. Its keys and rules are
 (`ml_diagnostics.rules.in_cluster`), with the stack file's defaults: Diagon and the verify role off unless
 enabled; the rules that apply only when the mode resolves to manual come from `manual_install_problems()`.
 
-Example (self-managed):
-
-    kubernetesClusters:
-      - name: lab
-        kubeconfig: {secure: ...}        # or `context: lab-admin` (ambient kubeconfig), or both
-        mode: manual                     # manual | auto (= manual); managed is GKE-only
-        workloadNamespaces:
-          - {name: ai-workloads, create: true}
-          - {name: default}              # existing: labelled by server-side apply
-        certManager: {enabled: true}     # false: the cluster already runs cert-manager
-        manualInstall: {jaxVersion: "0.8"}
-        diagon: {enabled: true, image: ...:v2.1.0}
+A target's example is in its kind's model (program/kinds/kubernetes/model.py, program/kinds/gke/model.py).
 """
 
 from __future__ import annotations
