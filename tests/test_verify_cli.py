@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from dev.fakes.fleet import SimulatedClock
 from dev.fakes.k8s_api import FakeKubeApi
 from tests.fixtures.verify import GOOD_LOG, checks, kubeconfig, lab_target, run_verify, stack_file
 
@@ -30,10 +31,11 @@ def test_wait_polls_until_the_daemon_logs_its_heartbeat(
 
     healthy_lab.logs[("diagon", "diagon-daemon-1", "diagon-daemon")] = log
     config = stack_file(tmp_path, {"environment": "dev", "kubernetesClusters": [lab_target()]})
-    code, report, err = run_verify(capsys, config, "--wait", "30", "--interval", "0.05")
+    clock = SimulatedClock()
+    code, report, err = run_verify(capsys, config, "--wait", "30", "--interval", "0.05", clock=clock)
     assert code == 0, report
     progress = err.splitlines()
-    assert len(progress) == 3
+    assert len(progress) == 3 and clock.slept == [0.05] * 3
     assert all("waiting" in line and "kubernetesClusters/lab diagon.logs" in line for line in progress)
     assert progress[0].startswith("[verify ")
     assert checks(report)["diagon.logs"]["ok"] is True
@@ -44,11 +46,14 @@ def test_wait_gives_up_at_the_deadline_with_the_last_result(
 ) -> None:
     healthy_lab.logs[("diagon", "diagon-daemon-0", "diagon-daemon")] = "nothing yet\n"
     config = stack_file(tmp_path, {"environment": "dev", "kubernetesClusters": [lab_target()]})
-    code, report, err = run_verify(capsys, config, "--wait", "0.5", "--interval", "0.1")
+    clock = SimulatedClock()
+    code, report, err = run_verify(capsys, config, "--wait", "1", "--interval", "0.25", clock=clock)
     assert code == 1
     assert checks(report)["diagon.logs"]["ok"] is False
+    # passes at 0, 0.25, 0.5, 0.75 wait; the one at 1 s is the deadline's and its result is the report
+    assert clock.slept == [0.25] * 4
     lines = err.splitlines()
-    assert lines and all(
+    assert len(lines) == 4 and all(
         " waiting (" in ln and ln.endswith("kubernetesClusters/lab diagon.logs") for ln in lines
     )
 

@@ -6,7 +6,7 @@ reaches that step, as a dying CI runner would, so a test can stop a real rollout
     leased              right after the lease is taken, before any wave
     update:<stack>      right after the member's `deploying` record is written, before its `pulumi up`
     gate:<stack>        when the member's gate starts (its update done, its record still `deploying`)
-    soak:<wave>         when the wave's soak starts
+    soak:<wave>         when the wave's soak starts (even one its gate's verify already outlasted)
     tag:<stack>         before the member's `verified` or `failed` record is written
 
 Unset (always, outside that test), `stop` does nothing.

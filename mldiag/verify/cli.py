@@ -21,13 +21,27 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from mldiag.verify import report
 from mldiag.verify.report import TargetResult, Unreachable
 from program.config import ConfigError, StackConfig
 
 ROOT = Path(__file__).resolve().parents[2]
+
+
+class Clock(Protocol):
+    def now(self) -> float: ...
+
+    def sleep(self, seconds: float) -> None: ...
+
+
+class MonotonicClock:
+    def now(self) -> float:
+        return time.monotonic()
+
+    def sleep(self, seconds: float) -> None:
+        time.sleep(max(0.0, seconds))
 
 
 class StackConfigUnavailable(Exception):
@@ -180,8 +194,11 @@ def checks_of(opts: Options) -> Callable[[dict[str, Any]], list[TargetResult]]:
     return lambda options: run_once(cfg, options)
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, clock: Clock | None = None) -> int:
+    """`clock` paces --wait (tests pass a simulated one, so no outcome depends on how long a pass takes)."""
     from mldiag.verify.state import StateUnavailable
+
+    clock = clock or MonotonicClock()
 
     opts = parse_args(argv)
     try:
@@ -189,23 +206,23 @@ def main(argv: list[str] | None = None) -> int:
     except (ConfigError, StackConfigUnavailable, StateUnavailable) as e:
         print(f"error: {e}", file=sys.stderr)
         return report.EXIT_CONFIG
-    start = time.monotonic()
+    start = clock.now()
     while True:
         results = passes(
             {**default_options(), **{k: v for k, v in vars(opts).items() if k in default_options()}}
         )
         code = report.exit_code(results)
-        left = opts.wait - (time.monotonic() - start)
+        left = opts.wait - (clock.now() - start)
         if code == report.EXIT_OK or left <= 0:
             break
         failing = [f"{r.label} {c.name}" for r in results for c in r.failed]
         failing += [f"{r.label} unreachable" for r in results if r.unreachable]
         print(
-            f"[verify {time.monotonic() - start:5.0f}s] waiting ({left:.0f}s left): {', '.join(failing)}",
+            f"[verify {clock.now() - start:5.0f}s] waiting ({left:.0f}s left): {', '.join(failing)}",
             file=sys.stderr,
             flush=True,
         )
-        time.sleep(max(0.0, min(opts.interval, left)))
+        clock.sleep(min(opts.interval, left))
     text = report.render(opts.state_stack or opts.stack or "", results, opts.format)
     if opts.output:
         opts.output.write_text(text)

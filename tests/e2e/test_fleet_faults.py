@@ -50,8 +50,8 @@ ENV = "faults-e2e"
 P, Q = f"{ENV}.k8s-p", f"{ENV}.k8s-q"
 CERT_MANAGER = "k8s-{}-mldiag-cert-manager-release"
 RELEASE_TYPE = "kubernetes:helm.sh/v3:Release"
-ONE = "environment: faults-e2e\npolicyPack: false\nwaves:\n  - {name: first, targets: [p], soak: 1s, gate: {verifyWait: 30s, verifyInterval: 2s}}\n"
-TWO = ONE + "  - {name: second, targets: [q], gate: {verifyWait: 30s, verifyInterval: 2s}}\n"
+ONE = "environment: faults-e2e\npolicyPack: false\nwaves:\n  - {name: first, targets: [p], soak: 1s, gate: {verifyWait: 180s, verifyInterval: 2s}}\n"
+TWO = ONE + "  - {name: second, targets: [q], gate: {verifyWait: 180s, verifyInterval: 2s}}\n"
 HOST = progress.socket.gethostname()
 USER = pwd.getpwuid(os.getuid()).pw_name
 
