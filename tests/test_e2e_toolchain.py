@@ -220,15 +220,24 @@ def test_a_cache_with_other_versions_is_a_failure_not_a_silent_use(tmp_path: Pat
 def extra_pins() -> dict[str, str]:
     """name -> MODULE@VERSION, as toolchain.sh's EXTRA_MODULES lists them."""
     found = re.findall(r'^\s+"(\w+)=(\S+)"', SCRIPT.read_text(), re.M)
-    return {name: mod.replace("$PULUMI_VERSION", pins()["PULUMI_VERSION"]) for name, mod in found}
+    p = pins()
+    return {
+        name: mod.replace("$PULUMI_VERSION", p["PULUMI_VERSION"]).replace("$KUBE_VERSION", p["KUBE_VERSION"])
+        for name, mod in found
+    }
 
 
 def fake_extra(name: str, version: str) -> str:
-    """A stand-in binary: actionlint reports its version itself; the others answer the fake `go version -m`
-    below with the build info the Go linker would have embedded."""
+    """A stand-in binary: actionlint, kwok and kube-scheduler report their version themselves (as the real ones
+    print it); the others answer the fake `go version -m` below with the build info the Go linker would have
+    embedded."""
     module = extra_pins()[name].rsplit("@", 1)[0]
     if name == "actionlint":
         return f"#!/bin/sh\necho '{version}'\necho 'installed by building from source'\n"
+    if name == "kwok":
+        return f"#!/bin/sh\necho 'kwok version {version} go1.26.8 (linux/amd64)'\n"
+    if name == "scheduler":
+        return f"#!/bin/sh\necho 'Kubernetes {version}'\n"
     dep = "github.com/pulumi/pulumi/pkg/v3" if name == "sdkgen" else module
     return f"#!/bin/sh\n[ \"$1\" = --buildinfo ] && printf '\\tpath\\t{module}\\n\\tdep\\t{dep}\\t{version}\\th1:x\\n'\n"
 
@@ -267,7 +276,7 @@ def run_extra(tmp: Path, name: str, archive: Path) -> subprocess.CompletedProces
     return run(tmp, "--extra", name, archive=archive, go=go)
 
 
-@pytest.mark.parametrize("name", ["actionlint", "yaml", "sdkgen"])
+@pytest.mark.parametrize("name", ["actionlint", "yaml", "sdkgen", "kwok", "scheduler"])
 def test_an_extra_is_restored_from_its_archive_checked_and_then_cached(tmp_path: Path, name: str) -> None:
     version = extra_pins()[name].rsplit("@", 1)[1]
     archive = make_extra_archive(tmp_path / "archive", name, fake_extra(name, version))
@@ -299,6 +308,8 @@ def test_a_corrupt_extra_archive_falls_back_to_building(tmp_path: Path) -> None:
     ("name", "message"),
     [
         ("actionlint", "actionlint -version says 'v1.7.11', pinned v1.7.12"),
+        ("kwok", "kwok --version says 'kwok version v1.7.11 go1.26.8 (linux/amd64)', pinned v0.8.0"),
+        ("scheduler", "kube-scheduler --version says 'Kubernetes v1.7.11', pinned v1.35.4"),
         (
             "yaml",
             "the binary was built from github.com/pulumi/pulumi-yaml/cmd/pulumi-language-yaml 'v1.7.11'",
@@ -328,3 +339,18 @@ def test_a_failing_build_of_a_local_extra_is_a_failure(tmp_path: Path) -> None:
     out = run(tmp_path, "--extra", "sdkgen", archive=tmp_path / "none")
     assert out.returncode == 1 and out.stdout == ""
     assert "toolchain: extra sdkgen: FAILED after" in out.stderr
+
+
+def test_a_failing_build_of_the_scheduler_is_a_failure_and_names_its_package(tmp_path: Path) -> None:
+    # built as kube-apiserver is (kube_build): without the module proxy it fails, never passes silently
+    out = run(tmp_path, "--extra", "scheduler", archive=tmp_path / "none")
+    assert out.returncode == 1 and out.stdout == ""
+    assert "toolchain: extra scheduler: building k8s.io/kubernetes/cmd/kube-scheduler@v1.35.4" in out.stderr
+    assert "toolchain: extra scheduler: FAILED after" in out.stderr
+
+
+def test_ci_restores_every_extra_the_script_knows() -> None:
+    ci = (REPO / ".ci/run").read_text()
+    line = re.search(r"for extra in ([\w ]+); do", ci)
+    assert line is not None
+    assert sorted(line.group(1).split()) == sorted(extra_pins())

@@ -26,9 +26,9 @@ CACHE_ROOT="${ML_DIAG_E2E_CACHE:-$HOME/.cache/ml-diagnostics-e2e}"
 CACHE="$CACHE_ROOT/$KEY"
 BIN="$CACHE/bin"
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-# Where a prebuilt archive may be: ML_DIAG_E2E_ARCHIVE (a directory), the workplace's shared folder beside
-# the checkout, and that folder's fixed home on this machine (CI clones elsewhere).
-ARCHIVE_DIRS=("${ML_DIAG_E2E_ARCHIVE:-}" "$REPO/../shared/e2e-toolchain" "/work/shared/e2e-toolchain")
+# Where a prebuilt archive may be: ML_DIAG_E2E_ARCHIVE (a directory), else the workplace's shared folder
+# beside the checkout. No machine-specific path: a clone elsewhere sets ML_DIAG_E2E_ARCHIVE.
+ARCHIVE_DIRS=("${ML_DIAG_E2E_ARCHIVE:-}" "$REPO/../shared/e2e-toolchain")
 
 REQUIRED=(pulumi pulumi-resource-kubernetes pulumi-resource-pulumi-python pulumi-language-python-exec
           etcd kube-apiserver kube-controller-manager)
@@ -121,6 +121,24 @@ restore() {
   echo "toolchain: restored in $((ms / 1000)).$(printf '%03d' $((ms % 1000)))s: $(du -sh "$BIN" | cut -f1) in $BIN"
 }
 
+kube_build() { # kube_build WORKDIR OUTDIR PACKAGE...: k8s.io/kubernetes commands at KUBE_VERSION
+  local work=$1 out=$2 moddir minor
+  shift 2
+  rm -rf "$work" && mkdir -p "$work" && cd "$work" && go mod init scratch/kube >/dev/null 2>&1
+  moddir=$(mod_dir "k8s.io/kubernetes@$KUBE_VERSION")
+  minor=$(echo "$KUBE_VERSION" | cut -d. -f2)
+  local staging_ver="v0.${KUBE_VERSION#v1.}"
+  grep -E '=> \./staging' "$moddir/go.mod" | sed -E 's/^replace //; s/^[[:space:]]+//' | awk '{print $1}' | while read -r m; do
+    go mod edit "-replace=$m=$m@$staging_ver"
+  done
+  go get "k8s.io/kubernetes@$KUBE_VERSION"
+  local pkgv=k8s.io/component-base/version
+  local ld="-s -w -X $pkgv.gitVersion=$KUBE_VERSION -X $pkgv.gitMajor=1 -X $pkgv.gitMinor=$minor -X $pkgv.gitTreeState=clean -X $pkgv.buildDate=1970-01-01T00:00:00Z"
+  ld="$ld -X k8s.io/client-go/pkg/version.gitVersion=$KUBE_VERSION -X k8s.io/client-go/pkg/version.gitMajor=1 -X k8s.io/client-go/pkg/version.gitMinor=$minor"
+  # -mod=mod: go.sum lines for the rest of k8s.io/kubernetes's dependency graph are added as needed
+  CGO_ENABLED=0 go build -mod=mod -trimpath -buildvcs=false -p 2 -ldflags "$ld" -o "$out/" "$@"
+}
+
 # Extras: tools some e2e tests use, each in a cache of its own key (so the main key, and its prebuilt
 # archive, stay as they are). Built with `go install` (their modules carry no local replaces).
 #   --extra NAME        build NAME unless cached; print its bin dir
@@ -129,6 +147,8 @@ EXTRA_MODULES=(
   "yaml=github.com/pulumi/pulumi-yaml/cmd/pulumi-language-yaml@v1.25.0"        # the Pulumi YAML language host
   "actionlint=github.com/rhysd/actionlint/cmd/actionlint@v1.7.12"              # GitHub Actions workflow linter
   "sdkgen=dev/e2e/sdkgen@$PULUMI_VERSION"   # Pulumi's Node.js SDK generator over a schema (main.go here)
+  "kwok=sigs.k8s.io/kwok/cmd/kwok@v0.8.0"                                      # nodes and pods simulated
+  "scheduler=k8s.io/kubernetes/cmd/kube-scheduler@$KUBE_VERSION"   # built as kube-apiserver is (build_kube)
 )
 extra_module() {
   local e
@@ -161,8 +181,9 @@ build_local_extra() { # DIR BIN: a main package of this repository, against pkg/
   cd / && rm -rf "$dir"
 }
 
-# extra_version_ok NAME EXE: the binary's own report of its version is the pin (actionlint: -version; the
-# others: the module versions the Go linker embedded, `go version -m`); prints the mismatch
+# extra_version_ok NAME EXE: the binary's own report of its version is the pin (actionlint: -version; kwok,
+# kube-scheduler: --version; the others: the module versions the Go linker embedded, `go version -m`);
+# prints the mismatch
 extra_version_ok() {
   local name=$1 exe=$2 mod got want
   mod=$(extra_module "$name") || return 1
@@ -171,6 +192,14 @@ extra_version_ok() {
     got=$(first_line "$exe" -version)
     [[ "$got" == "$want" ]] && return 0
     echo "toolchain: extra $name: version mismatch: actionlint -version says '$got', pinned $want"
+    return 1
+  fi
+  if [[ "$name" == kwok || "$name" == scheduler ]]; then
+    got=$(first_line "$exe" --version)
+    # kwok: "kwok version v0.8.0 go1.26.8 (linux/amd64)"; kube-scheduler: "Kubernetes v1.35.4"
+    [[ "$name" == kwok && "$got" == "kwok version $want "* ]] && return 0
+    [[ "$name" == scheduler && "$got" == "Kubernetes $want" ]] && return 0
+    echo "toolchain: extra $name: version mismatch: $(basename "$exe") --version says '$got', pinned $want"
     return 1
   fi
   command -v go >/dev/null || { echo "toolchain: extra $name: go not found: cannot read the binary's build info"; return 1; }
@@ -247,6 +276,7 @@ build_extra() {
   echo "toolchain: extra $name: building $mod ..." >&2
   local builder=(go_install_extra "$mod" "$bin")
   [[ "$mod" == dev/* ]] && builder=(build_local_extra "${mod%@*}" "$bin")
+  [[ "$mod" == k8s.io/kubernetes/* ]] && builder=(kube_build "$CACHE_ROOT/.extra-work-$name" "$bin" "${mod%@*}")
   # in the background, not as an `if` condition, where bash would ignore errexit (as in `step` below)
   ( set -e; "${builder[@]}" ) >"$bin/../build.log" 2>&1 &
   if ! wait $! || [[ ! -x "$bin/$exe" ]]; then
@@ -372,20 +402,7 @@ build_etcd() {
 }
 
 build_kube() {
-  scratch kube
-  local moddir minor
-  moddir=$(mod_dir "k8s.io/kubernetes@$KUBE_VERSION")
-  minor=$(echo "$KUBE_VERSION" | cut -d. -f2)
-  local staging_ver="v0.${KUBE_VERSION#v1.}"
-  grep -E '=> \./staging' "$moddir/go.mod" | sed -E 's/^replace //; s/^[[:space:]]+//' | awk '{print $1}' | while read -r m; do
-    go mod edit "-replace=$m=$m@$staging_ver"
-  done
-  go get "k8s.io/kubernetes@$KUBE_VERSION"
-  local pkgv=k8s.io/component-base/version
-  local ld="-s -w -X $pkgv.gitVersion=$KUBE_VERSION -X $pkgv.gitMajor=1 -X $pkgv.gitMinor=$minor -X $pkgv.gitTreeState=clean -X $pkgv.buildDate=1970-01-01T00:00:00Z"
-  ld="$ld -X k8s.io/client-go/pkg/version.gitVersion=$KUBE_VERSION -X k8s.io/client-go/pkg/version.gitMajor=1 -X k8s.io/client-go/pkg/version.gitMinor=$minor"
-  # -mod=mod: go.sum lines for the rest of k8s.io/kubernetes's dependency graph are added as needed
-  go build -mod=mod -p 2 -ldflags "$ld" -o "$BIN/" k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager
+  kube_build "$CACHE/work/kube" "$BIN" k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager
 }
 
 echo "toolchain: cache $CACHE"
