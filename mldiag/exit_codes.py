@@ -15,20 +15,31 @@ class Exit(IntEnum):
     """Bad input, named: an invalid stack config, fleet file or argument, a wrong passphrase, an error."""
     UNREACHABLE = 3
     """Something the command must reach could not be: a target, a member stack (locked, unreadable)."""
+    INCOMPLETE = 4
+    """Nothing else wrong, but the result lacks values: the stack imports Pulumi ESC environments that were not
+    supplied (--esc-values), so what it shows may differ from `pulumi up`."""
+
+
+# Of several outcomes the one a command ends with: an incomplete result is the mildest failure.
+SEVERITY = (Exit.OK, Exit.INCOMPLETE, Exit.FINDING, Exit.UNREACHABLE, Exit.INVALID)
+
+
+def worst(*codes: int) -> Exit:
+    return max((Exit(c) for c in codes), key=SEVERITY.index, default=Exit.OK)
 
 
 # What each code means per command: the README's table, row by row ("-": the command never ends so).
-MEANINGS: dict[str, tuple[str, str, str, str]] = {
-    "`mldiag plan`, `mldiag diff`": ("no mandatory finding", "a mandatory policy violation", "invalid config or an error", "-"),
-    "`mldiag verify`": ("every check passed", "a check failed", "invalid config", "a target unreachable"),
-    "`mldiag import`": ("written", "-", "invalid config or an error", "-"),
-    "`mldiag new-stack`, `mldiag secrets`, `mldiag policy-config`": ("done", "-", "bad input (named)", "-"),
-    "`mldiag fleet plan/run/status`": ("done", "a wave failed its gate", "invalid fleet file", "a stack could not be run"),
-    "`mldiag fleet drift`": ("no drift", "drift", "invalid input", "a stack could not be read"),
+MEANINGS: dict[str, tuple[str, str, str, str, str]] = {
+    "`mldiag plan`, `mldiag diff`": ("no mandatory finding", "a mandatory policy violation", "invalid config or an error", "-", "otherwise 0, but the stack's ESC environments were not supplied"),
+    "`mldiag verify`": ("every check passed", "a check failed", "invalid config", "a target unreachable", "otherwise 0, but the stack's ESC environments were not supplied"),
+    "`mldiag import`": ("written", "-", "invalid config or an error", "-", "-"),
+    "`mldiag new-stack`, `mldiag secrets`, `mldiag policy-config`": ("done", "-", "bad input (named)", "-", "-"),
+    "`mldiag fleet plan/run/status`": ("done", "a wave failed its gate", "invalid fleet file", "a stack could not be run", "-"),
+    "`mldiag fleet drift`": ("no drift", "drift", "invalid input", "a stack could not be read", "-"),
 }  # fmt: skip
 
 
 def readme_table() -> str:
-    rows = ["| command | 0 | 1 | 2 | 3 |", "| --- | --- | --- | --- | --- |"]
+    rows = ["| command | 0 | 1 | 2 | 3 | 4 |", "| --- | --- | --- | --- | --- | --- |"]
     rows += [f"| {command} | {' | '.join(meaning)} |" for command, meaning in MEANINGS.items()]
     return "\n".join(rows) + "\n"

@@ -61,6 +61,9 @@ class StackFile:
 
     config: dict[str, Any]
     secret_paths: set[Path_]
+    environments: tuple[str, ...] = ()
+    """The Pulumi ESC environments it imports (`environment:`): the engine merges their `pulumiConfig` under
+    `config` at `pulumi up`; nothing here opens them."""
 
     @property
     def secret_keys(self) -> list[str]:
@@ -626,13 +629,35 @@ def read(path: Path, project: str) -> StackFile:
             raise StackFileError(f"{path}: config key {key!r} is given twice (as {full!r} too)")
         config[full] = value
     check_ciphertexts(doc, config, path)
+    environments = _environments(doc.get("environment"), path)
     for p in secrets:
         if p and p[0] == "config" and len(p) > 1:
             key = str(p[1])
             paths.add((key if ":" in key else f"{project}:{key}", *p[2:]))
         elif p and p[0] != "config":
             raise StackFileError(f"{path}: `secure:` is only allowed under config ({_fmt(p)})")
-    return StackFile(config, paths)
+    return StackFile(config, paths, environments)
+
+
+def _environments(value: Any, path: Path) -> tuple[str, ...]:
+    """`environment:` as the Pulumi CLI reads it: a list of names (`project/env`, or `env` of the default
+    project), each optionally the one key of a mapping of ESC import options (`- name: {merge: false}`)."""
+    if value is None:
+        return ()
+    names: list[str] = []
+    items = value if isinstance(value, list) else None
+    for item in items or ():
+        name = next(iter(item)) if isinstance(item, dict) and len(item) == 1 else item
+        if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)?", name):
+            items = None
+            break
+        names.append(name)
+    if items is None:
+        raise StackFileError(
+            f"{path}: 'environment' must be a list of Pulumi ESC environment names ('project/env' or 'env', "
+            "optionally as the one key of a mapping of import options), e.g. environment: [ml-platform/gcp-oidc]"
+        )
+    return tuple(names)
 
 
 def check_limits(key: str, value: Any) -> None:
@@ -657,6 +682,12 @@ def check_limits(key: str, value: Any) -> None:
 def offline_config(path: Path, project: str) -> tuple[dict[str, Any], list[str]]:
     """The stack file for the offline plan: (config map, secret keys), every `secure:` leaf replaced by
     `PLACEHOLDER_SECRET:<digest of the ciphertext>` (a changed secret still shows as changed)."""
+    config, secret_keys, _ = offline_stack(path, project)
+    return config, secret_keys
+
+
+def offline_stack(path: Path, project: str) -> tuple[dict[str, Any], list[str], tuple[str, ...]]:
+    """`offline_config` and the ESC environments the stack file imports."""
     from program.config_base import PLACEHOLDER_SECRET
 
     stack = read(path, project)
@@ -674,4 +705,4 @@ def offline_config(path: Path, project: str) -> tuple[dict[str, Any], list[str]]
             )
         return value
 
-    return {k: replace(v, (k,)) for k, v in stack.config.items()}, stack.secret_keys
+    return {k: replace(v, (k,)) for k, v in stack.config.items()}, stack.secret_keys, stack.environments

@@ -33,4 +33,10 @@ def test_no_command_defines_exit_numbers_of_its_own():
 
 
 def test_the_codes():
-    assert [(c.name, int(c)) for c in Exit] == [("OK", 0), ("FINDING", 1), ("INVALID", 2), ("UNREACHABLE", 3)]
+    assert [(c.name, int(c)) for c in Exit] == [
+        ("OK", 0),
+        ("FINDING", 1),
+        ("INVALID", 2),
+        ("UNREACHABLE", 3),
+        ("INCOMPLETE", 4),
+    ]

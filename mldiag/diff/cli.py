@@ -8,7 +8,7 @@ is that one line. Markdown stays under GitHub's comment limit for all stacks tog
 first, the others share the rest equally; a stack's details are truncated first); it ends with the rollout
 plan of each fleet file (fleet/*.yaml) the working tree changes, or whose environment stack file it changes.
 Exit codes: 2 if any plan or git step failed, else 1 if any working-tree plan has a mandatory policy
-violation, else 0.
+violation, else 4 if a stack imports Pulumi ESC environments not supplied (--esc-values), else 0.
 """
 
 from __future__ import annotations
@@ -30,6 +30,8 @@ from mldiag.diff import (
 )
 from mldiag.diff.headline import is_quiet
 from mldiag.diff.render import FORMATS
+from mldiag.diff.run import warn_unopened
+from mldiag.exit_codes import worst
 
 COMMENT_MARKER = "<!-- ml-diagnostics:offline-plan -->"
 
@@ -77,6 +79,15 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--format", choices=FORMATS, default="table")
     p.add_argument("--output", type=Path, help="write the report here instead of stdout")
+    p.add_argument(
+        "--esc-values",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="the opened Pulumi ESC environments the stacks import (the JSON of `esc open ORG/PROJECT/ENV`); "
+        "repeatable, a later file wins",
+    )
     p.add_argument("--project-dir", type=Path, default=ROOT, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     stacks = args.stacks or all_stacks(args.project_dir)
@@ -84,13 +95,14 @@ def main(argv: list[str] | None = None) -> int:
         print("error: no stacks given and none found under stacks/", file=sys.stderr)
         return EXIT_ERROR
     try:
-        diffs = diff_stacks(stacks, args.base, project_dir=args.project_dir)
+        diffs = diff_stacks(stacks, args.base, project_dir=args.project_dir, esc_values=args.esc_values)
     except DiffError as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_ERROR
     for d in diffs:
         if "error" in d:
             print(f"error: stack {d['stack']}: {d['error']}", file=sys.stderr)
+        warn_unopened(d)
     fleets = ""
     if args.format == "markdown":
         from mldiag.fleet.picture import comment_section
@@ -101,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
         args.output.write_text(text)
     else:
         sys.stdout.write(text)
-    return max(exit_code(d) for d in diffs)
+    return worst(*(exit_code(d) for d in diffs))
 
 
 if __name__ == "__main__":

@@ -296,4 +296,6 @@ def diff_plans(
 def exit_code(diff: dict[str, Any]) -> Exit:
     if "error" in diff:
         return EXIT_ERROR
-    return EXIT_MANDATORY if diff["summary"]["mandatoryViolations"] else EXIT_OK
+    if diff["summary"]["mandatoryViolations"]:
+        return EXIT_MANDATORY
+    return Exit.INCOMPLETE if diff.get("unopenedEnvironments") else EXIT_OK

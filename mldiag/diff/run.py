@@ -15,9 +15,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from mldiag import esc
 from mldiag.diff.compare import diff_plans, exit_code
 from mldiag.diff.render import FORMATS, render
-from mldiag.plan.common import EXIT_ERROR, EXIT_MANDATORY, EXIT_OK, ROOT
+from mldiag.plan.common import EXIT_ERROR, EXIT_INCOMPLETE, EXIT_MANDATORY, EXIT_OK, ROOT
 
 PLAN_TIMEOUT_SECONDS = 900
 
@@ -61,7 +62,7 @@ def _run_plan(
         raise DiffError(
             f"the {label} plan of stack {stack} took longer than {PLAN_TIMEOUT_SECONDS}s"
         ) from None
-    if proc.returncode not in (EXIT_OK, EXIT_MANDATORY):
+    if proc.returncode not in (EXIT_OK, EXIT_MANDATORY, EXIT_INCOMPLETE):
         detail = proc.stderr.strip() or proc.stdout.strip() or f"exit code {proc.returncode}"
         raise DiffError(f"the {label} plan of stack {stack} failed:\n{detail}")
     try:
@@ -79,19 +80,34 @@ def diff_stacks(
     config_file: Path | str | None = None,
     policy_config: Path | str | None = None,
     project_dir: Path | None = None,
+    esc_values: Sequence[Path] = (),
 ) -> list[dict[str, Any]]:
     """Plans each stack at base_ref (one temporary worktree) and in the working tree; returns the diffs.
 
     config_file / policy_config apply to the working tree's plan only; the base uses its own files.
+    `esc_values` (the opened ESC environments, mldiag/esc.py) go to both plans: the environments live outside
+    the repository, the same for both (to the base only when its plan takes them).
     """
     project = Path(project_dir or ROOT).resolve()
     git = _Git(project)
     commit = _base_commit(git, base_ref)
-    head_extra = _head_args(config_file, policy_config)
+    esc_args = [a for f in esc_values for a in ("--esc-values", str(Path(f).resolve()))]
+    head_extra = [*_head_args(config_file, policy_config), *esc_args]
     base = _base_plans(git, commit, stacks)
+    if esc_args and _base_takes_esc_values(git, base):
+        base = replace(base, extra=tuple(esc_args))
     with _base_worktree(base) as (scratch, tree):
         results, errors = _Plans(base, tree, scratch, project, head_extra).all(stacks)
     return [_stack_diff(s, base, results, errors) for s in stacks]
+
+
+def _base_takes_esc_values(git: _Git, base: _Base) -> bool:
+    if base.module != "mldiag.plan":
+        return False
+    found = git.run(
+        "grep", "-q", "--esc-values", base.sha, "--", f"{base.prefix}mldiag/plan/cli.py", check=False
+    )
+    return found.returncode == 0
 
 
 @dataclass(frozen=True)
@@ -108,6 +124,8 @@ class _Base:
     """The stacks that exist at the base (the others are new)."""
     module: str | None = None
     """The base's own offline plan module (PLAN_MODULES)."""
+    extra: tuple[str, ...] = ()
+    """Arguments of the base's plans."""
 
     @property
     def label(self) -> str:
@@ -204,7 +222,9 @@ class _Plans:
         base = None
         if s in self.base.stacks:
             assert self.base.module is not None
-            base = _run_plan(self.tree / self.base.prefix, s, [], self.base.label, self.base.module)
+            base = _run_plan(
+                self.tree / self.base.prefix, s, list(self.base.extra), self.base.label, self.base.module
+            )
             previous = self.scratch / f"{s}.previous-outputs.json"
             previous.write_text(json.dumps(base.get("outputs") or {}))
             extra = [*self.head_extra, "--previous-outputs", str(previous)]
@@ -222,6 +242,8 @@ def _stack_diff(
     else:
         d = diff_plans(results[s]["base"], results[s]["head"])
         d["stack"] = s
+        if unopened := results[s]["head"].get("unopenedEnvironments"):
+            d["unopenedEnvironments"] = unopened
     d["baseRef"] = base.ref
     d["baseCommit"] = base.sha
     d["baseMissing"] = s not in base.stacks
@@ -238,14 +260,22 @@ def run_diff(
     policy_config: Path | str | None = None,
     *,
     project_dir: Path | None = None,
+    esc_values: Sequence[Path] = (),
 ) -> tuple[str, int]:
-    """Rendered diff of one stack against base_ref, and the exit code (0, 1 mandatory violation, 2 error)."""
+    """Rendered diff of one stack against base_ref, and the exit code (0, 1 mandatory violation, 2 error,
+    4 the stack's ESC environments not supplied)."""
     if fmt not in FORMATS:
         return f"error: unknown format {fmt!r}: use {', '.join(FORMATS)}", EXIT_ERROR
     try:
-        (diff,) = diff_stacks([stack], base_ref, config_file, policy_config, project_dir)
+        (diff,) = diff_stacks([stack], base_ref, config_file, policy_config, project_dir, esc_values)
     except DiffError as e:
         return f"error: {e}", EXIT_ERROR
     if "error" in diff:
         return f"error: {diff['error']}", EXIT_ERROR
+    warn_unopened(diff)
     return render(diff, fmt), exit_code(diff)
+
+
+def warn_unopened(diff: dict[str, Any]) -> None:
+    if unopened := diff.get("unopenedEnvironments"):
+        print(esc.warning(f"stack {diff['stack']}", unopened), file=sys.stderr, flush=True)

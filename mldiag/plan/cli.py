@@ -1,10 +1,11 @@
 """Offline plan: run a stack with no cloud, no credentials and no Pulumi CLI, then its policy pack.
 
-    python -m mldiag.plan.cli STACK [--config-file FILE] [--policy-config FILE]
+    python -m mldiag.plan.cli STACK [--config-file FILE] [--policy-config FILE] [--esc-values FILE]
                                [--format table|json|markdown|dot] [--out DIR] [--diff-base GITREF]
     python -m mldiag.plan.cli --from-json FILE [--format ...]     (render a saved plan or diff JSON)
 
-Exit codes: 0 no mandatory violation; 1 mandatory violation(s); 2 invalid config or program error.
+Exit codes: 0 no mandatory violation; 1 mandatory violation(s); 2 invalid config or program error; 4 otherwise
+0, but the stack imports Pulumi ESC environments whose values were not supplied (mldiag/esc.py).
 It is a review and CI tool; where the Pulumi CLI and credentials exist, `pulumi preview` is the authority.
 """
 
@@ -15,16 +16,19 @@ import json
 import sys
 import time
 import traceback
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
 import pulumi
 
+from mldiag import esc
 from mldiag.engine import runtime as plan_runtime
 from mldiag.engine.analyzer import PolicyConfigError, Violation, load_pack_config, run_policies
 from mldiag.engine.runtime import PlanResult, RecordedResource, run_config
+from mldiag.exit_codes import worst
 from mldiag.plan import render as plan_render
-from mldiag.plan.common import EXIT_ERROR, EXIT_MANDATORY, EXIT_OK, PROJECT, ROOT
+from mldiag.plan.common import EXIT_ERROR, EXIT_INCOMPLETE, EXIT_MANDATORY, EXIT_OK, PROJECT, ROOT
 from mldiag.stacks.policy_config import PolicyConfigInputError
 from mldiag.stacks.policy_config import effective as policy_config_of
 from program import stack_file
@@ -141,14 +145,18 @@ def plan_stack(
     skip_policies: bool = False,
     progress: Progress | None = None,
     previous_outputs: dict[str, Any] | None = None,
+    esc_values: Sequence[Path] = (),
 ) -> dict[str, Any]:
     """Runs the program and the policy pack; returns the JSON report. Raises ConfigError and friends.
 
-    `previous_outputs`: the last deployment's stack outputs (None: plan a first deployment)."""
+    `previous_outputs`: the last deployment's stack outputs (None: plan a first deployment). `esc_values`:
+    the opened ESC environments the stack file imports (mldiag/esc.py); without them a stack that imports
+    any is planned without their values, says so on stderr and in `unopenedEnvironments`."""
     progress = progress or Progress(True)
     path = config_file or ROOT / "stacks" / f"Pulumi.{stack}.yaml"
     progress(f"reading {path}")
-    config, secret_keys = read_stack_file(path)
+    config, secret_keys, environments = stack_file.offline_stack(path, PROJECT)
+    config, secret_keys = esc.supply(str(path), config, secret_keys, environments, esc_values, PROJECT)
     progress("running the program under the mock runtime")
     result = run_config(config, secret_keys, stack=stack, previous_outputs=previous_outputs)
     progress(f"{len(result.resources)} resources registered")
@@ -167,11 +175,20 @@ def plan_stack(
             plain_config[k] = "[secret]"
         violations, _ = run_policies(result.resources, pack_config, PROJECT, stack, plain_config)
         progress(f"policy pack done: {len(violations)} finding(s)")
-    return build_report(result, violations)
+    report = build_report(result, violations)
+    if environments and not esc_values:
+        report["unopenedEnvironments"] = list(environments)
+    return report
 
 
 def has_mandatory(report: dict[str, Any]) -> bool:
     return any(v["enforcementLevel"] == "mandatory" for v in report["policyViolations"])
+
+
+def exit_code(report: dict[str, Any]) -> int:
+    if has_mandatory(report):
+        return EXIT_MANDATORY
+    return EXIT_INCOMPLETE if report.get("unopenedEnvironments") else EXIT_OK
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -188,6 +205,15 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--policy-config",
         type=Path,
         help="policy pack config instead of the stack's (mldiag policy-config STACK)",
+    )
+    p.add_argument(
+        "--esc-values",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="the opened Pulumi ESC environments the stack file imports (the JSON of `esc open ORG/PROJECT/ENV`); "
+        "their pulumiConfig goes under the stack file's config, held secret; repeatable, a later file wins",
     )
     p.add_argument("--format", choices=plan_render.FORMATS, default="table")
     p.add_argument(
@@ -251,10 +277,10 @@ def render_saved(path: Path, fmt: str) -> tuple[str, int]:
         where = f"{path}[{i}]" if isinstance(data, list) else str(path)
         if isinstance(doc, dict) and isinstance(doc.get("summary"), dict) and "resources" in doc:
             out.append(plan_diff.render(doc, fmt))
-            code = max(code, plan_diff.exit_code(doc))
+            code = worst(code, plan_diff.exit_code(doc))
         elif isinstance(doc, dict) and isinstance(doc.get("resources"), list) and "policyViolations" in doc:
             out.append(plan_render.render(doc, fmt))
-            code = max(code, EXIT_MANDATORY if has_mandatory(doc) else EXIT_OK)
+            code = worst(code, exit_code(doc))
         else:
             return (
                 f"error: {where}: not a plan report (keys resources, policyViolations) "
@@ -275,7 +301,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.diff_base:
         from mldiag.diff import run_diff
 
-        text, code = run_diff(args.stack, args.diff_base, args.format, args.config_file, args.policy_config)
+        text, code = run_diff(
+            args.stack,
+            args.diff_base,
+            args.format,
+            args.config_file,
+            args.policy_config,
+            esc_values=args.esc_values,
+        )
         stream = sys.stderr if code == EXIT_ERROR else sys.stdout
         stream.write(text if text.endswith("\n") else text + "\n")
         return code
@@ -287,7 +320,13 @@ def main(argv: list[str] | None = None) -> int:
             return EXIT_ERROR
     try:
         report = plan_stack(
-            args.stack, args.config_file, args.policy_config, args.skip_policies, progress, previous
+            args.stack,
+            args.config_file,
+            args.policy_config,
+            args.skip_policies,
+            progress,
+            previous,
+            args.esc_values,
         )
     except (
         ConfigError,
@@ -295,7 +334,7 @@ def main(argv: list[str] | None = None) -> int:
     ) as e:  # a user's mistake the program names: no traceback, as the engine
         print(f"error: {e}", file=sys.stderr)
         return EXIT_ERROR
-    except (StackFileError, PolicyConfigError, PolicyConfigInputError) as e:
+    except (StackFileError, PolicyConfigError, PolicyConfigInputError, esc.EscValuesError) as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_ERROR
     except Exception as e:  # a bug in the program or a component: keep the traceback
@@ -306,7 +345,7 @@ def main(argv: list[str] | None = None) -> int:
         written = plan_render.write_out(report, args.out)
         progress(f"wrote {written} file(s) under {args.out}")
     sys.stdout.write(plan_render.render(report, args.format))
-    return EXIT_MANDATORY if has_mandatory(report) else EXIT_OK
+    return exit_code(report)
 
 
 def run_process(argv: list[str]) -> NoReturn:

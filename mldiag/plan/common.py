@@ -28,7 +28,7 @@ def engine_urn(parent: str, type_: str, name: str, stack: str, project: str) -> 
     return f"urn:pulumi:{stack}::{project}::{type_}::{name}"
 
 
-EXIT_OK, EXIT_MANDATORY, EXIT_ERROR = Exit.OK, Exit.FINDING, Exit.INVALID
+EXIT_OK, EXIT_MANDATORY, EXIT_ERROR, EXIT_INCOMPLETE = Exit.OK, Exit.FINDING, Exit.INVALID, Exit.INCOMPLETE
 GITHUB_COMMENT_LIMIT = 65_536
 
 

@@ -19,7 +19,7 @@ import json
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -49,26 +49,36 @@ class StackConfigUnavailable(Exception):
 
 
 def read_config(
-    stack: str, config_file: Path | None, pulumi_stack: str | None, project: Path | None = None
-) -> StackConfig:
+    stack: str,
+    config_file: Path | None,
+    pulumi_stack: str | None,
+    project: Path | None = None,
+    esc_values: Sequence[Path] = (),
+) -> tuple[StackConfig, tuple[str, ...]]:
     """The stack config (`program.config.from_raw`, the program's one route), from the stack file or the
     Pulumi CLI.
 
     From the stack file, `secure:` values become placeholders (secrets are not needed to verify, except a
     kubeconfig: see `--pulumi-stack`). With `pulumi_stack`, the Pulumi CLI reads the stack's config with
-    its secrets decrypted (`pulumi config --json --show-secrets`); the values stay in memory.
+    its secrets decrypted (`pulumi config --json --show-secrets`); the values stay in memory, and the CLI
+    opens the stack's ESC environments itself. From the stack file they come from `esc_values`
+    (mldiag/esc.py); returned with the config: the environments it imports that were not supplied.
     """
-    from mldiag.plan.cli import StackFileError, read_stack_file
+    from mldiag import esc
+    from mldiag.plan.common import PROJECT
     from program import config as stack_config
+    from program import stack_file
 
     if pulumi_stack:
         raw, secret_keys = pulumi_cli_config(pulumi_stack, project or ROOT)
-    else:
-        try:
-            raw, secret_keys = read_stack_file(config_file or ROOT / "stacks" / f"Pulumi.{stack}.yaml")
-        except StackFileError as e:
-            raise StackConfigUnavailable(str(e)) from None
-    return stack_config.from_raw(raw, list(secret_keys), stack)
+        return stack_config.from_raw(raw, list(secret_keys), stack), ()
+    path = config_file or ROOT / "stacks" / f"Pulumi.{stack}.yaml"
+    try:
+        raw, keys, environments = stack_file.offline_stack(path, PROJECT)
+        raw, secret_keys = esc.supply(str(path), raw, keys, environments, esc_values, PROJECT)
+    except (stack_file.StackFileError, esc.EscValuesError) as e:
+        raise StackConfigUnavailable(str(e)) from None
+    return stack_config.from_raw(raw, secret_keys, stack), (() if esc_values else environments)
 
 
 def pulumi_cli_config(pulumi_stack: str, project: Path = ROOT) -> tuple[dict[str, Any], list[str]]:
@@ -104,6 +114,7 @@ class Options(argparse.Namespace):
     wait: float
     interval: float
     log_lines: int
+    esc_values: list[Path]
 
 
 def cloud_options() -> list[Any]:
@@ -161,6 +172,15 @@ def parse_args(argv: list[str] | None) -> Options:
         help="the Pulumi project whose stack --pulumi-stack or --stack reads (default: this repository; --stack: "
         "the current directory)",
     )
+    p.add_argument(
+        "--esc-values",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="the opened Pulumi ESC environments the stack file imports (the JSON of `esc open ORG/PROJECT/ENV`); "
+        "repeatable, a later file wins",
+    )
     p.add_argument("--format", choices=("table", "json", "markdown"), default="table")
     p.add_argument("--output", type=Path, help="write the report to this file instead of stdout")
     p.add_argument("--wait", type=float, default=0.0, metavar="SECONDS", help="poll until every check passes")
@@ -175,11 +195,14 @@ def parse_args(argv: list[str] | None) -> Options:
         p.error(
             "--stack reads the stack's state: --config-file and --pulumi-stack read a stack file's config"
         )
+    if opts.esc_values and (opts.state_stack is not None or opts.pulumi_stack):
+        p.error("--esc-values supplies a stack file's ESC environments: --stack and --pulumi-stack need none")
     return opts
 
 
-def checks_of(opts: Options) -> Callable[[dict[str, Any]], list[TargetResult]]:
-    """One verification pass with the given options: of the config, or of the state (read once here)."""
+def checks_of(opts: Options) -> tuple[Callable[[dict[str, Any]], list[TargetResult]], tuple[str, ...]]:
+    """One verification pass with the given options: of the config, or of the state (read once here); and
+    the stack file's ESC environments left unopened."""
     if opts.state_stack is not None:
         from mldiag.verify import state
 
@@ -189,9 +212,11 @@ def checks_of(opts: Options) -> Callable[[dict[str, Any]], list[TargetResult]]:
             raise state.StateUnavailable(
                 f"stack {opts.state_stack} holds no ml-diagnostics component ({state.TOKEN}*)"
             )
-        return lambda options: state.run_once(found, options)
-    cfg = read_config(opts.stack or "", opts.config_file, opts.pulumi_stack, opts.project)
-    return lambda options: run_once(cfg, options)
+        return (lambda options: state.run_once(found, options)), ()
+    cfg, unopened = read_config(
+        opts.stack or "", opts.config_file, opts.pulumi_stack, opts.project, opts.esc_values
+    )
+    return (lambda options: run_once(cfg, options)), unopened
 
 
 def main(argv: list[str] | None = None, clock: Clock | None = None) -> int:
@@ -202,7 +227,7 @@ def main(argv: list[str] | None = None, clock: Clock | None = None) -> int:
 
     opts = parse_args(argv)
     try:
-        passes = checks_of(opts)
+        passes, unopened = checks_of(opts)
     except (ConfigError, StackConfigUnavailable, StateUnavailable) as e:
         print(f"error: {e}", file=sys.stderr)
         return report.EXIT_CONFIG
@@ -223,9 +248,9 @@ def main(argv: list[str] | None = None, clock: Clock | None = None) -> int:
             flush=True,
         )
         clock.sleep(min(opts.interval, left))
-    text = report.render(opts.state_stack or opts.stack or "", results, opts.format)
+    text = report.render(opts.state_stack or opts.stack or "", results, opts.format, unopened)
     if opts.output:
         opts.output.write_text(text)
     else:
         sys.stdout.write(text)
-    return code
+    return report.final_code(results, unopened)

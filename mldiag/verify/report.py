@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import html
 import json
+from collections.abc import Sequence
 from dataclasses import asdict
 from typing import Any
 
@@ -33,6 +34,12 @@ def exit_code(results: list[TargetResult]) -> Exit:
     return EXIT_OK
 
 
+def final_code(results: list[TargetResult], unopened: Sequence[str] = ()) -> Exit:
+    """The checks' code; all passed but the stack's ESC environments unopened: incomplete (4)."""
+    code = exit_code(results)
+    return Exit.INCOMPLETE if code == EXIT_OK and unopened else code
+
+
 def summary(results: list[TargetResult]) -> str:
     checks = [c for r in results for c in r.checks]
     failed = sum(1 for c in checks if not c.ok)
@@ -45,10 +52,12 @@ def summary(results: list[TargetResult]) -> str:
     return text
 
 
-def to_json(stack: str, results: list[TargetResult]) -> dict[str, Any]:
+def to_json(stack: str, results: list[TargetResult], unopened: Sequence[str] = ()) -> dict[str, Any]:
+    extra = {"unopenedEnvironments": list(unopened)} if unopened else {}
     return {
         "stack": stack,
-        "exitCode": exit_code(results),
+        "exitCode": final_code(results, unopened),
+        **extra,
         "summary": summary(results),
         "targets": [
             {
@@ -62,9 +71,9 @@ def to_json(stack: str, results: list[TargetResult]) -> dict[str, Any]:
     }
 
 
-def render(stack: str, results: list[TargetResult], fmt: str) -> str:
+def render(stack: str, results: list[TargetResult], fmt: str, unopened: Sequence[str] = ()) -> str:
     if fmt == "json":
-        return json.dumps(to_json(stack, results), indent=2) + "\n"
+        return json.dumps(to_json(stack, results, unopened), indent=2) + "\n"
     if fmt == "markdown":
         return render_markdown(stack, results)
     return render_table(stack, results)
