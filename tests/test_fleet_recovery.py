@@ -378,3 +378,50 @@ def test_adopt_refuses_a_resource_under_no_target(tmp_path: Path) -> None:
         "(urn:pulumi:prod::ml-diagnostics::kubernetes:core/v1:Namespace::stray): every resource must belong to one "
         "target's component"
     )
+
+
+def test_an_imported_release_is_recorded_as_the_interrupted_install_would_have(
+    kube: ReleaseRecordsApi, cluster: recovery.KubeCluster
+) -> None:
+    record(kube, 1, "deployed")
+    record_ns = recovery.Step(namespace(), "drop", "no Namespace")
+    (step,) = decide([release()], cluster)
+    secret = {recovery.SECRET_SIG[0]: recovery.SECRET_SIG[1], "ciphertext": "v1:abc"}
+    program = {
+        "name": "cert-manager",
+        "namespace": "cert-manager",
+        "chart": "cert-manager",
+        "repositoryOpts": {"repo": "https://charts.jetstack.io"},
+        "values": {"crds": {"enabled": True}, "token": secret},
+    }
+    read_back = {"name": "cert-manager", "namespace": "cert-manager", "chart": "cert-manager", "values": {}}
+    deployment = {
+        "resources": [
+            {
+                "urn": RELEASE_URN,
+                "type": recovery.HELM_RELEASE,
+                "id": "cert-manager/cert-manager",
+                "inputs": read_back,
+                "outputs": {**read_back, "status": {"revision": 1}, "__inputs": secret},
+            },
+            {"urn": NS_URN, "type": "kubernetes:core/v1:Namespace", "inputs": {"metadata": {}}, "outputs": {}},
+        ],
+        "pending_operations": [
+            {"type": "creating", "resource": {"urn": RELEASE_URN, "inputs": program}},
+            {"type": "creating", "resource": {"urn": NS_URN, "inputs": {"metadata": {"name": "x"}}}},
+        ],
+    }
+    before = json.dumps(deployment)
+    settled = recovery.as_if_created(deployment, [step, record_ns])
+    assert json.dumps(deployment) == before  # a copy is returned
+    assert settled is not None
+    rel, ns = settled["resources"]
+    assert rel["inputs"] == program
+    assert rel["outputs"] == {
+        **program,
+        "status": {"revision": 1},
+        "__inputs": {recovery.SECRET_SIG[0]: recovery.SECRET_SIG[1], "plaintext": json.dumps(program)},
+    }
+    assert ns == deployment["resources"][1]  # not imported: as it was
+    assert settled["pending_operations"] == deployment["pending_operations"]
+    assert recovery.as_if_created(deployment, [record_ns]) is None

@@ -556,6 +556,8 @@ class AutomationExecutor:
             raise StackUnavailable(
                 f"the interrupted update of {stack.name} could not be settled: {_error_lines(e)}"
             ) from None
+        if resources and (settled := recovery.as_if_created(self.export_state(stack), steps)) is not None:
+            self.import_state(stack, settled)
         self._refresh_root(stack, root, clear=True)
         return [s.say() for s in steps] + [f"cleared {len(pending)} pending operation(s) from its state"]
 

@@ -270,6 +270,36 @@ def imports(steps: list[Step]) -> tuple[list[dict[str, Any]], dict[str, str]]:
     return resources, names
 
 
+def as_if_created(deployment: dict[str, Any], steps: list[Step]) -> dict[str, Any] | None:
+    """The deployment (after `pulumi import`) with each imported resource recorded as its interrupted create
+    would have recorded it: its inputs the program's (the pending operation's, as the engine checked them), and
+    where the provider keeps its inputs among the outputs (a Helm release: every input, and under `__inputs`
+    the copy it diffs against) the program's values there too. `pulumi import` records what it read from the
+    cluster instead, and the next update would "change" a release to what it already is: a new Helm revision
+    that runs its hooks again. None when nothing was imported."""
+    wanted = {s.pending.urn for s in steps if s.action == "import"}
+    if not wanted:
+        return None
+    pending = {
+        str((e.get("resource") or {}).get("urn")): (e.get("resource") or {}).get("inputs") or {}
+        for e in deployment.get("pending_operations") or []
+    }
+    out = json.loads(json.dumps(deployment))
+    for r in out.get("resources") or []:
+        urn = str(r.get("urn"))
+        if urn not in wanted or urn not in pending:
+            continue
+        inputs = pending[urn]
+        r["inputs"] = json.loads(json.dumps(inputs))
+        outputs = r.setdefault("outputs", {})
+        if r.get("type") == HELM_RELEASE:
+            outputs.update(json.loads(json.dumps(inputs)))
+        if r.get("type") == HELM_RELEASE or "__inputs" in outputs:
+            # `pulumi stack import` encrypts a plaintext secret with the stack's own secrets provider
+            outputs["__inputs"] = {SECRET_SIG[0]: SECRET_SIG[1], "plaintext": json.dumps(inputs)}
+    return out
+
+
 # -- a cluster through the official Kubernetes client -------------------------------------------------------------
 def provider_access(deployment: dict[str, Any], provider: str) -> tuple[str | None, str | None]:
     """(kubeconfig text, context) of a Kubernetes provider of the deployment (exported with its secrets)."""
