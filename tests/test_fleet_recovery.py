@@ -404,7 +404,12 @@ def test_an_imported_release_is_recorded_as_the_interrupted_install_would_have(
                 "inputs": read_back,
                 "outputs": {**read_back, "status": {"revision": 1}, "__inputs": secret},
             },
-            {"urn": NS_URN, "type": "kubernetes:core/v1:Namespace", "inputs": {"metadata": {}}, "outputs": {}},
+            {
+                "urn": NS_URN,
+                "type": "kubernetes:core/v1:Namespace",
+                "inputs": {"metadata": {}},
+                "outputs": {},
+            },
         ],
         "pending_operations": [
             {"type": "creating", "resource": {"urn": RELEASE_URN, "inputs": program}},
