@@ -1,7 +1,15 @@
-"""A loopback Kubernetes control plane: etcd, kube-apiserver and kube-controller-manager on 127.0.0.1.
+"""A loopback Kubernetes cluster: etcd, kube-apiserver, kube-controller-manager and kube-scheduler on
+127.0.0.1, and kwok as the kubelet of every node.
 
-Keys and certificates are generated per run (openssl): a CA, the API server's serving certificate for
-127.0.0.1, and the service-account signing key. The admin credential is a static bearer token
+No container runs anywhere: kwok (Kubernetes SIG Scheduling's simulator) plays the kubelet of each Node
+object (dev/e2e/node_pools.py makes them), driven by the Stages of dev/e2e/kwok/stages.yaml: it reports the
+node Ready and renews its Lease, and a pod that the real scheduler bound to it Running and ready (or
+crash-looping, when asked). Placement, taints, capacity, DaemonSet rollout and node health are decided by
+the real scheduler and controllers. Pod logs come through the API server from kwok's kubelet endpoint
+(`kubectl logs` does the same), from the file `ControlPlane.pod_log` names (a ClusterLogs of kwok).
+
+Keys and certificates are generated per run (openssl): a CA, the API server's and kwok's serving
+certificates for 127.0.0.1, and the service-account signing key. The admin credential is a static bearer token
 (`--token-auth-file`, group system:masters). Every port is picked free on 127.0.0.1 and nothing binds
 any other address. `ControlPlane` is a context manager: whatever it started is stopped on exit, also
 when start-up fails half way.
@@ -32,6 +40,8 @@ import requests
 import yaml
 
 READY_TIMEOUT_SECONDS = 120.0
+STAGES = Path(__file__).resolve().parent / "kwok" / "stages.yaml"
+REPO = Path(__file__).resolve().parents[2]
 
 
 def free_port() -> int:
@@ -45,7 +55,8 @@ def _openssl(*args: str, cwd: Path) -> None:
 
 
 def generate_pki(d: Path) -> None:
-    """ca.{crt,key}, apiserver.{crt,key} (SAN IP 127.0.0.1, DNS localhost), sa.{key,pub}."""
+    """ca.{crt,key}, apiserver.{crt,key} (SAN IP 127.0.0.1, DNS localhost), kubelet.{crt,key} (kwok's serving
+    certificate, SAN IP 127.0.0.1: the API server checks it with --kubelet-certificate-authority), sa.{key,pub}."""
     d.mkdir(parents=True, exist_ok=True)
     _openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.crt",
              "-days", "2", "-subj", "/CN=ml-diagnostics-e2e-ca", cwd=d)  # fmt: skip
@@ -56,21 +67,50 @@ def generate_pki(d: Path) -> None:
     )
     _openssl("x509", "-req", "-in", "apiserver.csr", "-CA", "ca.crt", "-CAkey", "ca.key",
              "-CAcreateserial", "-out", "apiserver.crt", "-days", "2", "-extfile", "san.ext", cwd=d)  # fmt: skip
+    _openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", "kubelet.key", "-out", "kubelet.csr",
+             "-subj", "/CN=kwok-kubelet", cwd=d)  # fmt: skip
+    (d / "kubelet.ext").write_text("subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n")
+    _openssl("x509", "-req", "-in", "kubelet.csr", "-CA", "ca.crt", "-CAkey", "ca.key",
+             "-CAcreateserial", "-out", "kubelet.crt", "-days", "2", "-extfile", "kubelet.ext", cwd=d)  # fmt: skip
     _openssl("genrsa", "-out", "sa.key", "2048", cwd=d)
     _openssl("rsa", "-in", "sa.key", "-pubout", "-out", "sa.pub", cwd=d)
 
 
+def extra_bin(name: str) -> Path:
+    """The bin dir of a toolchain extra (dev/e2e/toolchain.sh --extra NAME restores it); nothing is built."""
+    out = subprocess.run(
+        ["bash", str(REPO / "dev/e2e/toolchain.sh"), "--extra-bin", name],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return Path(out.stdout.strip())
+
+
+# what each process runs from: the toolchain's bin dir, or an extra's
+EXTRAS = {"kube-scheduler": "scheduler", "kwok": "kwok"}
+
+
 class ControlPlane:
-    """`with ControlPlane(bin_dir) as cp:` -> cp.kubeconfig (path), cp.server, cp.token, cp.api(...)."""
+    """`with ControlPlane(bin_dir) as cp:` -> cp.kubeconfig (path), cp.server, cp.token, cp.api(...).
+
+    `cp.set_pod_log(text)` sets what kwok serves as every container's log."""
 
     def __init__(self, bin_dir: str | Path, workdir: str | Path | None = None) -> None:
         self.bin = Path(bin_dir)
+        self.exes = {name: extra_bin(extra) / name for name, extra in EXTRAS.items()}
+        missing = [str(exe) for exe in self.exes.values() if not os.access(exe, os.X_OK)]
+        if missing:
+            raise FileNotFoundError(
+                f"missing {', '.join(missing)}: run `dev/e2e/toolchain.sh --extra kwok` and `--extra scheduler`"
+            )
         self._own_dir = workdir is None
         self.dir = Path(workdir or tempfile.mkdtemp(prefix="mldiag-k8s-"))
         self.token = secrets.token_hex(16)
         self.procs: list[tuple[str, subprocess.Popen[bytes], IO[bytes]]] = []
         self.server = ""
         self.kubeconfig = self.dir / "kubeconfig.yaml"
+        self.pod_log = self.dir / "pod.log"
         self.session = requests.Session()
         self.session.trust_env = False  # our CA, not REQUESTS_CA_BUNDLE; no proxy for 127.0.0.1
 
@@ -89,7 +129,10 @@ class ControlPlane:
     def _spawn(self, name: str, args: list[str]) -> None:
         log = open(self.dir / f"{name}.log", "wb")  # noqa: SIM115 - closed in stop()
         proc = subprocess.Popen(
-            [str(self.bin / name), *args], stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+            [str(self.exes.get(name, self.bin / name)), *args],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
         self.procs.append((name, proc, log))
 
@@ -137,6 +180,9 @@ class ControlPlane:
                 "--profiling=false",
                 "--enable-priority-and-fairness=false",
                 "--endpoint-reconciler-type=none",
+                # logs, exec: to kwok's kubelet endpoint (the node's InternalIP and daemonEndpoints port)
+                f"--kubelet-certificate-authority={pki / 'ca.crt'}",
+                "--kubelet-preferred-address-types=InternalIP",
                 "--v=1",
             ],
         )
@@ -168,6 +214,52 @@ class ControlPlane:
                 ).ok
             ),
             "kube-controller-manager",
+        )
+        self._spawn(
+            "kube-scheduler",
+            [
+                f"--kubeconfig={self.kubeconfig}",
+                f"--authentication-kubeconfig={self.kubeconfig}",
+                f"--authorization-kubeconfig={self.kubeconfig}",
+                "--bind-address=127.0.0.1",
+                f"--secure-port={free_port()}",
+                "--leader-elect=false",
+                "--profiling=false",
+                "--v=1",
+            ],
+        )
+        self.pod_log.write_text("")
+        kwok_port = free_port()
+        (self.dir / "kwok-logs.yaml").write_text(
+            yaml.safe_dump(
+                {
+                    "apiVersion": "kwok.x-k8s.io/v1alpha1",
+                    "kind": "ClusterLogs",
+                    "metadata": {"name": "every-pod"},
+                    "spec": {"selector": {}, "logs": [{"logsFile": str(self.pod_log), "follow": False}]},
+                }
+            )
+        )
+        self._spawn(
+            "kwok",
+            [
+                f"--kubeconfig={self.kubeconfig}",
+                f"--config={STAGES}",
+                f"--config={self.dir / 'kwok-logs.yaml'}",
+                "--manage-all-nodes=true",
+                "--node-ip=127.0.0.1",
+                f"--node-port={kwok_port}",
+                f"--server-address=127.0.0.1:{kwok_port}",
+                f"--tls-cert-file={pki / 'kubelet.crt'}",
+                f"--tls-private-key-file={pki / 'kubelet.key'}",
+                "--node-lease-duration-seconds=40",
+                "--cidr=10.0.0.0/16",
+            ],
+        )
+        kwok_ca = str(pki / "ca.crt")
+        self._wait(
+            lambda: requests.get(f"https://127.0.0.1:{kwok_port}/healthz", verify=kwok_ca, timeout=3).ok,
+            "kwok",
         )
 
     def _write_kubeconfig(self) -> None:
@@ -222,6 +314,11 @@ class ControlPlane:
         self.session.close()
         if self._own_dir and not os.environ.get("MLDIAG_E2E_KEEP"):
             shutil.rmtree(self.dir, ignore_errors=True)
+
+    def set_pod_log(self, text: str) -> None:
+        """Every container's log from now on (kwok reads the file at each request, in the CRI log format)."""
+        lines = [f"2026-01-01T00:00:00.000000000Z stdout F {line}" for line in text.splitlines()]
+        self.pod_log.write_text("".join(line + "\n" for line in lines))
 
     # -- API helpers --------------------------------------------------------------------------------------
     def api(self, method: str, path: str, **kw) -> requests.Response:

@@ -1,7 +1,7 @@
 """`mldiag verify --stack` on the real engine (issue: verify any stack that uses the components): programs
-that are not this repository's, deployed on a loopback control plane of their own with one node that runs
-their pods (dev/e2e/fake_node.py: bound, Running, ready, logs through the API server), verified from
-their state alone:
+that are not this repository's, deployed on a loopback cluster of their own with one GKE GPU node (dev/e2e/node_pools.py; kwok plays its
+kubelet, the real scheduler places the pods, their logs come through the API server from kwok), verified
+from their state alone:
 
 - the Pulumi YAML example (examples/yaml, through the component plugin): a pass; its opt-in label removed in
   the API server: the namespace's check fails, exit 1;
@@ -26,8 +26,8 @@ from typing import Any
 import pytest
 
 from dev.e2e.control_plane import ControlPlane
-from dev.e2e.fake_node import FakeNode
 from dev.e2e.harness import REPO, Project
+from dev.e2e.node_pools import create_pool, gke_gpu
 from tests.fixtures.e2e import E2E_ENABLED, SKIP_REASON, TIMINGS
 from tests.fixtures.tools import need
 from tests.fixtures.verify import GOOD_LOG
@@ -54,7 +54,6 @@ Diagon("profiler", {{"namespace": "profiler", "image": "{PY_IMAGE}", "self_manag
 @dataclass
 class World:
     cp: ControlPlane
-    node: FakeNode
     project: Project
 
     def verify(self, stack: str, project_dir: Path, *args: str) -> tuple[int, dict[str, Any], str]:
@@ -89,11 +88,12 @@ class World:
 
 @pytest.fixture(scope="module")
 def world(e2e_bin: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
-    labels = {"cloud.google.com/gke-accelerator": "nvidia-l4", "nvidia.com/gpu.present": "true"}
-    with ControlPlane(e2e_bin) as cp, FakeNode(cp, "gpu-node-0", labels, GOOD_LOG) as node:
+    with ControlPlane(e2e_bin) as cp:
+        cp.set_pod_log(GOOD_LOG)
+        create_pool(cp, gke_gpu(), 1)
         project = Project(tmp_path_factory.mktemp("verify-state"), e2e_bin)
         (project.root / "components" / "venv").symlink_to((REPO / ".venv").resolve())
-        yield World(cp, node, project)
+        yield World(cp, project)
 
 
 def targets(report: dict[str, Any]) -> dict[str, dict[str, bool]]:
@@ -137,7 +137,11 @@ def test_the_yaml_example_verifies_from_its_state_and_a_removed_label_fails(worl
             "diagon.logs": True,
         }
     }
-    assert any(p.startswith("/containerLogs/diagon/") for p in world.node.log_requests)
+    # the logs were read through the API server from kwok's kubelet endpoint, as `kubectl logs` reads them
+    (pod,) = world.cp.get("/api/v1/namespaces/diagon/pods?labelSelector=name%3Ddiagon-daemon")["items"]
+    assert pod["spec"]["nodeName"] == "gke-gpu-l4-0"
+    log = world.cp.api("GET", f"/api/v1/namespaces/diagon/pods/{pod['metadata']['name']}/log")
+    assert log.ok and "Stream established." in log.text, log.text
 
     resp = world.cp.api(
         "PATCH",
@@ -200,7 +204,6 @@ def test_a_python_program_of_its_own_verifies_and_a_changed_image_fails(world: W
 
 
 def test_an_api_server_that_is_gone_is_unreachable_from_the_state(world: World) -> None:
-    world.node.stop()
     world.cp.stop()
     for stack, cwd in (
         (YAML_STACK, world.project.root / "examples" / "yaml"),
