@@ -43,7 +43,7 @@ def test_a_healthy_cluster_passes_every_check_with_reads_only(
     assert got["helm.mldiagnostics-connection-operator"]["detail"] == (
         "gke-mldiagnostics/mldiagnostics-connection-operator revision 2 (mldiagnostics-connection-operator 0.24.0) deployed"
     )
-    assert got["diagon.logs"]["detail"] == "2 pod(s) show all 3 log signatures"
+    assert got["diagon.logs"]["detail"] == "read 2 of 2 pod logs: all show the 3 log signatures"
     assert report["summary"] == "13/13 checks passed on 1 target(s)"
     assert healthy_lab.writes() == []
     assert err == ""
@@ -140,7 +140,7 @@ def test_a_pod_not_ready_is_named_with_its_reason(
         f"1/2 ready; diagon-daemon-1 on gpu-node-b: ImagePullBackOff (ImagePullBackOff for {IMAGE})"
     )
     assert "ImagePullBackOff means the image or its registry access is wrong" in check["fix"]
-    assert failing(report, "diagon.logs")["detail"] == "diagon-daemon-1: not running"
+    assert failing(report, "diagon.logs")["detail"] == "diagon-daemon-1: not running (read 1 of 2 pod logs)"
 
 
 def test_a_missing_log_signature_is_named_per_pod(
@@ -154,7 +154,7 @@ def test_a_missing_log_signature_is_named_per_pod(
     check = failing(report, "diagon.logs")
     assert check["detail"] == (
         "diagon-daemon-1 lacks 'Received successful DaemonRegistrationResponse from backend', "
-        "'Sending DaemonHeartbeatRequest'"
+        "'Sending DaemonHeartbeatRequest' (read 2 of 2 pod logs)"
     )
     assert "rerun with --wait SECONDS" in check["fix"]
     assert checks(report)["diagon.ready"]["ok"] is True

@@ -61,6 +61,7 @@ def test_the_component_registers_one_cluster_role_and_a_role_per_namespace() -> 
             "resources": ["mutatingwebhookconfigurations"],
             "verbs": ["list"],
         },
+        {"apiGroups": [""], "resources": ["nodes"], "verbs": ["list"]},  # Diagon's nodes without a ready pod
     ]
     binding = rbac["k8s-lab-mldiag-verify-rbac-cluster-binding"].inputs
     assert binding["roleRef"] == {

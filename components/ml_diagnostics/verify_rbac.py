@@ -65,6 +65,8 @@ def verify_rules(
         namespaced[compat.CERT_MANAGER_NAMESPACE] = cert_manager
         namespaced[compat.MLDIAGNOSTICS_NAMESPACE] = [deployments, releases]
     if diagon_ns is not None:
+        # each node the DaemonSet selects without a ready pod is named with its Ready condition
+        cluster.append({"apiGroups": [""], "resources": ["nodes"], "verbs": ["list"]})
         namespaced.setdefault(diagon_ns, []).extend(
             [
                 {

@@ -1,8 +1,9 @@
 """Loopback fake of the Kubernetes API server: a real HTTP(S) server in the test process.
 
-Serves what `mldiag.verify` reads: `/version`, namespaces, secrets (Helm release records), pods and their
+Serves what `mldiag.verify` reads: `/version`, namespaces, nodes, secrets (Helm release records), pods and their
 logs, events, configmaps, Deployments, DaemonSets, MutatingWebhookConfigurations, CustomResourceDefinitions and
 IngressClasses, with list label selectors (`a=b`,
+`limit`/`continue` paging,
 `a!=b`, `a in (x,y)`, `a`) and the `type=` field selector on secrets. It answers only GET: anything else
 is 405 and recorded, so a test can assert that nothing was changed. Optional TLS (`start(tls=...)`) and a
 required bearer token (`token=`) model a real cluster endpoint.
@@ -27,6 +28,7 @@ from program.in_cluster import helm
 # (api prefix, plural) -> namespaced?
 KINDS = {
     ("/api/v1", "namespaces"): False,
+    ("/api/v1", "nodes"): False,
     ("/api/v1", "secrets"): True,
     ("/api/v1", "pods"): True,
     ("/api/v1", "events"): True,
@@ -139,7 +141,14 @@ class FakeKubeApi(LoopbackServer):
             and matches(selector, o["metadata"].get("labels") or {})
             and _fields_match(fields, o)
         ]
-        return {"kind": "List", "apiVersion": "v1", "metadata": {"resourceVersion": "1"}, "items": items}
+        # limit/continue as the API server pages a list (the token here: the next item's index)
+        start = int((query.get("continue") or ["0"])[0])
+        limit = int((query.get("limit") or ["0"])[0])
+        end = start + limit if limit else len(items)
+        meta: dict[str, Any] = {"resourceVersion": "1"}
+        if end < len(items):
+            meta["continue"] = str(end)
+        return {"kind": "List", "apiVersion": "v1", "metadata": meta, "items": items[start:end]}
 
     def _log(self, h: BaseHTTPRequestHandler, ns: str, pod: str, query: dict[str, list[str]]) -> None:
         container = (query.get("container") or [""])[0]

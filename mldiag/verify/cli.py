@@ -3,7 +3,7 @@
     python -m mldiag.verify STACK [--config-file FILE | --pulumi-stack ORG/ml-diagnostics/STACK]
     python -m mldiag.verify --stack ORG/PROJECT/STACK [--project DIR]
                                  [--format table|json|markdown] [--output FILE]
-                                 [--wait SECONDS] [--interval SECONDS] [--log-lines N] [--arm-endpoint URL]
+                                 [--wait SECONDS] [--interval SECONDS] [--log-lines N] [--all-logs] [--arm-endpoint URL]
 
 STACK reads this program's stack config; --stack reads any stack's state (any program, any language that
 uses the components: mldiag/verify/state.py). Both run the same checks.
@@ -115,6 +115,7 @@ class Options(argparse.Namespace):
     interval: float
     log_lines: int
     esc_values: list[Path]
+    all_logs: bool
 
 
 def cloud_options() -> list[Any]:
@@ -127,7 +128,7 @@ def cloud_options() -> list[Any]:
 
 def default_options() -> dict[str, Any]:
     """Verify's options at their defaults (the fleet gates run verify so)."""
-    return {"log_lines": 500, **{o.dest: o.default for o in cloud_options()}}
+    return {"log_lines": 500, "all_logs": False, **{o.dest: o.default for o in cloud_options()}}
 
 
 def run_once(cfg: StackConfig, options: dict[str, Any]) -> list[TargetResult]:
@@ -186,6 +187,11 @@ def parse_args(argv: list[str] | None) -> Options:
     p.add_argument("--wait", type=float, default=0.0, metavar="SECONDS", help="poll until every check passes")
     p.add_argument("--interval", type=float, default=10.0, metavar="SECONDS", help="pause between polls")
     p.add_argument("--log-lines", type=int, default=500, help="recent log lines read per Diagon pod")
+    p.add_argument(
+        "--all-logs",
+        action="store_true",
+        help="read every Diagon pod's log (default: a sample of the ready pods and every pod not ready)",
+    )
     for option in cloud_options():
         p.add_argument(option.flag, dest=option.dest, default=option.default, help=option.help)
     opts = p.parse_args(argv, namespace=Options())

@@ -30,7 +30,12 @@ CERT_MANAGER_COMPONENTS = "app.kubernetes.io/component in (controller,webhook,ca
 
 
 def check_cluster(
-    api: client.ApiClient, result: TargetResult, rec: InClusterRecord, *, log_lines: int = 500
+    api: client.ApiClient,
+    result: TargetResult,
+    rec: InClusterRecord,
+    *,
+    log_lines: int = 500,
+    all_logs: bool = False,
 ) -> None:
     core, apps = client.CoreV1Api(api), client.AppsV1Api(api)
     for r in rec.releases:
@@ -52,7 +57,14 @@ def check_cluster(
         guarded(result, f"namespace.{ns}", partial(_opt_in_label, core, result, ns))
     if rec.diagon is not None:
         check_diagon = partial(
-            diagon.check, core, apps, result, rec.diagon, log_lines=log_lines, timeout=TIMEOUT
+            diagon.check,
+            core,
+            apps,
+            result,
+            rec.diagon,
+            log_lines=log_lines,
+            timeout=TIMEOUT,
+            all_logs=all_logs,
         )
         guarded(result, "diagon", check_diagon)
 
@@ -219,11 +231,11 @@ def _opt_in_label(core: client.CoreV1Api, result: TargetResult, namespace: str) 
 
 
 def check_in_cluster(
-    api: client.ApiClient, result: TargetResult, rec: InClusterRecord, log_lines: int
+    api: client.ApiClient, result: TargetResult, rec: InClusterRecord, log_lines: int, all_logs: bool = False
 ) -> None:
     """Every in-cluster check through one client, closed afterwards."""
     try:
         probe(api)
-        check_cluster(api, result, rec, log_lines=log_lines)
+        check_cluster(api, result, rec, log_lines=log_lines, all_logs=all_logs)
     finally:
         api.close()

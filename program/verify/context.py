@@ -14,13 +14,18 @@ class VerifyContext:
     cfg: Any
     """The validated StackConfig."""
     options: dict[str, Any] = field(default_factory=dict)
-    """Verify's options: `log_lines`, and each cloud's (program/clouds: `arm_endpoint`)."""
+    """Verify's options: `log_lines`, `all_logs`, and each cloud's (program/clouds: `arm_endpoint`)."""
     _clients: dict[str, Any] = field(default_factory=dict)
 
     @property
     def log_lines(self) -> int:
         """Recent log lines read per Diagon pod."""
         return int(self.options.get("log_lines", 500))
+
+    @property
+    def all_logs(self) -> bool:
+        """Read every Diagon pod's log, not a sample plus the pods not ready."""
+        return bool(self.options.get("all_logs", False))
 
     def settings(self, cloud: Cloud) -> Any:
         """The stack's settings of a cloud (None when the cloud has none)."""

@@ -40,7 +40,7 @@ def check(rec: GkeRecord, access: None, ctx: VerifyContext, result: TargetResult
     if not endpoint:
         raise Unreachable("the GKE API reports no endpoint for the cluster")
     text = gke_kubeconfig(rec.project, rec.location, rec.cluster_name, endpoint, ca)
-    check_in_cluster(kube_client(text, None), result, rec.in_cluster, ctx.log_lines)
+    check_in_cluster(kube_client(text, None), result, rec.in_cluster, ctx.log_lines, ctx.all_logs)
 
 
 def check_gke(rec: GkeRecord, result: TargetResult) -> dict[str, Any] | None:

@@ -61,10 +61,13 @@ CLUSTER_CHECKS = (
 DIAGON_CHECKS = (
     "Diagon",
     "`diagon.scheduled`: desired pods > 0 (zero names the DaemonSet's node selection to check); "
-    "`diagon.ready`: all pods ready (not-ready ones named with their reason); `diagon.image`: the "
-    "running image is the configured one; `diagon.logs`: every pod's recent log (`--log-lines`, 500) "
+    "`diagon.ready`: all pods ready (not-ready ones named with their reason; each node the DaemonSet selects "
+    "without a ready pod named with its Ready condition or the scheduler's message); `diagon.image`: the "
+    "running image is the configured one; `diagon.logs`: the recent log (`--log-lines`, 500) of a sample of "
+    "10 ready pods and of every pod not ready (`--all-logs`: every pod; the report says how many of how many) "
     "holds `Stream established.`, `Received successful DaemonRegistrationResponse from backend` and "
-    "`Sending DaemonHeartbeatRequest`",
+    "`Sending DaemonHeartbeatRequest`. Pods and nodes are read with paginated lists: the requests do not "
+    "grow with the nodes",
 )
 
 DOCS = KindDocs(

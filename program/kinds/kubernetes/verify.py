@@ -34,4 +34,4 @@ def verify(target: KubernetesClusterTarget, ctx: VerifyContext, result: TargetRe
 
 
 def check(rec: InClusterRecord, access: KubeAccess, ctx: VerifyContext, result: TargetResult) -> None:
-    check_in_cluster(kube_client(access.kubeconfig, access.context), result, rec, ctx.log_lines)
+    check_in_cluster(kube_client(access.kubeconfig, access.context), result, rec, ctx.log_lines, ctx.all_logs)
