@@ -151,6 +151,15 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
     ("ModelDevelopmentCluster", _with(MDC, "orchestrator_spec.slurm_spec.login_node_pool_id", "gpu"), "ModelDevelopmentClusterArgs.orchestrator_spec.slurm_spec.login_node_pool_id: login node pool 'gpu' is not a node pool id; node pools: cpu, login"),
     ("ModelDevelopmentCluster", {**MDC, "region": "mars"}, "ModelDevelopmentClusterArgs.region: 'mars' is not allowed: must be a Google Cloud region such as us-central1"),
     ("ModelDevelopmentCluster", {**MDC, "display_name": "x" * 129}, "ModelDevelopmentClusterArgs.display_name: at most 128 characters (129 given)"),
+    # the clouds' own constraints (docs/constraints.md)
+    ("GkeCluster", _with(GKE, "node_pools.0.node_locations", ["us-east1-b"]), "GkeClusterArgs.node_pools[0].node_locations[0]: 'us-east1-b' is not in the region of location 'us-central1': a zone of us-central1 (e.g. us-central1-a)"),
+    ("ClusterMlDiagnostics", {**MANUAL, "cert_manager": {"repository": "charts.jetstack.io"}}, "ClusterMlDiagnosticsArgs.cert_manager.repository: must be an oci://, https:// or http:// URL"),
+    ("ClusterMlDiagnostics", _with(MANUAL, "manual_install.injection_webhook", {"chart": "https://example.com/webhook.tgz"}), "ClusterMlDiagnosticsArgs.manual_install.injection_webhook.chart: must be a chart name in repository, or a full oci:// URL"),
+    ("ClusterMlDiagnostics", _with(MANUAL, "manual_install.connection_operator", {"repository": "ftp://charts"}), "ClusterMlDiagnosticsArgs.manual_install.connection_operator.repository: must be an oci://, https:// or http:// URL"),
+    ("ClusterMlDiagnostics", {"mode": "managed", "verify_rbac": {"subjects": [{"kind": "ServiceAccount", "name": "Bad_SA", "namespace": "ci"}]}}, "ClusterMlDiagnosticsArgs.verify_rbac.subjects[0].name: 'Bad_SA' is not a ServiceAccount name: up to 253 characters of lowercase letters, digits, '-' and '.'"),
+    ("ModelDevelopmentCluster", _with(MDC, "node_pools.0.zone", "us-east1-b"), "ModelDevelopmentClusterArgs.node_pools[0].zone: 'us-east1-b' is not in region 'us-central1': a zone of us-central1 (e.g. us-central1-a)"),
+    ("ModelDevelopmentCluster", _with(MDC, "node_pools.0.machine_spec.accelerator_count", 2), "ModelDevelopmentClusterArgs.node_pools[0].machine_spec.accelerator_count: needs accelerator_type"),
+    ("ModelDevelopmentCluster", {**MDC, "runtime_spec": {"service_account": "me"}}, "ModelDevelopmentClusterArgs.runtime_spec.service_account: 'me' is not allowed: must be a service account email (NAME@PROJECT.iam.gserviceaccount.com)"),
     ("ModelDevelopmentCluster", {**MDC, "model_development_cluster_id": "mdc-1"}, "ModelDevelopmentClusterArgs.model_development_cluster_id: 'mdc-1' is not allowed: 1-10 characters of lowercase letters and digits, starting with a letter (no '-': the cluster uses Slurm)"),
 ]  # fmt: skip
 

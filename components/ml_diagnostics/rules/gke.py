@@ -280,6 +280,11 @@ class GkeClusterRules(InClusterSpec):
         if resolved == "manual":
             problems += self.manual_install_problems()
         problems += self._diagon_problems()
+        region = names.gcp_region_of(self.location)
+        for i, pool in enumerate(self.node_pools):
+            for j, zone in enumerate(pool.node_locations):
+                if p := names.zone_in_region_problem(zone, region, f"the region of {key('location')}"):
+                    problems.append((("node_pools", i, "node_locations", j), p))
         raise_issues(problems)
         return self
 

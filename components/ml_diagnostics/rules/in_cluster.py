@@ -147,6 +147,8 @@ class CertManagerSpec(Spec):
                     f"needs {key('enabled')}: true (with enabled: false nothing is managed to adopt)",
                 )
             )
+        if p := names.helm_repository_problem(self.repository):
+            problems.append((("repository",), p))
         try:
             compat.parse_semver(self.version)
         except ValueError as e:
@@ -175,6 +177,18 @@ class ChartSpec(Spec):
     def _version(cls, v: str | None) -> str | None:
         if v is not None:
             compat.parse_semver(v)
+        return v
+
+    @field_validator("repository")
+    @classmethod
+    def _repository(cls, v: str | None) -> str | None:
+        return v if v is None else check(names.helm_repository_problem, v)
+
+    @field_validator("chart")
+    @classmethod
+    def _chart(cls, v: str | None) -> str | None:
+        if v is not None and "://" in v and not v.startswith("oci://"):
+            raise ValueError("must be a chart name in repository, or a full oci:// URL")
         return v
 
 
@@ -220,8 +234,8 @@ class MlDiagnosticsManualSpec(Spec):
                 v = self.connection_operator.version
                 if v is not None and (p := compat.connection_operator_chart_problem(self.jax_version, v)):
                     problems.append((("connection_operator", "version"), p))
-        if not self.repository.startswith(("oci://", "https://", "http://")):
-            problems.append((("repository",), "must be an oci://, https:// or http:// URL"))
+        if p := names.helm_repository_problem(self.repository):
+            problems.append((("repository",), p))
         raise_issues(problems)
         return self
 
@@ -344,6 +358,8 @@ class RbacSubjectSpec(Spec):
                 problems.append((("namespace",), "required for kind ServiceAccount"))
             elif p := names.namespace_problem(self.namespace):
                 problems.append((("namespace",), p))
+            if self.name and (p := names.dns_subdomain_problem(self.name, "a ServiceAccount name")):
+                problems.append((("name",), p))
         elif self.namespace is not None:
             problems.append((("namespace",), f"only for kind ServiceAccount, not {self.kind}"))
         raise_issues(problems)

@@ -63,10 +63,21 @@ class ModelDevelopmentClusterRules(ClusterSpec):
                 (("display_name",), f"at most {DISPLAY_NAME_MAX} characters ({len(self.display_name)} given)")
             )
         problems += names.gcp_labels_problems(self.labels, ("labels",))
+        if self.runtime_spec is not None and (
+            p := names.gcp_service_account_problem(self.runtime_spec.service_account)
+        ):
+            problems.append((("runtime_spec", "service_account"), p))
         for i, pool in enumerate(self.node_pools):
             at: Path = ("node_pools", i)
-            if p := names.gcp_zone_problem(pool.zone):
+            if p := names.gcp_zone_problem(pool.zone) or names.zone_in_region_problem(
+                pool.zone, self.region, key("region")
+            ):
                 problems.append(((*at, "zone"), p))
+            machine = pool.machine_spec
+            if machine.accelerator_count is not None and machine.accelerator_type is None:
+                problems.append(
+                    ((*at, "machine_spec", "accelerator_count"), f"needs {key('accelerator_type')}")
+                )
             if p := names.gcp_machine_type_problem(pool.machine_spec.machine_type):
                 problems.append(((*at, "machine_spec", "machine_type"), p))
             problems += names.gcp_labels_problems(pool.labels, (*at, "labels"))

@@ -193,6 +193,25 @@ def gcp_name_problem(v: str) -> str | None:
     return _shaped(v, 63, _GCP_NAME, "must be 1-63 lowercase letters, digits and '-', starting with a letter")
 
 
+def helm_repository_problem(v: str) -> str | None:
+    """Helm takes a chart repository as an http(s):// index URL or an oci:// registry."""
+    if not v.startswith(("oci://", "https://", "http://")):
+        return "must be an oci://, https:// or http:// URL"
+    return None
+
+
+def zone_in_region_problem(zone: str, region: str, region_key: str) -> str | None:
+    """A zone lies in the region its name starts with (us-central1-a in us-central1)."""
+    if _GCP_ZONE.fullmatch(zone) and zone.rsplit("-", 1)[0] != region:
+        return f"{quote(zone)} is not in {region_key} {region!r}: a zone of {region} (e.g. {region}-a)"
+    return None
+
+
+def gcp_region_of(location: str) -> str:
+    """The region of a GKE location (a region, or a zone)."""
+    return location.rsplit("-", 1)[0] if _GCP_ZONE.fullmatch(location) else location
+
+
 def gcp_service_account_problem(v: str) -> str | None:
     return _shaped(v, 100, _GCP_SA, "must be a service account email (NAME@PROJECT.iam.gserviceaccount.com)")
 
