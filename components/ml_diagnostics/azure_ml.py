@@ -8,15 +8,16 @@ defaults, the TLS material, and for Arc an Azure Relay) and the chart fails its 
 # No `from __future__ import annotations`: the component plugin infers its schema from these annotations.
 import base64
 import hashlib
-from typing import Any
+from typing import Any, NamedTuple
 
 import pulumi
 from pulumi_azure_native import kubernetesconfiguration, relay
 from pulumi_azure_native.provider import Provider as AzureProvider
 
-from ml_diagnostics import docs, lifecycle, rules, verify_record
+from ml_diagnostics import docs, lifecycle, verify_record
 from ml_diagnostics.args import AzureClusterArgs, AzureMlExtensionArgs, InferenceArgs
 from ml_diagnostics.compat import arm_location
+from ml_diagnostics.component import Component, known
 from ml_diagnostics.rules.azure_ml import MIN_HA_NODES, AzureMlExtensionSpec
 
 EXTENSION_TYPE = "Microsoft.AzureML.Kubernetes"
@@ -141,6 +142,18 @@ def provider_args(cluster: AzureClusterArgs) -> dict[str, str]:
     return args
 
 
+def _tls_settings(args: AzureMlExtensionArgs) -> dict[str, pulumi.Input[str]]:
+    """The protected TLS settings: both PEMs, base64 as the CLI sends them, when inference serves TLS with them."""
+    inf: InferenceArgs = args.get("inference") or {}
+    cert, key = inf.get("ssl_cert_pem"), inf.get("ssl_key_pem")
+    if not (inf.get("enabled", False) and not inf.get("allow_insecure_connections") and cert and key):
+        return {}
+    return {
+        "scoringFe.sslCert": pulumi.Output.secret(cert).apply(_pem_base64),
+        "scoringFe.sslKey": pulumi.Output.secret(key).apply(_pem_base64),
+    }
+
+
 def _pem_base64(pem: str) -> str:
     # The CLI base64s the file as read in text mode: LF line ends, and a PEM file ends with a newline
     # (config values arrive stripped).
@@ -148,7 +161,16 @@ def _pem_base64(pem: str) -> str:
     return base64.b64encode(text.encode("ascii")).decode()
 
 
-class AzureMlExtension(pulumi.ComponentResource):
+class _Relay(NamedTuple):
+    """What an Arc cluster's Azure Relay gives the extension."""
+
+    namespace: relay.Namespace
+    hybrid_connection: relay.HybridConnection
+    rule: relay.HybridConnectionAuthorizationRule
+    connection_string: pulumi.Output[str]
+
+
+class AzureMlExtension(Component[AzureMlExtensionSpec]):
     """The Azure ML extension on one AKS or Arc cluster (plus the Azure Relay an Arc cluster needs)."""
 
     extension_id: pulumi.Output[str]
@@ -158,126 +180,139 @@ class AzureMlExtension(pulumi.ComponentResource):
     verify_record: pulumi.Output[dict[str, Any]]
     """What `mldiag verify` checks, for a check from the stack's state (ml_diagnostics.verify_record)."""
 
+    _TYPE = "mldiag:index:AzureMlExtension"
+    _SPEC = AzureMlExtensionSpec
+
     def __init__(self, name: str, args: AzureMlExtensionArgs, opts: pulumi.ResourceOptions | None = None):
         # Checked first: kind `AKS` is aks, a location in any form ARM takes is the one the CLI sends.
-        checked = rules.check(
-            AzureMlExtensionSpec, args, component="AzureMlExtension", name=name, owner="AzureMlExtensionArgs"
-        )
-        args = checked.model_dump(exclude_unset=True, warnings=False)  # type: ignore[assignment]
-        super().__init__("mldiag:index:AzureMlExtension", name, None, opts)
+        super().__init__(name, args, opts)
+
+    def _build(self, name: str, spec: AzureMlExtensionSpec, **_: Any) -> None:
+        args: AzureMlExtensionArgs = spec.model_dump(exclude_unset=True, warnings=False)  # type: ignore[assignment]
         cluster = args["cluster"]
-        inf: InferenceArgs = args.get("inference") or {}
-        adopt = args.get("adopt", False)
-        extension = args["extension_name"]
-        resource_id = cluster_resource_id(cluster)
         settings: dict[str, pulumi.Input[str]] = dict(configuration_settings(args))
-        protected: dict[str, pulumi.Input[str]] = {}
-
-        cert, key = inf.get("ssl_cert_pem"), inf.get("ssl_key_pem")
-        if inf.get("enabled", False) and not inf.get("allow_insecure_connections") and cert and key:
-            protected["scoringFe.sslCert"] = pulumi.Output.secret(cert).apply(_pem_base64)
-            protected["scoringFe.sslKey"] = pulumi.Output.secret(key).apply(_pem_base64)
-
+        protected = _tls_settings(args)
         # An explicit provider bound to the target's subscription (and tenant/cloud): without it the extension
         # and relay would land in whatever subscription the deployer's ambient login points at.
         self.provider = AzureProvider(
             f"{name}-provider", **provider_args(cluster), opts=pulumi.ResourceOptions(parent=self)
         )
-        child = pulumi.ResourceOptions(parent=self, provider=self.provider)
-
-        def adopted(arm_id: str) -> pulumi.ResourceOptions:
-            # What `az k8s-extension create` made: imported by ARM id (harmless once in the state).
-            return pulumi.ResourceOptions.merge(child, lifecycle.adopt_options(arm_id if adopt else None))
-
-        depends_on: list[pulumi.Resource] = []
         self.relay_namespace: relay.Namespace | None = None
         self.hybrid_connection: relay.HybridConnection | None = None
-        c_name, rg, location = cluster["name"], cluster["resource_group"], arm_location(cluster["location"])
+        depends_on: list[pulumi.Resource] = []
         if cluster["kind"] == "arc":
-            ns_name = relay_namespace_name(c_name, cluster["subscription_id"], rg)
-            ns_id, hc_id, rule_id = lifecycle.azure_relay_ids(
-                cluster["subscription_id"], rg, ns_name, c_name, RELAY_AUTH_RULE
-            )
-            namespace = relay.Namespace(
-                f"{name}-relay",
-                namespace_name=ns_name,
-                resource_group_name=rg,
-                location=location,
-                tags=RELAY_TAGS,
-                opts=adopted(ns_id),
-            )
-            hybrid = relay.HybridConnection(
-                f"{name}-relay-hc",
-                hybrid_connection_name=c_name,
-                namespace_name=ns_name,
-                resource_group_name=rg,
-                requires_client_authorization=True,
-                opts=pulumi.ResourceOptions.merge(
-                    adopted(hc_id), pulumi.ResourceOptions(depends_on=[namespace])
-                ),
-            )
-            rule = relay.HybridConnectionAuthorizationRule(
-                f"{name}-relay-rule",
-                authorization_rule_name=RELAY_AUTH_RULE,
-                hybrid_connection_name=c_name,
-                namespace_name=ns_name,
-                resource_group_name=rg,
-                rights=RELAY_RIGHTS,
-                opts=pulumi.ResourceOptions.merge(
-                    adopted(rule_id), pulumi.ResourceOptions(depends_on=[hybrid])
-                ),
-            )
-            keys = relay.list_hybrid_connection_keys_output(
-                authorization_rule_name=RELAY_AUTH_RULE,
-                hybrid_connection_name=c_name,
-                namespace_name=ns_name,
-                resource_group_name=rg,
-                opts=pulumi.InvokeOutputOptions(parent=self, provider=self.provider, depends_on=[rule]),
-            )
-            connection_string = pulumi.Output.secret(keys.primary_connection_string.apply(lambda v: v or ""))
-            settings["relayserver.hybridConnectionResourceID"] = hybrid.id
-            settings["relayserver.hybridConnectionName"] = c_name
+            arc = self._relay(name, cluster, args.get("adopt", False))
+            settings["relayserver.hybridConnectionResourceID"] = arc.hybrid_connection.id
+            settings["relayserver.hybridConnectionName"] = cluster["name"]
             # The CLI's own key and the chart key it is copied to.
-            protected["relayServerConnectionString"] = connection_string
-            protected["relayserver.relayConnectionString"] = connection_string
-            depends_on.append(rule)
-            self.relay_namespace, self.hybrid_connection = namespace, hybrid
+            protected["relayServerConnectionString"] = arc.connection_string
+            protected["relayserver.relayConnectionString"] = arc.connection_string
+            depends_on.append(arc.rule)
+            self.relay_namespace, self.hybrid_connection = arc.namespace, arc.hybrid_connection
+        self.extension = ext = self._extension(name, args, settings, protected, depends_on)
+        if args.get("verify_rbac") is not None:
+            self._verify_rbac(name, args, ext)
+        self._publish(spec, args, ext)
 
-        ext = kubernetesconfiguration.Extension(
+    def _adopted(
+        self, adopt: bool, arm_id: str, depends_on: list[pulumi.Resource] | None = None
+    ) -> pulumi.ResourceOptions:
+        # What `az k8s-extension create` made: imported by ARM id (harmless once in the state).
+        return pulumi.ResourceOptions(
+            parent=self, provider=self.provider, import_=arm_id if adopt else None, depends_on=depends_on
+        )
+
+    def _relay(self, name: str, cluster: AzureClusterArgs, adopt: bool) -> _Relay:
+        """Arc: the relay namespace, hybrid connection and rule the CLI makes, and the rule's connection string."""
+        c_name, rg = cluster["name"], cluster["resource_group"]
+        ns_name = relay_namespace_name(c_name, cluster["subscription_id"], rg)
+        ns_id, hc_id, rule_id = lifecycle.azure_relay_ids(
+            cluster["subscription_id"], rg, ns_name, c_name, RELAY_AUTH_RULE
+        )
+        namespace = relay.Namespace(
+            f"{name}-relay",
+            namespace_name=ns_name,
+            resource_group_name=rg,
+            location=arm_location(cluster["location"]),
+            tags=RELAY_TAGS,
+            opts=self._adopted(adopt, ns_id),
+        )
+        hybrid = relay.HybridConnection(
+            f"{name}-relay-hc",
+            hybrid_connection_name=c_name,
+            namespace_name=ns_name,
+            resource_group_name=rg,
+            requires_client_authorization=True,
+            opts=self._adopted(adopt, hc_id, [namespace]),
+        )
+        rule = relay.HybridConnectionAuthorizationRule(
+            f"{name}-relay-rule",
+            authorization_rule_name=RELAY_AUTH_RULE,
+            hybrid_connection_name=c_name,
+            namespace_name=ns_name,
+            resource_group_name=rg,
+            rights=RELAY_RIGHTS,
+            opts=self._adopted(adopt, rule_id, [hybrid]),
+        )
+        keys = relay.list_hybrid_connection_keys_output(
+            authorization_rule_name=RELAY_AUTH_RULE,
+            hybrid_connection_name=c_name,
+            namespace_name=ns_name,
+            resource_group_name=rg,
+            opts=pulumi.InvokeOutputOptions(parent=self, provider=self.provider, depends_on=[rule]),
+        )
+        connection_string = pulumi.Output.secret(keys.primary_connection_string.apply(lambda v: v or ""))
+        return _Relay(namespace, hybrid, rule, connection_string)
+
+    def _extension(
+        self,
+        name: str,
+        args: AzureMlExtensionArgs,
+        settings: dict[str, pulumi.Input[str]],
+        protected: dict[str, pulumi.Input[str]],
+        depends_on: list[pulumi.Resource],
+    ) -> kubernetesconfiguration.Extension:
+        """The extension with the settings the CLI sends (Arc: a system-assigned identity, as the CLI makes)."""
+        cluster = args["cluster"]
+        resource_id = cluster_resource_id(cluster)
+        opts = self._adopted(
+            args.get("adopt", False),
+            lifecycle.azure_extension_id(resource_id, args["extension_name"]),
+            depends_on,
+        )
+        # The SDK does not mark it secret; keep whatever ARM echoes back out of plain state.
+        opts.additional_secret_outputs = ["configurationProtectedSettings"]
+        return kubernetesconfiguration.Extension(
             f"{name}-extension",
-            extension_name=extension,
+            extension_name=args["extension_name"],
             extension_type=EXTENSION_TYPE,
             cluster_rp=cluster_rp(cluster),
             cluster_resource_name=cluster_type(cluster),
-            cluster_name=c_name,
-            resource_group_name=rg,
+            cluster_name=cluster["name"],
+            resource_group_name=cluster["resource_group"],
             scope=kubernetesconfiguration.ScopeArgs(
                 cluster=kubernetesconfiguration.ScopeClusterArgs(release_namespace=RELEASE_NAMESPACE)
             ),
             release_train=args.get("release_train") or DEFAULT_RELEASE_TRAIN,
             auto_upgrade_minor_version=args.get("auto_upgrade_minor_version"),
             version=args.get("version"),
-            # Arc extensions get a system-assigned identity; the CLI creates none on AKS.
             identity=kubernetesconfiguration.IdentityArgs(type="SystemAssigned")
             if cluster["kind"] == "arc"
             else None,
             configuration_settings=settings,
             configuration_protected_settings=protected,
-            # The SDK does not mark it secret; keep whatever ARM echoes back out of plain state.
-            opts=pulumi.ResourceOptions.merge(
-                adopted(lifecycle.azure_extension_id(resource_id, extension)),
-                pulumi.ResourceOptions(
-                    depends_on=depends_on, additional_secret_outputs=["configurationProtectedSettings"]
-                ),
-            ),
+            opts=opts,
         )
-        self.extension = ext
-        if args.get("verify_rbac") is not None:
-            self._verify_rbac(name, args, ext)
+
+    def _publish(
+        self, spec: AzureMlExtensionSpec, args: AzureMlExtensionArgs, ext: kubernetesconfiguration.Extension
+    ) -> None:
+        """The outputs and the verify record."""
+        resource_id = cluster_resource_id(args["cluster"])
         self.extension_id = ext.id
-        self.cluster_resource_id = pulumi.Output.from_input(resource_id)
-        self.verify_record = pulumi.Output.from_input(
-            verify_record.record(azureMl=verify_record.azure_ml(checked, extension))
+        self.cluster_resource_id = known(resource_id)
+        self.verify_record = known(
+            verify_record.record(azureMl=verify_record.azure_ml(spec, args["extension_name"]))
         )
         self.register_outputs(
             {

@@ -13,8 +13,9 @@ from typing import Any
 import pulumi
 from pulumi_kubernetes.helm.v3 import Release, ReleaseArgs, RepositoryOptsArgs
 
-from ml_diagnostics import compat, lifecycle, rules, verify_record
+from ml_diagnostics import compat, lifecycle, verify_record
 from ml_diagnostics.args import CertManagerArgs
+from ml_diagnostics.component import Component, known
 from ml_diagnostics.rules.in_cluster import CertManagerSpec
 
 
@@ -26,7 +27,7 @@ def cert_manager_values(version: str, values: Mapping[str, Any] | None) -> dict[
     return compat.deep_merge(base, values or {})
 
 
-class CertManager(pulumi.ComponentResource):
+class CertManager(Component[CertManagerSpec]):
     """Installs cert-manager. Dependents `depends_on` the `release` (which awaits hooks and readiness)."""
 
     release_name: pulumi.Output[str | None]
@@ -35,6 +36,9 @@ class CertManager(pulumi.ComponentResource):
     """The chart version."""
     verify_record: pulumi.Output[dict[str, Any]]
     """What `mldiag verify` checks, for a check from the stack's state (ml_diagnostics.verify_record)."""
+
+    _TYPE = "mldiag:index:CertManager"
+    _SPEC = CertManagerSpec
 
     def __init__(
         self,
@@ -45,12 +49,13 @@ class CertManager(pulumi.ComponentResource):
         release_after: Sequence[pulumi.Resource] = (),
     ):
         """`release_after`: resources the release must wait for besides the cluster (e.g. node pools)."""
-        args = rules.checked_args(
-            CertManagerSpec, args, component="CertManager", name=name, owner="CertManagerArgs"
-        )  # type: ignore[assignment]
-        super().__init__("mldiag:index:CertManager", name, None, opts)
-        version = args.get("version", compat.CERT_MANAGER_DEFAULT_VERSION)
-        if compat.cert_manager_installcrds_deprecated(version, args.get("values") or {}):
+        super().__init__(name, args, opts, release_after=release_after)
+
+    def _build(
+        self, name: str, spec: CertManagerSpec, *, release_after: Sequence[pulumi.Resource] = (), **_: Any
+    ) -> None:
+        version = spec.version
+        if compat.cert_manager_installcrds_deprecated(version, spec.values):
             pulumi.log.warn(
                 f"cert-manager {version}: installCRDs is deprecated (still honoured); set crds.enabled: true "
                 "and crds.keep: true instead",
@@ -62,25 +67,23 @@ class CertManager(pulumi.ComponentResource):
                 name=compat.CERT_MANAGER_RELEASE,
                 chart=compat.CERT_MANAGER_CHART,
                 version=version,
-                repository_opts=RepositoryOptsArgs(
-                    repo=args.get("repository", compat.CERT_MANAGER_REPOSITORY)
-                ),
+                repository_opts=RepositoryOptsArgs(repo=spec.repository),
                 namespace=compat.CERT_MANAGER_NAMESPACE,
                 create_namespace=True,
-                values=cert_manager_values(version, args.get("values")),
+                values=cert_manager_values(version, spec.values),
                 timeout=compat.CERT_MANAGER_TIMEOUT_SECONDS,
             ),
             opts=pulumi.ResourceOptions(
                 parent=self,
                 depends_on=list(release_after),
                 import_=lifecycle.k8s_id(compat.CERT_MANAGER_NAMESPACE, compat.CERT_MANAGER_RELEASE)
-                if args.get("adopt", False)
+                if spec.adopt
                 else None,
             ),
         )
         self.release_name = self.release.name
-        self.version = pulumi.Output.from_input(version)
-        self.verify_record = pulumi.Output.from_input(
+        self.version = known(version)
+        self.verify_record = known(
             verify_record.record(
                 inCluster={"releases": [verify_record.dump(verify_record.cert_manager_release(version))]}
             )

@@ -15,17 +15,23 @@ from typing import Any
 import pulumi
 from pulumi_kubernetes.provider import Provider as KubernetesProvider
 
-from ml_diagnostics import compat, docs, rules, verify_record
+from ml_diagnostics import compat, docs, verify_record
 from ml_diagnostics.args import ClusterMlDiagnosticsArgs
 from ml_diagnostics.cert_manager import CertManager
+from ml_diagnostics.component import Component, known
 from ml_diagnostics.diagon import Diagon
 from ml_diagnostics.mldiagnostics_manual import MlDiagnosticsManual
-from ml_diagnostics.rules.in_cluster import ClusterMlDiagnosticsSpec, MlDiagnosticsMode
+from ml_diagnostics.rules.in_cluster import (
+    ClusterMlDiagnosticsSpec,
+    MlDiagnosticsMode,
+    VerifyRbacSpec,
+    WorkloadOptInSpec,
+)
 from ml_diagnostics.verify_rbac import VerifyRbac
 from ml_diagnostics.workload_opt_in import WorkloadOptIn
 
 
-class ClusterMlDiagnostics(pulumi.ComponentResource):
+class ClusterMlDiagnostics(Component[ClusterMlDiagnosticsSpec]):
     """ML Diagnostics inside one cluster: opt-in labels, Diagon, and in manual mode cert-manager, the
     injection-webhook and the connection-operator."""
 
@@ -42,6 +48,9 @@ class ClusterMlDiagnostics(pulumi.ComponentResource):
     verify_record: pulumi.Output[dict[str, Any]]
     """What `mldiag verify` checks, for a check from the stack's state (ml_diagnostics.verify_record)."""
 
+    _TYPE = "mldiag:index:ClusterMlDiagnostics"
+    _SPEC = ClusterMlDiagnosticsSpec
+
     def __init__(
         self,
         name: str,
@@ -52,99 +61,124 @@ class ClusterMlDiagnostics(pulumi.ComponentResource):
     ):
         """`releases_after`: what the Helm releases wait for (they await pod readiness, so e.g. the node pools);
         namespaces, labels and Diagon need only the API server and do not wait."""
-        spec = rules.check(
-            ClusterMlDiagnosticsSpec,
-            args,
-            component="ClusterMlDiagnostics",
-            name=name,
-            owner="ClusterMlDiagnosticsArgs",
-        )
+        super().__init__(name, args, opts, releases_after=releases_after)
+
+    def _build(
+        self,
+        name: str,
+        spec: ClusterMlDiagnosticsSpec,
+        *,
+        releases_after: Sequence[pulumi.Resource] = (),
+        **_: Any,
+    ) -> None:
         mode = spec.resolved_mode
-        args = enabled_parts(spec)  # type: ignore[assignment]
-        super().__init__("mldiag:index:ClusterMlDiagnostics", name, None, opts)
-        if args.get("kubeconfig") is not None:
-            provider = KubernetesProvider(
-                f"{name}-provider",
-                kubeconfig=pulumi.Output.secret(args["kubeconfig"]),
-                context=args.get("context"),
-                opts=pulumi.ResourceOptions(parent=self),
-            )
-            child = pulumi.ResourceOptions(parent=self, providers=[provider])
-        else:
-            child = pulumi.ResourceOptions(parent=self)
-        self_managed = args.get("self_managed", False)
+        child = self._child_options(name, spec)
         self.cert_manager: CertManager | None = None
         self.manual: MlDiagnosticsManual | None = None
         self.diagon: Diagon | None = None
         self.verify_rbac: VerifyRbac | None = None
+        if mode is MlDiagnosticsMode.MANUAL:
+            self._manual_install(name, spec, child, releases_after)
+        self.opt_in = WorkloadOptIn.from_spec(
+            f"{name}-opt-in", WorkloadOptInSpec.trusted({"namespaces": spec.workload_namespaces}), opts=child
+        )
+        diagon = spec.diagon_on
+        if diagon is not None:
+            self.diagon = Diagon.from_spec(
+                f"{name}-diagon", diagon.model_copy(update={"self_managed": spec.self_managed}), opts=child
+            )
+        if (rbac := spec.verify_rbac_on) is not None:
+            self._verify_role(name, spec, rbac, mode, child)
+        self._publish(spec, mode)
+
+    def _child_options(self, name: str, spec: ClusterMlDiagnosticsSpec) -> pulumi.ResourceOptions:
+        """The children's options: a provider of the given kubeconfig, else the `providers` option's."""
+        if spec.kubeconfig is None:
+            return pulumi.ResourceOptions(parent=self)
+        provider = KubernetesProvider(
+            f"{name}-provider",
+            kubeconfig=pulumi.Output.secret(spec.kubeconfig),
+            context=spec.context,
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        return pulumi.ResourceOptions(parent=self, providers=[provider])
+
+    def _manual_install(
+        self,
+        name: str,
+        spec: ClusterMlDiagnosticsSpec,
+        child: pulumi.ResourceOptions,
+        releases_after: Sequence[pulumi.Resource],
+    ) -> None:
+        """cert-manager (unless pre-installed), then the injection-webhook and connection-operator."""
+        release = None
+        if spec.cert_manager.enabled:
+            self.cert_manager = CertManager.from_spec(
+                f"{name}-cert-manager", spec.cert_manager, opts=child, release_after=releases_after
+            )
+            release = self.cert_manager.release
+        assert spec.manual_install is not None  # the Spec requires it in manual mode
+        self.manual = MlDiagnosticsManual.from_spec(
+            f"{name}-manual",
+            spec.manual_install,
+            opts=child,
+            cert_manager=release,
+            release_after=releases_after,
+        )
+
+    def _verify_role(
+        self,
+        name: str,
+        spec: ClusterMlDiagnosticsSpec,
+        rbac: VerifyRbacSpec,
+        mode: MlDiagnosticsMode,
+        child: pulumi.ResourceOptions,
+    ) -> None:
+        """The read-only role of verify; its Roles go into the namespaces the releases and Diagon create."""
+        creators = [c for c in (self.cert_manager, self.manual, self.diagon) if c is not None]
+        diagon = spec.diagon_on
+        in_cluster: dict[str, Any] = {
+            "workload_namespaces": [{"name": ns.name} for ns in spec.workload_namespaces],
+            "cert_manager": {"enabled": spec.cert_manager.enabled},
+        }
+        if diagon is not None:
+            in_cluster["diagon"] = {"namespace": diagon.namespace}
+        self.verify_rbac = VerifyRbac(
+            f"{name}-verify-rbac",
+            rbac.model_dump(),  # type: ignore[arg-type]
+            opts=child,
+            in_cluster=in_cluster,  # type: ignore[arg-type]
+            mode=mode,
+            after=creators,
+        )
+
+    def _publish(self, spec: ClusterMlDiagnosticsSpec, mode: MlDiagnosticsMode) -> None:
+        """The outputs and the verify record."""
         cert_manager_state = None
         if mode is MlDiagnosticsMode.MANUAL:
-            cm = args.get("cert_manager") or {}
-            release = None
-            if cm.get("enabled", True):
-                self.cert_manager = CertManager(
-                    f"{name}-cert-manager", cm, opts=child, release_after=releases_after
-                )
-                release = self.cert_manager.release
-            cert_manager_state = "release" if release is not None else "preinstalled"
-            self.manual = MlDiagnosticsManual(
-                f"{name}-manual",
-                args["manual_install"],
-                opts=child,
-                cert_manager=release,
-                release_after=releases_after,
-            )
-        namespaces = list(args.get("workload_namespaces") or [])
-        self.opt_in = WorkloadOptIn(f"{name}-opt-in", {"namespaces": namespaces}, opts=child)
-        diagon = args.get("diagon")
-        if diagon is not None:
-            self.diagon = Diagon(f"{name}-diagon", {**diagon, "self_managed": self_managed}, opts=child)
-        if args.get("verify_rbac") is not None:
-            # Roles go into the namespaces the releases and Diagon create, so they wait for those.
-            creators = [c for c in (self.cert_manager, self.manual, self.diagon) if c is not None]
-            self.verify_rbac = VerifyRbac(
-                f"{name}-verify-rbac",
-                args["verify_rbac"],
-                opts=child,
-                in_cluster=args,
-                mode=mode,
-                after=creators,
-            )
-
-        gke_version = args.get("gke_version")
-        diagon_ns = diagon.get("namespace", compat.DIAGON_DEFAULT_NAMESPACE) if diagon is not None else None
-        self.mode = pulumi.Output.from_input(mode.value)
-        self.cert_manager_source = pulumi.Output.from_input(cert_manager_state)
-        self.workload_namespaces = pulumi.Output.from_input([ns["name"] for ns in namespaces])
-        self.diagon_namespace = pulumi.Output.from_input(diagon_ns)
-        self.workload_monitoring = pulumi.Output.from_input(
-            compat.supports_workload_monitoring(gke_version, self_managed=gke_version is None)
+            cert_manager_state = "release" if self.cert_manager is not None else "preinstalled"
+        diagon = spec.diagon_on
+        names = [ns.name for ns in spec.workload_namespaces]
+        diagon_ns = diagon.namespace if diagon is not None else None
+        self.mode = known(mode.value)
+        self.cert_manager_source = known(cert_manager_state)
+        self.workload_namespaces = known(names)
+        self.diagon_namespace = known(diagon_ns)
+        self.workload_monitoring = known(
+            compat.supports_workload_monitoring(spec.gke_version, self_managed=spec.gke_version is None)
         )
-        self.verify_record = pulumi.Output.from_input(
-            verify_record.record(inCluster=verify_record.in_cluster(spec, mode.value))
-        )
+        self.verify_record = known(verify_record.record(inCluster=verify_record.in_cluster(spec, mode.value)))
         self.register_outputs(
             {
                 verify_record.OUTPUT: self.verify_record,
                 "mode": mode.value,
                 "certManager": cert_manager_state,
-                "workloadNamespaces": [ns["name"] for ns in namespaces],
+                "workloadNamespaces": names,
                 "diagonNamespace": diagon_ns,
-                "diagonImage": diagon.get("image", compat.DIAGON_DEFAULT_IMAGE)
-                if diagon is not None
-                else None,
+                "diagonImage": diagon.image if diagon is not None else None,
                 "workloadMonitoring": self.workload_monitoring,
             }
         )
-
-
-def enabled_parts(spec: ClusterMlDiagnosticsSpec) -> dict[str, Any]:
-    """The checked Args, without Diagon or the verify role when they are given but not enabled."""
-    out = spec.model_dump(exclude_unset=True, warnings=False)
-    for part in ("diagon", "verify_rbac"):
-        if part in out and not out[part].get("enabled", True):
-            del out[part]
-    return out
 
 
 docs.document(ClusterMlDiagnostics, ClusterMlDiagnosticsArgs)

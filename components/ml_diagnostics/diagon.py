@@ -16,8 +16,9 @@ from pulumi_kubernetes.apps import v1 as apps
 from pulumi_kubernetes.core import v1 as core
 from pulumi_kubernetes.meta.v1 import LabelSelectorArgs, ObjectMetaArgs
 
-from ml_diagnostics import compat, docs, lifecycle, rules, verify_record
+from ml_diagnostics import compat, docs, lifecycle, verify_record
 from ml_diagnostics.args import DiagonArgs
+from ml_diagnostics.component import Component, known
 from ml_diagnostics.rules.in_cluster import DiagonSpec
 
 DAEMON_NAME = "diagon-daemon"
@@ -88,7 +89,7 @@ def _pull_policy(image: pulumi.Input[str]) -> pulumi.Input[str]:
     return pulumi.Output.from_input(image).apply(compat.image_pull_policy)  # type: ignore[arg-type]
 
 
-class Diagon(pulumi.ComponentResource):
+class Diagon(Component[DiagonSpec]):
     """The Diagon profiling daemon (preview): its Namespace, ServiceAccount and DaemonSet."""
 
     namespace: pulumi.Output[str]
@@ -100,52 +101,78 @@ class Diagon(pulumi.ComponentResource):
     verify_record: pulumi.Output[dict[str, Any]]
     """What `mldiag verify` checks, for a check from the stack's state (ml_diagnostics.verify_record)."""
 
+    _TYPE = "mldiag:index:Diagon"
+    _SPEC = DiagonSpec
+
     def __init__(self, name: str, args: DiagonArgs, opts: pulumi.ResourceOptions | None = None):
-        args = rules.checked_args(DiagonSpec, args, component="Diagon", name=name, owner="DiagonArgs")  # type: ignore[assignment]
-        super().__init__("mldiag:index:Diagon", name, None, opts)
-        child = pulumi.ResourceOptions(parent=self)
-        adopt = args.get("adopt", False)
-        ns_name = args.get("namespace", compat.DIAGON_DEFAULT_NAMESPACE)
-        sa_name = args.get("service_account", DEFAULT_SERVICE_ACCOUNT)
-        image = args.get("image", compat.DIAGON_DEFAULT_IMAGE)
-        self.namespace = pulumi.Output.from_input(ns_name)
-        self.image = pulumi.Output.from_input(image)
-        self.daemon_set = pulumi.Output.from_input(DAEMON_NAME)
-        enabled = args.get("enabled", True)
-        self.verify_record = pulumi.Output.from_input(
-            verify_record.record(
-                inCluster={"diagon": verify_record.diagon_record(ns_name, image)} if enabled else {}
-            )
-        )
-        if not enabled:
+        super().__init__(name, args, opts)
+
+    def _build(self, name: str, spec: DiagonSpec, **_: Any) -> None:
+        self._publish(spec)
+        if not spec.enabled:
             self.register_outputs({verify_record.OUTPUT: self.verify_record, "enabled": False})
             return
+        namespace = self._make_namespace(name, spec)
+        self._service_account = self._make_service_account(name, spec, namespace)
+        self._daemon_set = self._make_daemon_set(name, spec, namespace)
+        self.register_outputs(
+            {
+                verify_record.OUTPUT: self.verify_record,
+                "namespace": spec.namespace,
+                "image": spec.image,
+                "daemonSet": DAEMON_NAME,
+            }
+        )
+
+    def _publish(self, spec: DiagonSpec) -> None:
+        """The outputs, known before anything is created."""
+        self.namespace = known(spec.namespace)
+        self.image = known(spec.image)
+        self.daemon_set = known(DAEMON_NAME)
+        diagon = {"diagon": verify_record.diagon_record(spec.namespace, spec.image)} if spec.enabled else {}
+        self.verify_record = known(verify_record.record(inCluster=diagon))
+
+    def _labels(self, spec: DiagonSpec) -> dict[str, str] | None:
         # Adopted: the namespace and ServiceAccount made by kubectl carry no labels of ours.
-        part_of = None if adopt else {"app.kubernetes.io/part-of": "diagon"}
+        return None if spec.adopt else {"app.kubernetes.io/part-of": "diagon"}
+
+    def _adopted(self, spec: DiagonSpec, import_id: str) -> pulumi.ResourceOptions:
+        return pulumi.ResourceOptions(parent=self, import_=import_id if spec.adopt else None)
+
+    def _make_namespace(self, name: str, spec: DiagonSpec) -> pulumi.Input[str]:
+        """The daemon's namespace (created here unless `create_namespace: false`), admitting privileged pods."""
         self._namespace: core.Namespace | None = None
-        namespace: pulumi.Input[str] = ns_name
-        if args.get("create_namespace", True):
-            self._namespace = core.Namespace(
-                f"{name}-namespace",
-                metadata=ObjectMetaArgs(name=ns_name, labels={**(part_of or {}), **POD_SECURITY_LABELS}),
-                opts=pulumi.ResourceOptions.merge(child, lifecycle.adopt_options(ns_name if adopt else None)),
-            )
-            namespace = self._namespace.metadata.name
-        gsa = args.get("gcp_service_account")
-        self._service_account = core.ServiceAccount(
+        if not spec.create_namespace:
+            return spec.namespace
+        self._namespace = core.Namespace(
+            f"{name}-namespace",
+            metadata=ObjectMetaArgs(
+                name=spec.namespace, labels={**(self._labels(spec) or {}), **POD_SECURITY_LABELS}
+            ),
+            opts=self._adopted(spec, spec.namespace),
+        )
+        return self._namespace.metadata.name
+
+    def _make_service_account(
+        self, name: str, spec: DiagonSpec, namespace: pulumi.Input[str]
+    ) -> core.ServiceAccount:
+        """The daemon's ServiceAccount, bound to a Google service account by Workload Identity when given."""
+        gsa = spec.gcp_service_account
+        return core.ServiceAccount(
             f"{name}-service-account",
             metadata=ObjectMetaArgs(
-                name=sa_name,
+                name=spec.service_account,
                 namespace=namespace,
                 annotations={WORKLOAD_IDENTITY_ANNOTATION: gsa} if gsa else None,
-                labels=part_of,
+                labels=self._labels(spec),
             ),
-            opts=pulumi.ResourceOptions.merge(
-                child, lifecycle.adopt_options(lifecycle.k8s_id(ns_name, sa_name) if adopt else None)
-            ),
+            opts=self._adopted(spec, lifecycle.k8s_id(spec.namespace, spec.service_account)),
         )
+
+    def _make_daemon_set(self, name: str, spec: DiagonSpec, namespace: pulumi.Input[str]) -> apps.DaemonSet:
+        """The vendor's DaemonSet, with the image, placement and update strategy of the Spec."""
         pod_labels = {"name": DAEMON_NAME}
-        self._daemon_set = apps.DaemonSet(
+        return apps.DaemonSet(
             f"{name}-daemonset",
             metadata=ObjectMetaArgs(
                 name=DAEMON_NAME,
@@ -157,7 +184,7 @@ class Diagon(pulumi.ComponentResource):
                 update_strategy=apps.DaemonSetUpdateStrategyArgs(
                     type="RollingUpdate",
                     rolling_update=apps.RollingUpdateDaemonSetArgs(
-                        max_unavailable=_max_unavailable(args.get("max_unavailable", 1))
+                        max_unavailable=_max_unavailable(spec.max_unavailable)
                     ),
                 ),
                 template=core.PodTemplateSpecArgs(
@@ -167,7 +194,7 @@ class Diagon(pulumi.ComponentResource):
                         dns_policy="ClusterFirstWithHostNet",
                         # The plain name, not the ServiceAccount's output: the DaemonSet controller retries
                         # pod creation until the account exists, so the two deploy in parallel (one step less).
-                        service_account_name=sa_name,
+                        service_account_name=spec.service_account,
                         termination_grace_period_seconds=30,
                         tolerations=[
                             core.TolerationArgs(operator="Exists", effect="NoSchedule"),
@@ -176,8 +203,8 @@ class Diagon(pulumi.ComponentResource):
                         containers=[
                             core.ContainerArgs(
                                 name=DAEMON_NAME,
-                                image=image,
-                                image_pull_policy=_pull_policy(image),
+                                image=spec.image,
+                                image_pull_policy=_pull_policy(spec.image),
                                 command=DAEMON_COMMAND,
                                 security_context=core.SecurityContextArgs(privileged=True),
                                 resources=core.ResourceRequirementsArgs(
@@ -186,23 +213,21 @@ class Diagon(pulumi.ComponentResource):
                                 ),
                             )
                         ],
-                        **node_placement(args),
+                        **_placement(spec),
                     ),
                 ),
             ),
-            opts=pulumi.ResourceOptions.merge(
-                child,
-                lifecycle.adopt_options(lifecycle.k8s_id(ns_name, DAEMON_NAME) if adopt else None),
-            ),
+            opts=self._adopted(spec, lifecycle.k8s_id(spec.namespace, DAEMON_NAME)),
         )
-        self.register_outputs(
-            {
-                verify_record.OUTPUT: self.verify_record,
-                "namespace": ns_name,
-                "image": image,
-                "daemonSet": DAEMON_NAME,
-            }
-        )
+
+
+def _placement(spec: DiagonSpec) -> dict[str, Any]:
+    placement: dict[str, Any] = {"self_managed": spec.self_managed, "adopt": spec.adopt}
+    if spec.accelerator_node_labels is not None:
+        placement["accelerator_node_labels"] = spec.accelerator_node_labels
+    if spec.node_selector is not None:
+        placement["node_selector"] = spec.node_selector
+    return node_placement(placement)  # type: ignore[arg-type]
 
 
 docs.document(Diagon, DiagonArgs)

@@ -22,7 +22,7 @@ from pulumi_gcp import container
 from pulumi_gcp.provider import Provider as GcpProvider
 from pulumi_kubernetes.provider import Provider as KubernetesProvider
 
-from ml_diagnostics import compat, docs, lifecycle, rules, verify_record
+from ml_diagnostics import compat, docs, lifecycle, verify_record
 from ml_diagnostics.args import (
     GkeAutoscalingArgs,
     GkeClusterArgs,
@@ -30,13 +30,13 @@ from ml_diagnostics.args import (
     GkeNodePoolArgs,
     GkeTaintArgs,
     GoogleApiArgs,
-    InClusterArgs,
 )
 from ml_diagnostics.cluster_ml_diagnostics import ClusterMlDiagnostics
+from ml_diagnostics.component import Component, known
 from ml_diagnostics.google_api import exec_env, gcp_provider_args, rest_inputs
 from ml_diagnostics.providers.gke_managed_diagnostics import ManagedMlDiagnostics
 from ml_diagnostics.rules.gke import GkeClusterSpec
-from ml_diagnostics.rules.in_cluster import MlDiagnosticsMode
+from ml_diagnostics.rules.in_cluster import ClusterMlDiagnosticsSpec, InClusterSpec, MlDiagnosticsMode
 
 CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
 AUTH_PLUGIN = "gke-gcloud-auth-plugin"
@@ -185,7 +185,7 @@ class _ClusterAccess(NamedTuple):
     """Adopted: whether the lookup found an Autopilot cluster; created: None (a Standard cluster)."""
 
 
-class GkeCluster(pulumi.ComponentResource):
+class GkeCluster(Component[GkeClusterSpec]):
     """A GKE cluster, created or adopted, with its managed ML Diagnostics flag and what runs inside it."""
 
     cluster_name: pulumi.Output[str]
@@ -203,10 +203,16 @@ class GkeCluster(pulumi.ComponentResource):
     verify_record: pulumi.Output[dict[str, Any]]
     """What `mldiag verify` checks, for a check from the stack's state (ml_diagnostics.verify_record)."""
 
+    _TYPE = "mldiag:index:GkeCluster"
+    _SPEC = GkeClusterSpec
+
     def __init__(self, name: str, args: GkeClusterArgs, opts: pulumi.ResourceOptions | None = None):
-        spec = rules.check(GkeClusterSpec, args, component="GkeCluster", name=name, owner="GkeClusterArgs")
-        super().__init__("mldiag:index:GkeCluster", name, None, opts)
-        t: dict[str, Any] = spec.model_dump(exclude_unset=True, warnings=False)
+        super().__init__(name, args, opts)
+
+    def _build(self, name: str, spec: GkeClusterSpec, **_: Any) -> None:
+        t: dict[str, Any] = spec.model_dump(
+            exclude_unset=True, exclude=set(InClusterSpec.model_fields), warnings=False
+        )
         google_api: GoogleApiArgs = t.get("google_api") or {}  # type: ignore[assignment]
         project, location, gke_name = t["project"], t["location"], t["cluster_name"]
         create = t.get("create", False)
@@ -214,8 +220,8 @@ class GkeCluster(pulumi.ComponentResource):
         mode = MlDiagnosticsMode(spec.resolved_mode)
         managed = mode is MlDiagnosticsMode.MANAGED
         flag = managed_flag(mode, t.get("previous_mode"))
-        self.mode = pulumi.Output.from_input(mode.value)
-        self.managed_flag_on = pulumi.Output.from_input(flag)
+        self.mode = known(mode.value)
+        self.managed_flag_on = known(flag)
         self.pending_step = self.managed_flag_on.apply(
             lambda on: SWITCH_PENDING.format(name=name) if managed and not on else None
         )
@@ -247,13 +253,13 @@ class GkeCluster(pulumi.ComponentResource):
             kubeconfig=self.kubeconfig,
             opts=pulumi.ResourceOptions(parent=self, depends_on=access.provider_waits),
         )
-        self.diagnostics = ClusterMlDiagnostics(
+        self.diagnostics = ClusterMlDiagnostics.from_spec(
             f"{name}-mldiag",
-            _diagnostics_args(t, mode, version, access.autopilot),  # type: ignore[arg-type]
+            _diagnostics_spec(spec, mode, version, access.autopilot),
             opts=pulumi.ResourceOptions(parent=self, providers=[self.provider]),
             releases_after=access.release_waits,
         )
-        self.workload_monitoring = pulumi.Output.from_input(compat.supports_workload_monitoring(version))
+        self.workload_monitoring = known(compat.supports_workload_monitoring(version))
         self.verify_record = self.diagnostics.verify_record.apply(
             lambda inside: verify_record.record(
                 gke=verify_record.gke(
@@ -360,26 +366,29 @@ class GkeCluster(pulumi.ComponentResource):
         )
 
 
-def _diagnostics_args(
-    t: dict[str, Any], mode: MlDiagnosticsMode, version: str | None, autopilot: pulumi.Output[bool] | None
-) -> dict[str, Any]:
-    """The in-cluster part's args: the target's in-cluster keys, the mode and the GKE version; on an adopted
+def _diagnostics_spec(
+    spec: GkeClusterSpec, mode: MlDiagnosticsMode, version: str | None, autopilot: pulumi.Output[bool] | None
+) -> ClusterMlDiagnosticsSpec:
+    """The in-cluster part: the target's in-cluster keys, the mode and the GKE version; on an adopted
     cluster, Diagon's image waits for the lookup, which refuses an Autopilot cluster."""
-    in_cluster: dict[str, Any] = {k: v for k, v in t.items() if k in InClusterArgs.__annotations__}
-    if autopilot is not None and in_cluster.get("diagon") is not None:
-        path = f"{t['project']}/{t['location']}/{t['cluster_name']}"
-        image = in_cluster["diagon"].get("image", compat.DIAGON_DEFAULT_IMAGE)
+    in_cluster: dict[str, Any] = {
+        k: getattr(spec, k) for k in spec.model_fields_set if k in InClusterSpec.model_fields
+    }
+    diagon = in_cluster.get("diagon")
+    if autopilot is not None and diagon is not None:
+        path = f"{spec.project}/{spec.location}/{spec.cluster_name}"
+        image = diagon.image
 
         def autopilot_guard(is_autopilot: bool | None) -> Any:
             if is_autopilot:
                 raise AutopilotError(AUTOPILOT_DIAGON.format(path=path))
             return image
 
-        in_cluster["diagon"] = {**in_cluster["diagon"], "image": autopilot.apply(autopilot_guard)}
-    diag_args: dict[str, Any] = {**in_cluster, "mode": mode}
+        in_cluster["diagon"] = diagon.model_copy(update={"image": autopilot.apply(autopilot_guard)})
+    in_cluster["mode"] = mode
     if version is not None:
-        diag_args["gke_version"] = version
-    return diag_args
+        in_cluster["gke_version"] = version
+    return ClusterMlDiagnosticsSpec.trusted(in_cluster)
 
 
 docs.document(GkeCluster, GkeClusterArgs)

@@ -7,14 +7,15 @@ from typing import Any
 import pulumi
 from pulumi_kubernetes.provider import Provider
 
-from ml_diagnostics import docs, rules, verify_record
+from ml_diagnostics import docs, verify_record
 from ml_diagnostics.args import KubernetesClusterArgs
 from ml_diagnostics.cluster_ml_diagnostics import ClusterMlDiagnostics
-from ml_diagnostics.rules.in_cluster import MlDiagnosticsMode
+from ml_diagnostics.component import Component
+from ml_diagnostics.rules.in_cluster import ClusterMlDiagnosticsSpec, InClusterSpec, MlDiagnosticsMode
 from ml_diagnostics.rules.kubernetes import KubernetesClusterSpec
 
 
-class KubernetesCluster(pulumi.ComponentResource):
+class KubernetesCluster(Component[KubernetesClusterSpec]):
     """ML Diagnostics on a self-managed Kubernetes cluster (the manual install)."""
 
     mode: pulumi.Output[str]
@@ -24,28 +25,25 @@ class KubernetesCluster(pulumi.ComponentResource):
     verify_record: pulumi.Output[dict[str, Any]]
     """What `mldiag verify` checks, for a check from the stack's state (ml_diagnostics.verify_record)."""
 
+    _TYPE = "mldiag:index:KubernetesCluster"
+    _SPEC = KubernetesClusterSpec
+
     def __init__(self, name: str, args: KubernetesClusterArgs, opts: pulumi.ResourceOptions | None = None):
-        args = rules.checked_args(  # type: ignore[assignment]
-            KubernetesClusterSpec,
-            args,
-            component="KubernetesCluster",
-            name=name,
-            owner="KubernetesClusterArgs",
-        )
-        super().__init__("mldiag:index:KubernetesCluster", name, None, opts)
-        kubeconfig = args.get("kubeconfig")
+        super().__init__(name, args, opts)
+
+    def _build(self, name: str, spec: KubernetesClusterSpec, **_: Any) -> None:
         self.provider = Provider(
             f"{name}-provider",
-            kubeconfig=pulumi.Output.secret(kubeconfig) if kubeconfig is not None else None,
-            context=args.get("context"),
+            kubeconfig=pulumi.Output.secret(spec.kubeconfig) if spec.kubeconfig is not None else None,
+            context=spec.context,
             opts=pulumi.ResourceOptions(parent=self),
         )
-        in_cluster: dict[str, Any] = {
-            k: v for k, v in args.items() if k not in ("kubeconfig", "context", "mode")
-        }
-        self.diagnostics = ClusterMlDiagnostics(
+        in_cluster = {k: getattr(spec, k) for k in spec.model_fields_set if k in InClusterSpec.model_fields}
+        self.diagnostics = ClusterMlDiagnostics.from_spec(
             f"{name}-mldiag",
-            {**in_cluster, "mode": MlDiagnosticsMode.MANUAL, "self_managed": True},  # type: ignore[typeddict-item]
+            ClusterMlDiagnosticsSpec.trusted(
+                {**in_cluster, "mode": MlDiagnosticsMode.MANUAL, "self_managed": True}
+            ),
             opts=pulumi.ResourceOptions(parent=self, providers=[self.provider]),
         )
         self.mode = self.diagnostics.mode

@@ -18,7 +18,8 @@ from pulumi_kubernetes.meta.v1 import ObjectMetaArgs
 
 from ml_diagnostics import compat, lifecycle, rules, verify_record
 from ml_diagnostics.args import ChartArgs, ConnectionOperatorArgs, MlDiagnosticsManualArgs
-from ml_diagnostics.rules.in_cluster import MlDiagnosticsManualSpec
+from ml_diagnostics.component import Component, known
+from ml_diagnostics.rules.in_cluster import ChartSpec, MlDiagnosticsManualSpec
 
 
 def chart_source(
@@ -61,7 +62,7 @@ def _at(path: tuple[str, ...], value: Any) -> dict[str, Any]:
     return out
 
 
-class MlDiagnosticsManual(pulumi.ComponentResource):
+class MlDiagnosticsManual(Component[MlDiagnosticsManualSpec]):
     """The injection-webhook and connection-operator releases in their gke-mldiagnostics namespace."""
 
     namespace: pulumi.Output[str]
@@ -72,6 +73,9 @@ class MlDiagnosticsManual(pulumi.ComponentResource):
     """The connection-operator chart version."""
     verify_record: pulumi.Output[dict[str, Any]]
     """What `mldiag verify` checks, for a check from the stack's state (ml_diagnostics.verify_record)."""
+
+    _TYPE = "mldiag:index:MlDiagnosticsManual"
+    _SPEC = MlDiagnosticsManualSpec
 
     def __init__(
         self,
@@ -84,15 +88,12 @@ class MlDiagnosticsManual(pulumi.ComponentResource):
     ):
         """`cert_manager`: the cert-manager release to wait for; None when the cluster already runs cert-manager.
         `release_after`: what the releases must wait for besides cert-manager (e.g. node pools)."""
-        checked = rules.check(
-            MlDiagnosticsManualSpec,
-            args,
-            component="MlDiagnosticsManual",
-            name=name,
-            owner="MlDiagnosticsManualArgs",
-        )
-        args = checked.model_dump(exclude_unset=True, warnings=False)  # type: ignore[assignment]
-        if not args.get("jax_version"):
+        super().__init__(name, args, opts, cert_manager=cert_manager, release_after=release_after)
+
+    @classmethod
+    def checked(cls, name: str, args: Any) -> MlDiagnosticsManualSpec:
+        spec = super().checked(name, args)
+        if not spec.jax_version:
             raise rules.InvalidArgsError(
                 "MlDiagnosticsManual",
                 name,
@@ -100,61 +101,56 @@ class MlDiagnosticsManual(pulumi.ComponentResource):
                     "MlDiagnosticsManualArgs.jax_version: required for the manual install (it picks the connection-operator chart and args)"
                 ],
             )
-        super().__init__("mldiag:index:MlDiagnosticsManual", name, None, opts)
-        adopt = args.get("adopt", False)
-        repository = args.get("repository", compat.MLDIAGNOSTICS_REPOSITORY)
-        # Adopted: the namespace `helm --create-namespace` made has no annotations; only the mark the policy
-        # pack reads (cert-manager pre-installed) is added by the update that follows the import.
-        mark = "preinstalled" if cert_manager is None else None if adopt else "release"
-        self._namespace = core.Namespace(
-            f"{name}-namespace",
-            metadata=ObjectMetaArgs(
-                name=compat.MLDIAGNOSTICS_NAMESPACE,
-                annotations={compat.CERT_MANAGER_ANNOTATION: mark} if mark else None,
-            ),
-            opts=pulumi.ResourceOptions(
-                parent=self, import_=compat.MLDIAGNOSTICS_NAMESPACE if adopt else None
-            ),
-        )
+        return spec
+
+    def _build(
+        self,
+        name: str,
+        spec: MlDiagnosticsManualSpec,
+        *,
+        cert_manager: Release | None = None,
+        release_after: Sequence[pulumi.Resource] = (),
+        **_: Any,
+    ) -> None:
+        self._namespace = self._make_namespace(name, spec, preinstalled=cert_manager is None)
         after_cert_manager: list[pulumi.Resource] = (
             [cert_manager] if cert_manager is not None else list(release_after)
         )
-
-        wh: ChartArgs = args.get("injection_webhook") or {}
+        wh = spec.injection_webhook
         self.injection_webhook = self._release(
             name,
             "injection-webhook",
             compat.INJECTION_WEBHOOK_RELEASE,
             compat.INJECTION_WEBHOOK_CHART,
-            repository,
+            spec.repository,
             wh,
-            wh.get("version") or compat.INJECTION_WEBHOOK_DEFAULT_VERSION,
-            wh.get("values") or {},
+            wh.version or compat.INJECTION_WEBHOOK_DEFAULT_VERSION,
+            wh.values,
             after_cert_manager,
-            adopt,
+            spec.adopt,
         )
-        version, values = connection_operator_values(args)
+        version, values = _operator_values(spec)
         self.connection_operator = self._release(
             name,
             "connection-operator",
             compat.CONNECTION_OPERATOR_RELEASE,
             compat.CONNECTION_OPERATOR_CHART,
-            repository,
-            args.get("connection_operator") or {},
+            spec.repository,
+            spec.connection_operator,
             version,
             values,
             after_cert_manager,
-            adopt,
+            spec.adopt,
         )
         self.namespace = self._namespace.metadata.name
         self.injection_webhook_version = self.injection_webhook.version
         self.connection_operator_version = self.connection_operator.version
         inside = {
-            "releases": [verify_record.dump(r) for r in verify_record.manual_releases(checked)],
+            "releases": [verify_record.dump(r) for r in verify_record.manual_releases(spec)],
             "webhook": True,
             "preinstalledCertManager": cert_manager is None,
         }
-        self.verify_record = pulumi.Output.from_input(verify_record.record(inCluster=inside))
+        self.verify_record = known(verify_record.record(inCluster=inside))
         self.register_outputs(
             {
                 verify_record.OUTPUT: self.verify_record,
@@ -164,6 +160,24 @@ class MlDiagnosticsManual(pulumi.ComponentResource):
             }
         )
 
+    def _make_namespace(
+        self, name: str, spec: MlDiagnosticsManualSpec, *, preinstalled: bool
+    ) -> core.Namespace:
+        """The releases' namespace, marked with where cert-manager comes from (the policy pack reads it)."""
+        # Adopted: the namespace `helm --create-namespace` made has no annotations; only the mark the policy
+        # pack reads (cert-manager pre-installed) is added by the update that follows the import.
+        mark = "preinstalled" if preinstalled else None if spec.adopt else "release"
+        return core.Namespace(
+            f"{name}-namespace",
+            metadata=ObjectMetaArgs(
+                name=compat.MLDIAGNOSTICS_NAMESPACE,
+                annotations={compat.CERT_MANAGER_ANNOTATION: mark} if mark else None,
+            ),
+            opts=pulumi.ResourceOptions(
+                parent=self, import_=compat.MLDIAGNOSTICS_NAMESPACE if spec.adopt else None
+            ),
+        )
+
     def _release(
         self,
         name: str,
@@ -171,13 +185,18 @@ class MlDiagnosticsManual(pulumi.ComponentResource):
         release: str,
         default_chart: str,
         repository: str,
-        chart_args: ChartArgs | ConnectionOperatorArgs,
+        chart_spec: ChartSpec,
         version: str,
         values: dict[str, Any],
         depends_on: list[pulumi.Resource],
         adopt: bool,
     ) -> Release:
-        chart, repo = chart_source(default_chart, repository, chart_args)
+        given: ChartArgs = {}
+        if chart_spec.chart is not None:
+            given["chart"] = chart_spec.chart
+        if chart_spec.repository is not None:
+            given["repository"] = chart_spec.repository
+        chart, repo = chart_source(default_chart, repository, given)
         return Release(
             f"{name}-{part}",
             ReleaseArgs(
@@ -192,6 +211,16 @@ class MlDiagnosticsManual(pulumi.ComponentResource):
                 parent=self, depends_on=depends_on, import_=_release_id(release, adopt)
             ),
         )
+
+
+def _operator_values(spec: MlDiagnosticsManualSpec) -> tuple[str, dict[str, Any]]:
+    op = spec.connection_operator
+    args: dict[str, Any] = {"jax_version": spec.jax_version, "connection_operator": {"values": op.values}}
+    if op.version is not None:
+        args["connection_operator"]["version"] = op.version
+    if op.args is not None:
+        args["connection_operator"]["args"] = op.args
+    return connection_operator_values(args)  # type: ignore[arg-type]
 
 
 __all__ = [

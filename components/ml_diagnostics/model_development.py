@@ -11,8 +11,9 @@ from typing import Any
 
 import pulumi
 
-from ml_diagnostics import docs, lifecycle, rules, verify_record
+from ml_diagnostics import docs, lifecycle, verify_record
 from ml_diagnostics.args import ModelDevelopmentClusterArgs
+from ml_diagnostics.component import Component, known
 from ml_diagnostics.google_api import rest_inputs
 from ml_diagnostics.providers.model_development_cluster import ModelDevelopmentCluster as ClusterResource
 from ml_diagnostics.rules.model_development import ModelDevelopmentClusterSpec
@@ -34,7 +35,7 @@ def _strip_empty(v: Any) -> Any:
     return v
 
 
-class ModelDevelopmentCluster(pulumi.ComponentResource):
+class ModelDevelopmentCluster(Component[ModelDevelopmentClusterSpec]):
     """A Vertex AI Model Development Cluster (Slurm), with safe partial updates."""
 
     cluster_name: pulumi.Output[str]
@@ -48,32 +49,28 @@ class ModelDevelopmentCluster(pulumi.ComponentResource):
     verify_record: pulumi.Output[dict[str, Any]]
     """What `mldiag verify` checks, for a check from the stack's state (ml_diagnostics.verify_record)."""
 
+    _TYPE = "mldiag:index:ModelDevelopmentCluster"
+    _SPEC = ModelDevelopmentClusterSpec
+
     def __init__(
         self, name: str, args: ModelDevelopmentClusterArgs, opts: pulumi.ResourceOptions | None = None
     ):
-        checked = rules.check(
-            ModelDevelopmentClusterSpec,
-            args,
-            component="ModelDevelopmentCluster",
-            name=name,
-            owner="ModelDevelopmentClusterArgs",
-        )
-        args = checked.model_dump(exclude_unset=True, warnings=False)  # type: ignore[assignment]
-        spec: dict[str, Any] = {k: v for k, v in args.items() if k not in ("google_api", "adopt")}
-        spec = {**SPEC_DEFAULTS, **_strip_empty(spec)}
-        policy = lifecycle.DeletionPolicy(spec["deletion_policy"])
+        super().__init__(name, args, opts)
+
+    def _options(
+        self, spec: ModelDevelopmentClusterSpec, opts: pulumi.ResourceOptions | None
+    ) -> pulumi.ResourceOptions | None:
         # PREVENT guards the whole component (and so the cluster) against `pulumi destroy` at the engine.
-        guard = pulumi.ResourceOptions(protect=True) if policy is lifecycle.DeletionPolicy.PREVENT else None
-        super().__init__(
-            "mldiag:index:ModelDevelopmentCluster", name, None, pulumi.ResourceOptions.merge(opts, guard)
+        guard = (
+            pulumi.ResourceOptions(protect=True)
+            if _policy(spec) is lifecycle.DeletionPolicy.PREVENT
+            else None
         )
-        props = {
-            **spec,
-            **rest_inputs(args.get("google_api"), "aiplatform"),
-            # Adopted (created with curl): the provider's create takes the existing cluster over. Not
-            # `import_`: the engine imports by calling Read without the dynamic provider it would need.
-            **({"adopt": True} if args.get("adopt", False) else {}),
-        }
+        return pulumi.ResourceOptions.merge(opts, guard)
+
+    def _build(self, name: str, spec: ModelDevelopmentClusterSpec, **_: Any) -> None:
+        props = _cluster_inputs(spec)
+        policy = _policy(spec)
         self.cluster = ClusterResource(
             f"{name}-cluster",
             props,
@@ -83,12 +80,12 @@ class ModelDevelopmentCluster(pulumi.ComponentResource):
         )
         self.cluster_name = self.cluster.name
         self.state = self.cluster.state
-        self.update_mode = pulumi.Output.from_input(spec["update_mode"])
-        self.deletion_policy = pulumi.Output.from_input(policy.value)
-        self.verify_record = pulumi.Output.from_input(
+        self.update_mode = known(props["update_mode"])
+        self.deletion_policy = known(policy.value)
+        self.verify_record = known(
             verify_record.record(
                 modelDevelopment=verify_record.model_development(
-                    checked.project, checked.region, checked.model_development_cluster_id, checked.google_api
+                    spec.project, spec.region, spec.model_development_cluster_id, spec.google_api
                 )
             )
         )
@@ -97,10 +94,34 @@ class ModelDevelopmentCluster(pulumi.ComponentResource):
                 verify_record.OUTPUT: self.verify_record,
                 "clusterName": self.cluster_name,
                 "state": self.state,
-                "updateMode": spec["update_mode"],
+                "updateMode": props["update_mode"],
                 "deletionPolicy": policy.value,
             }
         )
+
+
+def _set_keys(spec: ModelDevelopmentClusterSpec) -> dict[str, Any]:
+    """The cluster's own keys the caller set, with what is empty left out."""
+    args = spec.model_dump(exclude_unset=True, warnings=False)
+    return {
+        **SPEC_DEFAULTS,
+        **_strip_empty({k: v for k, v in args.items() if k not in ("google_api", "adopt")}),
+    }
+
+
+def _policy(spec: ModelDevelopmentClusterSpec) -> lifecycle.DeletionPolicy:
+    return lifecycle.DeletionPolicy(_set_keys(spec)["deletion_policy"])
+
+
+def _cluster_inputs(spec: ModelDevelopmentClusterSpec) -> dict[str, Any]:
+    """The dynamic resource's inputs: the cluster's keys, the REST client's account settings, adoption."""
+    return {
+        **_set_keys(spec),
+        **rest_inputs(spec.model_dump(exclude_unset=True, warnings=False).get("google_api"), "aiplatform"),
+        # Adopted (created with curl): the provider's create takes the existing cluster over. Not
+        # `import_`: the engine imports by calling Read without the dynamic provider it would need.
+        **({"adopt": True} if spec.adopt else {}),
+    }
 
 
 docs.document(ModelDevelopmentCluster, ModelDevelopmentClusterArgs)

@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import difflib
 import re
+import types
 import typing
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from enum import Enum
-from typing import Annotated, Any, ClassVar, Literal, TypeVar
+from functools import cache
+from typing import Annotated, Any, ClassVar, Literal, Self, TypeVar
 
 import pulumi
 from pydantic import (
@@ -192,6 +194,63 @@ class Spec(BaseModel):
     def set_keys(self) -> set[str]:
         """The field names the caller set."""
         return set(self.model_fields_set)
+
+    @classmethod
+    def trusted(cls, data: Mapping[str, Any]) -> Self:
+        """`data` (by field name) that this Spec's checks already passed, as this Spec without checking it
+        again: nested Specs are built the same way and an enum field's string becomes its member. For data
+        that comes out of a validated model (a stack file's target); anything else goes through validation."""
+        return trusted(cls, data)
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def trusted(model: type[M], data: Mapping[str, Any]) -> M:
+    """`Spec.trusted` for any model (a Spec may hold plain pydantic models)."""
+    convert = _converters(model)
+    values = {
+        k: v if v is None or is_output(v) or (c := convert.get(k)) is None else c(v) for k, v in data.items()
+    }
+    return model.model_construct(_fields_set=set(data), **values)
+
+
+@cache
+def _converters(spec: type[BaseModel]) -> dict[str, Callable[[Any], Any]]:
+    """Per field of `spec` that holds Specs or an enum: how `Spec.trusted` builds its value."""
+    out = {}
+    for name, field in spec.model_fields.items():
+        if (c := _converter(field.annotation)) is not None:
+            out[name] = c
+    return out
+
+
+def _converter(ann: Any) -> Callable[[Any], Any] | None:
+    origin, args = typing.get_origin(ann), typing.get_args(ann)
+    if origin is Annotated:
+        return _converter(args[0])
+    if isinstance(ann, type) and issubclass(ann, BaseModel):
+        model = ann
+        return lambda v: v if isinstance(v, model) or is_output(v) else trusted(model, v)
+    if isinstance(ann, type) and issubclass(ann, Enum):
+        enum = ann
+        return lambda v: v if isinstance(v, enum) or is_output(v) else enum(v)
+    if origin in (typing.Union, types.UnionType):
+        found = [c for a in args if a is not type(None) and (c := _converter(a)) is not None]
+        return found[0] if len(found) == 1 else None
+    if origin in (list, Sequence) and args:
+        return _each(_converter(args[0]), lambda f, v: [None if x is None else f(x) for x in v])
+    if origin in (dict, Mapping) and len(args) == 2:
+        return _each(_converter(args[1]), lambda f, v: {k: None if x is None else f(x) for k, x in v.items()})
+    return None
+
+
+def _each(
+    item: Callable[[Any], Any] | None, over: Callable[[Callable[[Any], Any], Any], Any]
+) -> Callable[[Any], Any] | None:
+    if item is None:
+        return None
+    return lambda v: v if is_output(v) else over(item, v)
 
 
 def is_output(value: object) -> bool:

@@ -6,6 +6,7 @@ from typing import Any
 
 from ml_diagnostics import lifecycle
 from ml_diagnostics.azure_ml import AzureMlExtension, AzureMlExtensionArgs
+from ml_diagnostics.rules.azure_ml import AzureMlExtensionSpec
 from program.config_base import secret_output
 from program.kinds.azure_ml.model import AzureMlTarget
 from program.kinds.base import BuildContext
@@ -54,7 +55,10 @@ def args(target: AzureMlTarget) -> AzureMlExtensionArgs:
 
 
 def build(target: AzureMlTarget, ctx: BuildContext) -> Any:
-    ext = AzureMlExtension(
-        f"azureml-{target.name}", args(target), lifecycle.rename_options("azureml", target.previous_name)
+    # The target passed the library's checks when the stack file was loaded: not checked again.
+    ext = AzureMlExtension.from_spec(
+        f"azureml-{target.name}",
+        AzureMlExtensionSpec.trusted(args(target)),
+        lifecycle.rename_options("azureml", target.previous_name),
     )
     return ext.extension_id

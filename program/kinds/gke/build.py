@@ -6,6 +6,7 @@ from typing import Any
 
 from ml_diagnostics import lifecycle
 from ml_diagnostics.gke_cluster import GkeCluster, GkeClusterArgs
+from ml_diagnostics.rules.gke import GkeClusterSpec
 from program.clouds.google import GOOGLE
 from program.in_cluster import in_cluster_args
 from program.kinds.base import BuildContext
@@ -57,8 +58,11 @@ def args(target: GkeClusterTarget, ctx: BuildContext) -> GkeClusterArgs:
 
 
 def build(target: GkeClusterTarget, ctx: BuildContext) -> Any:
-    gke = GkeCluster(
-        f"gke-{target.name}", args(target, ctx), lifecycle.rename_options("gke", target.previous_name)
+    # The target passed the library's checks when the stack file was loaded: not checked again.
+    gke = GkeCluster.from_spec(
+        f"gke-{target.name}",
+        GkeClusterSpec.trusted(args(target, ctx)),
+        lifecycle.rename_options("gke", target.previous_name),
     )
     ctx.pending_steps.append(gke.pending_step)
     return {

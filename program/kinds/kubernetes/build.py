@@ -6,6 +6,7 @@ from typing import Any
 
 from ml_diagnostics import lifecycle
 from ml_diagnostics.kubernetes_cluster import KubernetesCluster, KubernetesClusterArgs
+from ml_diagnostics.rules.kubernetes import KubernetesClusterSpec
 from program.config_base import secret_output
 from program.in_cluster import in_cluster_args
 from program.kinds.base import BuildContext
@@ -22,7 +23,10 @@ def args(target: KubernetesClusterTarget) -> KubernetesClusterArgs:
 
 
 def build(target: KubernetesClusterTarget, ctx: BuildContext) -> Any:
-    k8s = KubernetesCluster(
-        f"k8s-{target.name}", args(target), lifecycle.rename_options("k8s", target.previous_name)
+    # The target passed the library's checks when the stack file was loaded: not checked again.
+    k8s = KubernetesCluster.from_spec(
+        f"k8s-{target.name}",
+        KubernetesClusterSpec.trusted(args(target)),
+        lifecycle.rename_options("k8s", target.previous_name),
     )
     return {"mode": k8s.mode, "workloadMonitoring": k8s.workload_monitoring}

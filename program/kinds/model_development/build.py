@@ -6,6 +6,8 @@ from typing import Any
 
 from ml_diagnostics import lifecycle
 from ml_diagnostics.model_development import ModelDevelopmentCluster, ModelDevelopmentClusterArgs
+from ml_diagnostics.rules.base import trusted
+from ml_diagnostics.rules.model_development import ModelDevelopmentClusterSpec
 from program.clouds.google import GOOGLE
 from program.config_base import secret_inputs
 from program.kinds.base import BuildContext
@@ -26,7 +28,10 @@ def args(target: ModelDevelopmentClusterTarget, ctx: BuildContext) -> ModelDevel
 
 
 def build(target: ModelDevelopmentClusterTarget, ctx: BuildContext) -> Any:
-    mdc = ModelDevelopmentCluster(
-        f"mdc-{target.name}", args(target, ctx), lifecycle.rename_options("mdc", target.previous_name)
+    # The target passed the library's checks when the stack file was loaded: not checked again.
+    mdc = ModelDevelopmentCluster.from_spec(
+        f"mdc-{target.name}",
+        trusted(ModelDevelopmentClusterSpec, args(target, ctx)),
+        lifecycle.rename_options("mdc", target.previous_name),
     )
     return {"name": mdc.cluster_name, "state": mdc.state}
