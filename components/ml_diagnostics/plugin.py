@@ -98,12 +98,33 @@ def render() -> str:
     return json.dumps(schema(), indent=2, sort_keys=True) + "\n"
 
 
+def provider() -> Any:
+    """The SDK's component provider over every component, except that a component's refused arguments
+    (`InvalidArgsError`, a `pulumi.InputPropertiesError`) reach the engine as its input-property errors, one
+    per property path: the SDK's `construct` wraps whatever a component raises, which hides them."""
+    from pulumi.provider.experimental.component import ComponentProvider
+    from pulumi.provider.server import ComponentInitError
+
+    class Provider(ComponentProvider):
+        def construct(self, *args: Any, **kwargs: Any) -> Any:
+            try:
+                return super().construct(*args, **kwargs)
+            except ComponentInitError as e:
+                inner = e.inner
+                if isinstance(inner, pulumi.InputPropertiesError):
+                    # As itself it is also a RunError, which the SDK's server passes on as an unknown error.
+                    raise pulumi.InputPropertiesError(inner.message, inner.errors) from None
+                raise
+
+    return Provider(components(), NAME, version=VERSION)
+
+
 def host() -> None:
     """Serve the components to the engine (run by the plugin's __main__.py)."""
-    from pulumi.provider.experimental import component_provider_host
+    from pulumi.provider import main as serve
 
     with summaries():
-        component_provider_host(components(), name=NAME, version=VERSION)
+        serve(provider(), sys.argv[1:])
 
 
 def main(argv: list[str]) -> int:

@@ -20,6 +20,7 @@ from functools import cache
 from typing import Annotated, Any, ClassVar, Literal, Self, TypeVar
 
 import pulumi
+from pulumi.errors import InputPropertyErrorDetails
 from pydantic import (
     BaseModel,
     BeforeValidator,
@@ -417,11 +418,13 @@ MAX_PROBLEMS = 60
 S = TypeVar("S", bound=BaseModel)
 
 
-class InvalidArgsError(pulumi.RunError, ValueError):
+class InvalidArgsError(pulumi.InputPropertiesError, pulumi.RunError, ValueError):
     """A component refused its arguments, before it registered anything. Every problem is listed, each with
     its key path in the caller's spelling (`GkeClusterArgs.node_pools[0].node_count: must be 0 or more`).
 
-    A ValueError for Python callers; a pulumi.RunError, so `pulumi up` prints it without a traceback."""
+    A ValueError for Python callers; a pulumi.RunError, so `pulumi up` prints it without a traceback; a
+    pulumi.InputPropertiesError whose `errors` give each problem's property path (`node_pools[0].node_count`)
+    and reason, which the component plugin returns to other languages as the engine's property errors."""
 
     def __init__(self, component: str, name: str, problems: list[str]):
         self.component, self.name, self.problems = component, name, problems
@@ -432,7 +435,16 @@ class InvalidArgsError(pulumi.RunError, ValueError):
             else []
         )
         lines = "\n".join(f"  - {p}" for p in [*shown, *more])
-        super().__init__(f"invalid arguments of {component} {name!r} ({len(problems)} problem(s)):\n{lines}")
+        message = f"invalid arguments of {component} {name!r} ({len(problems)} problem(s)):\n{lines}"
+        super().__init__(message, [_property_error(f"{component}Args", p) for p in problems])
+
+
+def _property_error(owner: str, problem: str) -> InputPropertyErrorDetails:
+    """`Owner.a.b[0]: reason` as the property path below the Args (`a.b[0]`) and the reason."""
+    path, _, reason = problem.partition(": ")
+    if path == owner or path.startswith((f"{owner}.", f"{owner}[")):
+        path = path[len(owner) :].removeprefix(".")
+    return {"property_path": path, "reason": reason}
 
 
 def problems_of(spec: type[S], args: Any, owner: str) -> tuple[S | None, list[str]]:
