@@ -5,7 +5,7 @@ input of at most 1 MiB under 5 s and 300 MB).
                                            # and generated large valid stacks
     python -m dev.bench.input --all      # every file of the bad-input corpus, plus the generated ones
     python -m dev.bench.input --valid    # only the generated valid stacks
-    python -m dev.bench.input --base /tmp/base   # side by side with another checkout, interleaved
+    python -m dev.bench.input --base 59803d7     # side by side with a commit or a checkout, interleaved
     python -m dev.bench.input --root /tmp/base   # another checkout alone
 
 Each input runs in its own interpreter, the whole `mldiag.plan.cli` (policy pack included; bad inputs stop before
@@ -18,6 +18,9 @@ before it is stopped; none when the input fails before the pack runs). Prints fi
 from __future__ import annotations
 
 import argparse
+import base64
+import contextlib
+import hashlib
 import json
 import subprocess
 import sys
@@ -44,7 +47,7 @@ WORST = [
 
 CHILD = """
 import io, contextlib, json, resource, sys, time
-sys.path.insert(0, sys.argv[2])
+sys.path[:0] = [sys.argv[2], sys.argv[2] + '/components']
 from mldiag.engine import analyzer
 from mldiag.plan import cli as plan
 from mldiag.engine import runtime as plan_runtime
@@ -81,6 +84,7 @@ getattr(plan_runtime, "end_process", sys.exit)(0)
 """
 
 HEAD = "config:\n  ml-diagnostics:environment: dev\n"
+EXAMPLE_SALT = "v1:uQ/QM0swBh8=:v1:fNx/QDErlXcTcnx7:5z6yxV+Lm9a5dF60WjPYlor4SX8PEA=="
 DIAGON_IMAGE = "us-docker.pkg.dev/hypercomputediagon-release/daemon/diagon-daemon:v2.1.0"
 
 
@@ -132,14 +136,31 @@ def _many_targets(n: int) -> str:
     return HEAD + "  ml-diagnostics:kubernetesClusters:\n" + "".join(_self_managed(i) for i in range(n))
 
 
-def _chart_values(keys: int) -> str:
-    # nested two levels (groups of 100), as chart values are: tens of thousands of leaves
-    groups = "".join(
-        f"          g{g}:\n" + "".join(f"            k{g}x{i}: v{i}\n" for i in range(100))
-        for g in range(keys // 100)
-    )
+def _ciphertext(i: int) -> str:
+    """A value shaped as the passphrase provider's (`v1:<nonce>:<ciphertext>`); the offline plan never
+    decrypts it (a placeholder stands in for every secret)."""
+    nonce = base64.b64encode(i.to_bytes(12, "big")).decode()
+    sealed = base64.b64encode(hashlib.sha256(str(i).encode()).digest()[:16]).decode()
+    return f"{{secure: v1:{nonce}:{sealed}}}"
+
+
+def _chart_values(keys: int, secret: bool = False) -> str:
+    # nested two levels (groups of 100), as chart values are: tens of thousands of leaves; secret ones a
+    # group per line (flow style), to stay under 1 MiB
+    if secret:
+        groups = "".join(
+            f"          g{g}: {{{', '.join(f'k{i}: {_ciphertext(g * 100 + i)}' for i in range(100))}}}\n"
+            for g in range(keys // 100)
+        )
+    else:
+        groups = "".join(
+            f"          g{g}:\n" + "".join(f"            k{g}x{i}: v{i}\n" for i in range(100))
+            for g in range(keys // 100)
+        )
+    # a passphrase stack's salt (the example stacks'), so `secure:` values are read as that provider's
+    head = f"encryptionsalt: {EXAMPLE_SALT}\n{HEAD}" if secret else HEAD
     return (
-        HEAD + "  ml-diagnostics:kubernetesClusters:\n"
+        head + "  ml-diagnostics:kubernetesClusters:\n"
         "    - name: lab\n      context: lab\n      mode: manual\n"
         "      manualInstall: {jaxVersion: '0.9'}\n"
         "      certManager:\n        values:\n" + groups
@@ -151,6 +172,7 @@ VALID: dict[str, Callable[[], str]] = {
     "2000-namespaces": lambda: _many_namespaces(2000),
     "400-self-managed-targets": lambda: _many_targets(400),
     "30000-chart-value-keys": lambda: _chart_values(30_000),
+    "15000-secret-chart-values": lambda: _chart_values(15_000, secret=True),
 }
 
 
@@ -191,13 +213,19 @@ def main(argv: list[str] | None = None) -> int:
     which.add_argument("--all", action="store_true", help="every file of the bad-input corpus")
     which.add_argument("--valid", action="store_true", help="only the generated valid stacks")
     p.add_argument("--root", type=Path, default=ROOT, help="checkout whose plan and policy pack run")
-    p.add_argument("--base", type=Path, help="another checkout measured side by side, runs interleaved")
+    p.add_argument(
+        "--base",
+        help="another checkout (a directory) or a commit (checked out in a temporary worktree), measured "
+        "side by side, runs interleaved",
+    )
     p.add_argument("--repeat", type=int, default=1, help="runs per input and checkout; the fastest counts")
     args = p.parse_args(argv)
+    from dev.bench.worktree import checkout
+
     checkouts = {"this": args.root.resolve()}
-    if args.base:
-        checkouts = {"base": args.base.resolve(), "this": args.root.resolve()}
-    with tempfile.TemporaryDirectory() as tmp:
+    with contextlib.ExitStack() as stack, tempfile.TemporaryDirectory() as tmp:
+        if args.base:
+            checkouts = {"base": stack.enter_context(checkout(args.base)), "this": args.root.resolve()}
         files: list[tuple[str, Path]] = []
         if not args.valid:
             corpus = sorted(CORPUS.glob("*/*.yaml")) if args.all else [CORPUS / f"{w}.yaml" for w in WORST]

@@ -25,8 +25,8 @@ asserts nothing.
 
     .venv/bin/python -m dev.bench.plan [--sizes 10,100,500,1000] [--repeat 3] [--no-policies] [--no-floor]
     .venv/bin/python -m dev.bench.plan --gc [--sizes ...]   # run_config's garbage-collection modes
-    .venv/bin/python -m dev.bench.plan --base /tmp/base     # side by side with another checkout (e.g. a
-                                                              # worktree at the base commit), interleaved
+    .venv/bin/python -m dev.bench.plan --base 59803d7      # side by side with a commit (checked out in a
+                                                              # temporary worktree) or a checkout, interleaved
     .venv/bin/python -m dev.bench.plan --root /tmp/base     # another checkout alone
 
 A checkout's plan rows run its program and runtime; its pack rows run its `policies/` on the requests this
@@ -37,6 +37,7 @@ requests. The floors (plain, typed, no-op pack) are this checkout's.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import json
 import os
@@ -358,7 +359,9 @@ def measure_pack(n: int, pack_dir: str, floor: bool, passes: int, scratch: str) 
 
 def child(kind: str, n: int, shape_dir: str, code_root: Path, extra: dict | None = None) -> dict:
     """One measurement in a fresh interpreter. `code_root`: whose program and runtime are imported."""
-    env = dict(os.environ, PYTHONPATH=str(code_root), **(extra or {}))
+    from dev.bench.worktree import python_path
+
+    env = dict(os.environ, PYTHONPATH=python_path(code_root), **(extra or {}))
     cmd = [sys.executable, __file__, "--child", kind, str(n), shape_dir, str(code_root)]
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=code_root, timeout=3600)
     if proc.returncode != 0:
@@ -432,6 +435,13 @@ def run_plan_table(sizes: list[int], repeat: int, checkouts: dict[str, Path]) ->
                 f"{rows[label][-1][1]:>9.1f} {plan['gc_seconds']:>5.2f}",
                 flush=True,
             )
+        if "base" in found:
+            this, base = found["this"], found["base"]
+            print(
+                f"{'':>5} {n:>7} this/base: plan time x{_ratio(this['seconds'], base['seconds']):.2f}, "
+                f"memory x{_ratio(this['rss_growth_mb'], base['rss_growth_mb']):.2f}",
+                flush=True,
+            )
     if len(sizes) >= 2:
         for label, found_rows in rows.items():
             growth(f"plan cost per target ({label})", found_rows, "ms")
@@ -481,6 +491,14 @@ def run_pack_table(sizes: list[int], repeat: int, checkouts: dict[str, Path], fl
                     f"{pack['pack_peak_mb']:>7.0f} | {fl_an:>11.3f} {fl_st:>10.2f} | {pack['findings']:>8}",
                     flush=True,
                 )
+            if "base" in checkouts:
+                (n0, this_an), (_, base_an) = per_analyzed["this"][-1], per_analyzed["base"][-1]
+                this_st, base_st = per_stack["this"][-1][1], per_stack["base"][-1][1]
+                print(
+                    f"{'':>5} {n0:>7} this/base: ms/analyzed x{_ratio(this_an, base_an):.2f}, "
+                    f"AnalyzeStack x{_ratio(this_st, base_st):.2f}",
+                    flush=True,
+                )
     if len(sizes) >= 2:
         for label in checkouts:
             growth(f"pack Analyze per analyzed resource ({label})", per_analyzed[label], "ms")
@@ -521,7 +539,7 @@ def run_gc_table(sizes: list[int], repeat: int, checkouts: dict[str, Path]) -> N
 def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "--child":
         _, _, kind, n, shape_dir, code_root = sys.argv
-        sys.path.insert(0, code_root)
+        sys.path[:0] = [code_root, str(Path(code_root) / "components")]
         if kind in ("pack", "floor"):
             out = measure_pack(
                 int(n),
@@ -543,14 +561,23 @@ def main() -> None:
     p.add_argument("--gc", action="store_true", help="compare run_config's garbage-collection modes")
     p.add_argument("--root", type=Path, default=ROOT, help="checkout whose program, runtime and pack run")
     p.add_argument(
-        "--base", type=Path, help="another checkout measured side by side with --root, runs interleaved"
+        "--base",
+        help="another checkout (a directory), or a commit checked out in a temporary worktree, measured "
+        "side by side with --root, runs interleaved; ratios this/base are printed after the tables",
     )
     args = p.parse_args()
+    from dev.bench.worktree import checkout
+
+    with contextlib.ExitStack() as stack:
+        checkouts = {"this": args.root.resolve()}
+        if args.base:
+            checkouts = {"base": stack.enter_context(checkout(args.base)), "this": args.root.resolve()}
+        run(args, checkouts)
+
+
+def run(args: argparse.Namespace, checkouts: dict[str, Path]) -> None:
     repeat = max(1, args.repeat)
     sizes = [int(s) for s in args.sizes.split(",")]
-    checkouts = {"this": args.root.resolve()}
-    if args.base:
-        checkouts = {"base": args.base.resolve(), "this": args.root.resolve()}
     if args.gc:
         run_gc_table(sizes, repeat, checkouts)
         return
