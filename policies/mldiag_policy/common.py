@@ -224,6 +224,8 @@ class Declared:
 
     policy: ResourceValidationPolicy | StackValidationPolicy
     levels: Levels
+    types: frozenset[str] | None = None
+    """The canonical type tokens a resource rule checks (None: any)."""
 
 
 DECLARED: dict[str, Declared] = {}
@@ -268,7 +270,7 @@ def _rule(
         severity=severity,
         remediation_steps=remediation,
     )
-    DECLARED[name] = Declared(policy, levels)
+    DECLARED[name] = Declared(policy, levels, None if types is None else frozenset(types))
     return policy
 
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from pulumi_policy import Policy
 
-from . import common, levels, rules
+from . import common, forms, levels, rules
 
 RULE_MODULES = tuple(
     importlib.import_module(f"{rules.__name__}.{m.name}")
@@ -23,6 +23,13 @@ RULE_MODULES = tuple(
 RULES: tuple[common.Declared, ...] = tuple(common.DECLARED[name] for name in sorted(common.DECLARED))
 POLICIES: list[Policy] = [r.policy for r in RULES]
 LEVELS: dict[str, levels.Levels] = {r.policy.name: r.levels for r in RULES}
+TYPES: dict[str, frozenset[str] | None] = {r.policy.name: r.types for r in RULES}
+
+
+def may_check(policy: Policy, resource_type: str) -> bool:
+    """Whether `policy` can check a resource declared as `resource_type` (any other it returns from at once)."""
+    types = TYPES.get(policy.name)
+    return types is None or forms.may_hold(resource_type, types)
 
 
 def environment_config(environment: str) -> dict[str, Any]:

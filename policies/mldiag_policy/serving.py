@@ -10,7 +10,10 @@ AnalyzeStack call convert each Struct once: every policy of the call gets the sa
 the same proxy (the SDK builds a fresh `ResourceValidationArgs` per policy around them, as before). During
 such a call `plain(proxy)` is the deserialized dict the proxy was built from, which is what copying through
 the proxy produces, and `once()` keeps other per-resource work (the forms expansion) for the call's other
-policies. Outside a call (the pack's tests call rules directly) everything works as without it.
+policies. Outside a call (the pack's tests call rules directly) everything works as without it. With
+`may_check`, an Analyze call runs only the policies that may check the request's resource type: a policy
+of another type would return at once, but the SDK's work around each policy (its arguments, options,
+provider, report callback) was most of what a call cost.
 
 This is the one place the pack relies on pulumi-policy's internals: it wraps the private servicer's
 (`pulumi_policy.policy._PolicyAnalyzerServicer`) Analyze and AnalyzeStack, and replaces the three names that
@@ -35,6 +38,7 @@ from pulumi_policy.version import VERSION
 
 from .values import plain as _copy
 
+MayCheck = Callable[[Any, str], bool]
 SDK_VERSION = "1.21.0"  # the pulumi-policy whose servicer this was written against (requirements.txt)
 _call = threading.local()  # gRPC serves calls on a thread pool: one memo per thread
 _ORIGINAL: dict[str, Callable[..., Any]] = {
@@ -127,12 +131,43 @@ def _proxy(props: Any) -> Any:
     return proxied
 
 
-def _per_call(method: Callable[..., Any], pause_gc: bool = False) -> Callable[..., Any]:
+_POLICIES = "_PolicyAnalyzerServicer__policies"  # the servicer's (name-mangled) list of policies
+
+
+def _policies_of_the_call() -> property:
+    """The servicer's policies: during an Analyze call those that may check the request's type."""
+
+    def get(self: Any) -> Any:
+        only = getattr(_call, "policies", None)
+        return only if only is not None else self.__dict__[_POLICIES]
+
+    def put(self: Any, value: Any) -> None:
+        self.__dict__[_POLICIES] = value
+
+    return property(get, put)
+
+
+def _per_call(
+    method: Callable[..., Any], pause_gc: bool = False, may_check: MayCheck | None = None
+) -> Callable[..., Any]:
+    by_type: dict[tuple[int, str], list[Any]] = {}
+
+    def policies_for(policies: list[Any], resource_type: str) -> list[Any]:
+        key = (id(policies), resource_type)
+        found = by_type.get(key)
+        if found is None:
+            if len(by_type) >= 4096:  # only a client sending many made-up types gets here
+                by_type.clear()
+            found = by_type[key] = [p for p in policies if may_check(p, resource_type)]  # type: ignore[misc]
+        return found
+
     @functools.wraps(method)
     def serve(self: Any, request: Any, context: Any) -> Any:
         if _memo() is not None:  # already inside a call on this thread
             return method(self, request, context)
         _call.memo = _Memo()
+        if may_check is not None:
+            _call.policies = policies_for(self.__dict__[_POLICIES], request.type)
         collecting = pause_gc and gc.isenabled()
         if collecting:
             gc.disable()
@@ -140,6 +175,7 @@ def _per_call(method: Callable[..., Any], pause_gc: bool = False) -> Callable[..
             return method(self, request, context)
         finally:
             _call.memo = None
+            _call.policies = None
             if collecting:
                 gc.enable()
                 gc.collect(1)  # the call's own objects, once
@@ -147,9 +183,13 @@ def _per_call(method: Callable[..., Any], pause_gc: bool = False) -> Callable[..
     return serve
 
 
-def share_conversions() -> bool:
+def share_conversions(may_check: MayCheck | None = None) -> bool:
     """Installs the per-call conversion (idempotent); True when it is in place. It installs nothing, and
-    the SDK converts per policy as it ships, unless the SDK is the one it was written against."""
+    the SDK converts per policy as it ships, unless the SDK is the one it was written against.
+
+    `may_check(policy, type)`: False for a policy that would return at once on a resource of that type;
+    Analyze then runs only the others (the SDK's per-policy work, most of a call, is skipped for the rest:
+    the response is the same, as a policy that returns at once reports nothing)."""
     servicer = getattr(_sdk, "_PolicyAnalyzerServicer", None)
     if getattr(servicer, "_mldiag_shared_conversions", False):
         return True
@@ -164,7 +204,9 @@ def share_conversions() -> bool:
     _sdk.json_format = _JsonFormat(json_format.__name__)
     _sdk.deserialize_properties = _deserialize
     _sdk.unknown_checking_proxy = _proxy
-    servicer.Analyze = _per_call(servicer.Analyze)
+    if may_check is not None:
+        setattr(servicer, _POLICIES, _policies_of_the_call())
+    servicer.Analyze = _per_call(servicer.Analyze, may_check=may_check)
     # One AnalyzeStack call holds every resource of the stack at once; the collector's full passes over that
     # growing heap made the call superlinear (2/3 of it at 9,000 resources), so it pauses for the call.
     servicer.AnalyzeStack = _per_call(servicer.AnalyzeStack, pause_gc=True)

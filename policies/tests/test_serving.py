@@ -9,7 +9,7 @@ import gc
 import pytest
 from google.protobuf import json_format, struct_pb2
 from mldiag_policy import serving
-from mldiag_policy.pack import POLICIES
+from mldiag_policy.pack import POLICIES, may_check
 from pulumi.runtime.proto import analyzer_pb2
 from pulumi_policy import EnforcementLevel
 from pulumi_policy import policy as sdk
@@ -106,7 +106,7 @@ STACK = analyzer_pb2.AnalyzeStackRequest(
 
 @pytest.fixture(scope="module")
 def servicer():
-    assert serving.share_conversions(), "the SDK is not the one serving.py was written against"
+    assert serving.share_conversions(may_check), "the SDK is not the one serving.py was written against"
     return sdk._PolicyAnalyzerServicer("ml-diagnostics", "0.1.0", POLICIES, EnforcementLevel.MANDATORY)
 
 
@@ -121,6 +121,29 @@ def test_the_answers_are_the_sdks_own(servicer):
     own.append(_answers(lambda r, c: cls.AnalyzeStack.__wrapped__(servicer, r, c), STACK))
     assert shared == own
     assert sum(map(len, shared)) > 30  # the resources violate something: the comparison means something
+
+
+def test_analyze_runs_only_the_policies_that_may_check_the_type(servicer, monkeypatch):
+    cls = type(servicer)
+    ran: list[str] = []
+    report = cls._create_report_violation
+
+    def recording(self, response, name, *args):  # type: ignore[no-untyped-def]
+        ran.append(name)
+        return report(self, response, name, *args)
+
+    monkeypatch.setattr(cls, "_create_report_violation", recording)
+    by_name = {p.name: p for p in POLICIES}
+    skipped = 0
+    for request in REQUESTS:
+        ran.clear()
+        cls.Analyze.__wrapped__(servicer, request, None)
+        everything = list(ran)
+        ran.clear()
+        servicer.Analyze(request, None)
+        assert ran == [n for n in everything if may_check(by_name[n], request.type)]
+        skipped += len(everything) - len(ran)
+    assert skipped > len(REQUESTS)
 
 
 def test_each_struct_is_converted_once_per_call(servicer, monkeypatch):
