@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from typing import Any, Literal, TypeVar
+from typing import Any, TypeVar
 
 import pulumi
 from pydantic import BaseModel, Field, ValidationError, create_model, field_validator
@@ -26,6 +26,7 @@ from program.config_base import (
     PLACEHOLDER_SECRET,
     PLAIN_SECRETS_OK,
     ConfigError,
+    Environment,
     Model,
     Secret,
     TargetBase,
@@ -90,7 +91,7 @@ _REGION_SHAPE = re.compile(r"[a-z]{2,20}-[a-z]{2,20}[0-9]{1,2}(-[a-z])?")
 
 
 class StackBase(Model):
-    environment: Literal["dev", "staging", "prod"]
+    environment: Environment
     """Which environment this stack is; the policy pack's strictness and the deletion defaults follow it."""
     extra_regions: ExtraRegions = ExtraRegions()
     """Regions newer than the built-in lists of ml_diagnostics/rules/regions.py (their date is there): {gcp: [...], azure: [...]}."""

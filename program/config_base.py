@@ -10,7 +10,7 @@ from __future__ import annotations
 import typing
 from collections.abc import Mapping
 from functools import cache
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import pulumi
 from pydantic import (
@@ -34,6 +34,10 @@ NAMESPACE = "ml-diagnostics"
 # (plus a digest of the ciphertext, so a changed secret still shows as changed) for every `secure:` value.
 # Validators that inspect a secret's content (PEM checks) treat it as opaque: use `is_placeholder()`.
 PLACEHOLDER_SECRET = "offline-plan-placeholder-secret"
+
+Environment = Literal["dev", "staging", "prod"]
+"""A stack's environment: the policy pack publishes each one's levels (policies/config/environments/)."""
+ENVIRONMENTS: tuple[str, ...] = typing.get_args(Environment)
 
 
 def is_placeholder(value: object) -> bool:

@@ -71,7 +71,8 @@ ALL_MODULES = (
     + _modules(ROOT / "dev", ROOT)
     + POLICY_MODULES
 )
-PROJECT_PACKAGES = sorted({m.split(".")[0] for m in ALL_MODULES})
+# `policies` too: the pack under a second name (policies.mldiag_policy) is still the pack, and is refused
+PROJECT_PACKAGES = sorted({m.split(".")[0] for m in ALL_MODULES} | {"policies"})
 
 
 @pytest.fixture(scope="module")
@@ -123,12 +124,19 @@ def _layer(m: str) -> str:
     top = _top(m)
     if top in ("__main__", "conftest"):  # the pack's entry point and its tests' conftest, in policies/
         return PACK
+    if top == "policies":  # the pack's modules under a second name: the same file loaded twice
+        return "policies"
     return "ml_diagnostics" if top == "components" else top
 
 
 def _allowed(m: str) -> set[str]:
+    """The pack stands alone; the product reads the data it publishes (policies/config/), and only dev's
+    tooling (its generators, its benchmark) imports it, under its one name."""
     layer = _layer(m)
-    return {PACK} if layer == PACK else set(LAYERS[: LAYERS.index(layer) + 1])
+    if layer == PACK:
+        return {PACK}
+    allowed = set(LAYERS[: LAYERS.index(layer) + 1])
+    return allowed | {PACK} if layer == "dev" else allowed
 
 
 @pytest.mark.parametrize("layer", [*LAYERS, PACK])
@@ -170,6 +178,8 @@ def test_the_layer_rule_catches_an_upward_import():
     assert "mldiag" not in _allowed("program.config")
     assert "dev" not in _allowed("mldiag.plan.cli")
     assert _allowed("mldiag_policy.pack") == {PACK}
+    assert PACK not in _allowed("mldiag.stacks.policy_config") and PACK in _allowed("dev.gen.policy_levels")
+    assert "policies" not in _allowed("dev.gen.policy_levels") | _allowed("mldiag.stacks.new_stack")
     assert {"ml_diagnostics", "program", "mldiag"} <= _allowed("dev.bench.plan")
     assert _layer("components.providers.model_development_cluster") == "ml_diagnostics"
 

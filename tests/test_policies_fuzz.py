@@ -12,11 +12,11 @@ import copy
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from mldiag_policy.pack import POLICIES
 from pulumi_policy import ResourceValidationArgs, ResourceValidationPolicy, StackValidationArgs
 from pulumi_policy.policy import PolicyResource, PolicyResourceOptions
 from pulumi_policy.proxy import UnknownValueError, unknown_checking_proxy
 
-from policies.mldiag_policy.pack import POLICIES
 from tests.fixtures.policies import UNKNOWN_STRING
 from tests.test_policies_azure_ml import PEMS, extension
 from tests.test_policies_gke import adopted, cluster

@@ -64,7 +64,7 @@ def test_the_generated_files_are_current():
 
 
 def test_the_generated_files_repeat_the_declarations():
-    from policies.mldiag_policy import levels, pack
+    from mldiag_policy import levels, pack
 
     assert ENVS == levels.ENVIRONMENTS
     declared = {name: tuple(levels.level_in(lv, env) for env in ENVS) for name, lv in pack.LEVELS.items()}

@@ -9,44 +9,43 @@ import sys
 from pathlib import Path
 
 import pytest
+from mldiag_policy import levels
 
+from dev.gen.policy_levels import render_environment
 from mldiag.plan.common import ROOT
 from mldiag.stacks import policy_config
-from policies.mldiag_policy.levels import ENVIRONMENTS
+from program.config_base import ENVIRONMENTS
 
 
 @pytest.mark.parametrize("env", ENVIRONMENTS)
 def test_the_environment_files_are_written_from_the_rules_declarations(env: str) -> None:
     path = ROOT / "policies" / "config" / "environments" / f"{env}.json"
-    assert path.read_text() == policy_config.render_environment(env), (
-        "run: python -m dev.gen.policy_levels --write"
-    )
+    assert path.read_text() == render_environment(env), "run: python -m dev.gen.policy_levels --write"
+    assert policy_config.environment_defaults(env) == json.loads(path.read_text())
 
 
-def test_write_environments_writes_each_environment_and_says_so(tmp_path: Path, monkeypatch, capsys) -> None:
-    monkeypatch.setattr(policy_config, "ENVIRONMENTS_DIR", tmp_path / "environments")
-    assert policy_config.main(["--write-environments"]) == 0
-    out = capsys.readouterr()
-    assert out.out.splitlines() == [
-        f"wrote {tmp_path / 'environments' / f'{env}.json'}" for env in ENVIRONMENTS
-    ]
-    assert "python -m dev.gen.policy_levels --write" in out.err
+def test_the_products_environments_are_the_ones_the_pack_publishes() -> None:
+    assert ENVIRONMENTS == levels.ENVIRONMENTS
+    published = sorted(p.stem for p in (ROOT / "policies" / "config" / "environments").glob("*.json"))
+    assert published == sorted(ENVIRONMENTS)
+
+
+def test_an_environment_the_pack_has_not_published_is_named(tmp_path: Path) -> None:
     for env in ENVIRONMENTS:
-        assert (tmp_path / "environments" / f"{env}.json").read_bytes() == (
-            ROOT / "policies" / "config" / "environments" / f"{env}.json"
-        ).read_bytes()
-
-
-def test_an_environment_without_its_file_takes_the_declarations(tmp_path: Path) -> None:
-    for env in ENVIRONMENTS:
-        config, sources = policy_config.effective("nosuch", environment=env, config_dir=tmp_path)
-        assert config == policy_config.effective("nosuch", environment=env)[0]
-        assert sources == [tmp_path / "environments" / f"{env}.json"]
+        with pytest.raises(policy_config.PolicyConfigInputError) as e:
+            policy_config.effective("nosuch", environment=env, config_dir=tmp_path)
+        assert str(e.value) == (
+            f"{tmp_path / 'environments' / f'{env}.json'} does not exist: the policy pack publishes it "
+            "(python -m dev.gen.policy_levels --write)"
+        )
     with pytest.raises(policy_config.PolicyConfigInputError, match="environment 'qa' is unknown"):
         policy_config.environment_defaults("qa")
 
 
 def test_strictness_follows_the_environment_not_the_stack_name(tmp_path: Path) -> None:
+    (tmp_path / "environments").mkdir()
+    for env in ENVIRONMENTS:
+        (tmp_path / "environments" / f"{env}.json").write_text(render_environment(env))
     stack = tmp_path / "Pulumi.team-a.yaml"
     stack.write_text("config:\n  ml-diagnostics:environment: dev\n")
     config, sources = policy_config.effective("team-a", stack_file=stack, config_dir=tmp_path)
@@ -63,7 +62,7 @@ def test_strictness_follows_the_environment_not_the_stack_name(tmp_path: Path) -
 
 def test_a_stack_file_of_its_own_overrides_level_and_options(tmp_path: Path) -> None:
     (tmp_path / "environments").mkdir()
-    (tmp_path / "environments" / "prod.json").write_text(policy_config.render_environment("prod"))
+    (tmp_path / "environments" / "prod.json").write_text(render_environment("prod"))
     (tmp_path / "edge.json").write_text(
         json.dumps(
             {

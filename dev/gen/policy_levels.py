@@ -19,10 +19,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from mldiag.stacks.policy_config import render_environment
-from policies.mldiag_policy import levels, pack
-
 ROOT = Path(__file__).resolve().parents[2]
+# The pack runs from its own directory and is imported so here too: one module name, mldiag_policy.
+if str(ROOT / "policies") not in sys.path:
+    sys.path.insert(0, str(ROOT / "policies"))
+
+from mldiag_policy import levels, pack  # noqa: E402
+
 README = Path("policies") / "README.md"
 EXPECTED = Path("tests") / "fixtures" / "policy_levels.py"
 GENERATOR = "python -m dev.gen.policy_levels --write"
@@ -127,6 +130,12 @@ def expected_levels() -> str:
         cells = [levels.level_in(rule.levels, env) for env in levels.ENVIRONMENTS]
         lines.append(f'    "{rule.policy.name}": ({", ".join(short.get(c, json.dumps(c)) for c in cells)}),')
     return "\n".join([*lines, "}", ""])
+
+
+def render_environment(environment: str) -> str:
+    """The environment's pack config as the pack publishes it: one rule per line."""
+    lines = [f"  {json.dumps(k)}: {json.dumps(v)}" for k, v in pack.environment_config(environment).items()]
+    return "{\n" + ",\n".join(lines) + "\n}\n"
 
 
 def outputs(root: Path = ROOT) -> dict[Path, str]:

@@ -57,7 +57,7 @@ def render(name: str, environment: str, secret: str) -> str:
 
 def create(name: str, environment: str, *, stacks_dir: Path = STACKS, force: bool = False) -> Path:
     from ml_diagnostics.rules.names import closest
-    from policies.mldiag_policy.levels import ENVIRONMENTS
+    from program.config_base import ENVIRONMENTS
 
     if not _NAME.fullmatch(name):
         raise NewStackError(

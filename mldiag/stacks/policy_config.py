@@ -1,10 +1,10 @@
 """The policy pack config of a stack: its environment's levels, then its own file over them.
 
 - `policies/config/environments/<environment>.json`: every rule's level (and options) in that environment,
-  written from the policy pack's own declarations (each rule's `levels=`, the pack's `BASE_LEVELS` for `all`:
-  policies/mldiag_policy/levels.py) by `python -m dev.gen.policy_levels --write` (which also writes the
-  pack README's tables and the tests' expected levels) or `mldiag policy-config --write-environments`; a
-  test fails when they are stale.
+  the data the policy pack publishes, written from its own declarations (each rule's `levels=`, the pack's
+  `BASE_LEVELS` for `all`: policies/mldiag_policy/levels.py) by `python -m dev.gen.policy_levels --write`
+  (which also writes the pack README's tables and the tests' expected levels); a test fails when they are
+  stale. The product reads these files, never the pack's Python.
 - `policies/config/<stack>.json` (optional): what this stack sets differently, e.g. the Azure subscriptions
   `azureml-allowed-subscriptions` allows. A rule's entry there replaces the level and the options it names.
 
@@ -12,7 +12,6 @@ The environment is the stack file's `ml-diagnostics:environment`, so a new stack
 strictness without a file of its own.
 
     mldiag policy-config STACK [--output FILE]     # the effective config: pass it to --policy-pack-config
-    mldiag policy-config --write-environments
 """
 
 from __future__ import annotations
@@ -25,8 +24,8 @@ from typing import Any
 
 from mldiag.exit_codes import Exit
 from mldiag.plan.common import PROJECT, ROOT
-from policies.mldiag_policy.levels import ENVIRONMENTS
 from program import stack_file as stack_file_reader
+from program.config_base import ENVIRONMENTS
 from program.stack_file import StackFileError
 
 CONFIG_DIR = ROOT / "policies" / "config"
@@ -39,31 +38,18 @@ class PolicyConfigInputError(Exception):
     """A stack, environment or config file the effective config cannot be made from."""
 
 
-def environment_defaults(environment: str) -> dict[str, Any]:
-    """Every rule's level and options in an environment, from the rules' declarations in the policy pack."""
+def environment_defaults(environment: str, config_dir: Path = CONFIG_DIR) -> dict[str, Any]:
+    """Every rule's level and options in an environment, as the policy pack publishes them."""
     if environment not in ENVIRONMENTS:
         raise PolicyConfigInputError(
             f"environment {environment!r} is unknown; allowed: {', '.join(ENVIRONMENTS)}"
         )
-    from policies.mldiag_policy.pack import environment_config  # the whole pack (pulumi_policy): only here
-
-    return environment_config(environment)
-
-
-def render_environment(environment: str) -> str:
-    lines = [f"  {json.dumps(k)}: {json.dumps(v)}" for k, v in environment_defaults(environment).items()]
-    return "{\n" + ",\n".join(lines) + "\n}\n"
-
-
-def write_environments(directory: Path) -> list[Path]:
-    """Writes every environment's file into `directory`; returns the paths written."""
-    directory.mkdir(parents=True, exist_ok=True)
-    written = []
-    for env in ENVIRONMENTS:
-        path = directory / f"{env}.json"
-        path.write_text(render_environment(env))
-        written.append(path)
-    return written
+    path = config_dir / "environments" / f"{environment}.json"
+    if not path.exists():
+        raise PolicyConfigInputError(
+            f"{path} does not exist: the policy pack publishes it (python -m dev.gen.policy_levels --write)"
+        )
+    return read_json(path)
 
 
 def _entry(value: Any) -> dict[str, Any]:
@@ -115,7 +101,7 @@ def effective(
     unless given."""
     env = environment or stack_environment(stack_file or STACKS_DIR / f"Pulumi.{stack}.yaml")
     env_file = config_dir / "environments" / f"{env}.json"
-    config = read_json(env_file) if env_file.exists() else environment_defaults(env)
+    config = environment_defaults(env, config_dir)
     sources = [env_file]
     own = config_dir / f"{stack}.json"
     if own.exists():
@@ -134,19 +120,10 @@ def main(argv: list[str] | None = None) -> int:
         "stack", nargs="?", help="stack name: stacks/Pulumi.STACK.yaml and policies/config/STACK.json"
     )
     p.add_argument("--output", type=Path, help="write the config here instead of stdout")
-    p.add_argument("--write-environments", action="store_true", help="rewrite policies/config/environments/")
     args = p.parse_args(argv)
     try:
-        if args.write_environments:
-            for path in write_environments(ENVIRONMENTS_DIR):
-                print(f"wrote {path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}")
-            print(
-                "policies/README.md's tables and the tests' expected levels: python -m dev.gen.policy_levels --write",
-                file=sys.stderr,
-            )
-            return EXIT_OK
         if not args.stack:
-            p.error("name a stack, or --write-environments")
+            p.error("name a stack")
         stack_file = STACKS_DIR / f"Pulumi.{args.stack}.yaml"
         if not stack_file.exists():
             raise PolicyConfigInputError(f"{stack_file.relative_to(ROOT)} does not exist")
