@@ -375,8 +375,8 @@ def test_help_of_an_args_and_of_a_component_lists_its_keys_with_their_docs():
     text = pydoc.render_doc(ml_diagnostics.DiagonArgs, renderer=pydoc.plaintext)
     assert "Keys:" in text
     assert (
-        'max_unavailable (str, optional): RollingUpdate maxUnavailable: a count ("1") or a percentage ("10%") (default 1).'
-        in text
+        "max_unavailable (int | str, optional): RollingUpdate maxUnavailable, an IntOrString as Kubernetes takes it: "
+        'a count (1) or a percentage ("10%") (default 1).' in text
     )
     assert "image (Input[str], optional): Daemon image; pull policy Always only for :latest." in text
     comp = pydoc.render_doc(ml_diagnostics.Diagon, renderer=pydoc.plaintext)

@@ -153,7 +153,7 @@ class DiagonArgs(TypedDict):
         gcp_service_account (Input[str], optional): GKE Workload Identity: the Google service account the daemon's Kubernetes SA acts as.
         accelerator_node_labels (list[str], optional): Runs on nodes carrying any of these labels (node affinity `Exists`); empty list: every node. Unset: GKE the GKE accelerator labels (and nvidia.com/gpu.present); self-managed every node (the vendor manifest).
         node_selector (dict[str, str], optional): Overrides the accelerator affinity: run only on nodes with exactly these labels.
-        max_unavailable (str, optional): RollingUpdate maxUnavailable: a count ("1") or a percentage ("10%") (default 1).
+        max_unavailable (int | str, optional): RollingUpdate maxUnavailable, an IntOrString as Kubernetes takes it: a count (1) or a percentage ("10%") (default 1).
         adopt (bool, optional): Take over what `kubectl apply -f diagon-daemonset.yaml` made (the DaemonSet, its ServiceAccount and the namespace, when it is created here); placement then defaults to the manifest's (none) (default false).
         self_managed (bool, optional): Not GKE: the default placement is every node, as the vendor manifest (the cluster components set it) (default false).
     """
@@ -174,8 +174,8 @@ class DiagonArgs(TypedDict):
     """Runs on nodes carrying any of these labels (node affinity `Exists`); empty list: every node. Unset: GKE the GKE accelerator labels (and nvidia.com/gpu.present); self-managed every node (the vendor manifest)."""
     node_selector: NotRequired[dict[str, str]]
     """Overrides the accelerator affinity: run only on nodes with exactly these labels."""
-    max_unavailable: NotRequired[str]
-    """RollingUpdate maxUnavailable: a count ("1") or a percentage ("10%") (default 1)."""
+    max_unavailable: NotRequired[int | str]
+    """RollingUpdate maxUnavailable, an IntOrString as Kubernetes takes it: a count (1) or a percentage ("10%") (default 1)."""
     adopt: NotRequired[bool]
     """Take over what `kubectl apply -f diagon-daemonset.yaml` made (the DaemonSet, its ServiceAccount and the namespace, when it is created here); placement then defaults to the manifest's (none) (default false)."""
     self_managed: NotRequired[bool]

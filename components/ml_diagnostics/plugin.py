@@ -8,11 +8,13 @@ committed as components/ml_diagnostics/schema.json (shipped in the wheel, so an 
 from __future__ import annotations
 
 import contextlib
+import inspect
 import json
 import sys
+import typing
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NotRequired
 
 import pulumi
 
@@ -46,15 +48,71 @@ def summaries() -> Iterator[None]:
             cls.__doc__ = doc
 
 
+INT_OR_STRING = {"oneOf": [{"type": "integer"}, {"type": "string"}]}
+
+
+@contextlib.contextmanager
+def int_or_string() -> Iterator[dict[str, set[str]]]:
+    """The analyzer takes no unions: an Args key Kubernetes types IntOrString (`int | str`, e.g. Diagon's
+    max_unavailable) is shown to it as a string while it runs; yields {Args name: those keys}, which
+    `with_int_or_string` then writes into the schema as a oneOf integer or string."""
+    from ml_diagnostics import args
+
+    swapped: dict[str, set[str]] = {}
+    saved: list[tuple[dict[str, Any], str, Any]] = []
+    for name in args.__all__:
+        annotations = getattr(getattr(args, name), "__annotations__", {})
+        for key, hint in annotations.items():
+            inner = typing.get_args(hint)[0] if typing.get_origin(hint) is NotRequired else hint
+            if set(typing.get_args(inner)) == {int, str}:
+                saved.append((annotations, key, hint))
+                annotations[key] = NotRequired[str] if inner is not hint else str
+                swapped.setdefault(name, set()).add(key)
+    try:
+        yield swapped
+    finally:
+        for annotations, key, hint in saved:
+            annotations[key] = hint
+
+
+def with_int_or_string(spec_text: str, swapped: dict[str, set[str]]) -> str:
+    """The analyzer's schema with each swapped key a oneOf integer or string, where its Args is a type and
+    where a component takes it as its arguments."""
+    spec = json.loads(spec_text)
+    takes = {f"{NAME}:index:{c.__name__}": _args_name(c) for c in components()}
+    places = [(f"{NAME}:index:{n}", "types", "properties", n) for n in swapped]
+    places += [
+        (token, "resources", "inputProperties", args) for token, args in takes.items() if args in swapped
+    ]
+    for token, group, key, args_name in places:
+        props = spec.get(group, {}).get(token, {}).get(key, {})
+        for field in swapped[args_name]:
+            prop = props.get(_camel(field))
+            if prop is not None and prop.get("type") == "string":
+                del prop["type"]
+                prop.update(INT_OR_STRING)
+    return json.dumps(spec)
+
+
+def _args_name(component: type[pulumi.ComponentResource]) -> str:
+    hint = inspect.get_annotations(component.__init__).get("args")
+    return getattr(hint, "__name__", "")
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(p[:1].upper() + p[1:] for p in rest)
+
+
 def schema() -> dict[str, Any]:
     """The schema as the engine hands it out (`pulumi package get-schema`): the analyzer's, in the shape of the
     CLI's package spec (a type reference under `items`/`additionalProperties` has no description; empty
     lists and dependencies are left out; `config` is always there)."""
     from pulumi.provider.experimental.component import ComponentProvider
 
-    with summaries():
+    with summaries(), int_or_string() as swapped:
         provider = ComponentProvider(components(), NAME, version=VERSION)
-        return _as_package_spec(json.loads(provider.schema or "{}"))
+        return _as_package_spec(json.loads(with_int_or_string(provider.schema or "{}", swapped)))
 
 
 def _type_spec(t: dict[str, Any]) -> dict[str, Any]:
@@ -116,7 +174,10 @@ def provider() -> Any:
                     raise pulumi.InputPropertiesError(inner.message, inner.errors) from None
                 raise
 
-    return Provider(components(), NAME, version=VERSION)
+    with int_or_string() as swapped:
+        served = Provider(components(), NAME, version=VERSION)
+    served.schema = with_int_or_string(served.schema or "{}", swapped)
+    return served
 
 
 def host() -> None:

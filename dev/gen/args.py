@@ -92,6 +92,11 @@ class Writer:
             inner, *meta = typing.get_args(annotation)
             return self.type_of(inner, [*metadata, *meta])
         if origin in (typing.Union, types.UnionType):
+            if set(args) == {
+                int,
+                str,
+            }:  # Kubernetes' IntOrString (the plugin's schema: oneOf integer, string)
+                return ("pulumi.Input[int | str]" if INPUT in metadata else "int | str"), None
             return self.type_of(args[0], metadata)
         note = None
         if origin is Literal:

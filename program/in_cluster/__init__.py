@@ -36,9 +36,6 @@ class DiagonSettings(DiagonSpec):
 
     enabled: bool = False
     """Deploy the daemon."""
-    # the stack file takes a count as a YAML number too (`maxUnavailable: 1`); the library's Spec only as text
-    max_unavailable: int | str = 1  # type: ignore[assignment]
-    """RollingUpdate maxUnavailable (count or percentage)."""
 
 
 class VerifyRbacSettings(VerifyRbacSpec):
@@ -122,7 +119,7 @@ def in_cluster_args(s: InClusterSettings) -> InClusterArgs:
             "create_namespace": d.create_namespace,
             "image": d.image,
             "service_account": d.service_account,
-            "max_unavailable": str(d.max_unavailable),
+            "max_unavailable": d.max_unavailable,
             "adopt": d.adopt,
         }
         for key, value in (

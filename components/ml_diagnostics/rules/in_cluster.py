@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import re
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import field_validator, model_validator
+from pydantic import BeforeValidator, field_validator, model_validator
 
 from ml_diagnostics import compat
 from ml_diagnostics.rules import names
@@ -254,6 +254,19 @@ def max_unavailable_problem(v: object) -> str | None:
     return "must be a positive integer or a percentage like 10%"
 
 
+def _int_or_string(v: Any) -> Any:
+    """An IntOrString as it arrives: another language's whole number comes as a float (protobuf), and any
+    other type is one problem, not one per member of the union."""
+    if isinstance(v, float) and v.is_integer():
+        return int(v)
+    if is_output(v) or (isinstance(v, int | str) and not isinstance(v, bool)):
+        return v
+    raise ValueError("must be a positive integer or a percentage like 10%")
+
+
+IntOrString = Annotated[int | str, BeforeValidator(_int_or_string)]
+
+
 class DiagonSpec(Spec):
     """The Diagon profiling DaemonSet (preview)."""
 
@@ -274,8 +287,8 @@ class DiagonSpec(Spec):
     GKE the GKE accelerator labels (and nvidia.com/gpu.present); self-managed every node (the vendor manifest)."""
     node_selector: dict[str, str] | None = None
     """Overrides the accelerator affinity: run only on nodes with exactly these labels."""
-    max_unavailable: str = "1"
-    """RollingUpdate maxUnavailable: a count ("1") or a percentage ("10%")."""
+    max_unavailable: IntOrString = 1
+    """RollingUpdate maxUnavailable, an IntOrString as Kubernetes takes it: a count (1) or a percentage ("10%")."""
     adopt: bool = False
     """Take over what `kubectl apply -f diagon-daemonset.yaml` made (the DaemonSet, its ServiceAccount and the
     namespace, when it is created here); placement then defaults to the manifest's (none)."""
