@@ -128,13 +128,9 @@ def test_nodes_without_a_ready_pod_are_named_with_why(
     healthy_lab: FakeKubeApi, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     cluster(healthy_lab, 4, cpu_nodes=2)
-    # node 1: its kubelet reports NotReady and the node lifecycle controller marked its pod not ready
+    # node 1: its kubelet reports NotReady; its pod's readiness is the kubelet's last word (still ready)
     healthy_lab.put(
         "nodes", gpu_node("gpu-00001", ready="False", reason="KubeletNotReady", message="PLEG is not healthy")
-    )
-    healthy_lab.put(
-        "pods",
-        k8s_api.pod("diagon-daemon-00001", "diagon", "diagon-daemon", IMAGE, node="gpu-00001", ready=False),
     )
     # node 2: its pod cannot be placed (pods capacity used up): the scheduler's message
     message = "0/6 nodes are available: 1 Too many pods, 5 node(s) didn't match Pod's node affinity/selector."

@@ -149,9 +149,14 @@ def node_selection(spec: client.V1PodSpec) -> str:
 
 
 def _pod_not_ready(pod: client.V1Pod, nodes: dict[str, client.V1Node] | None = None) -> str | None:
+    """Why the pod is not ready, or None. A pod on a node that is not Ready counts as not ready: its last
+    reported readiness is the kubelet's word from before (the controllers mark it only once the kubelet is
+    silent)."""
     status = pod.status or client.V1PodStatus()
+    node = _pod_node(pod)
+    down = node_not_ready(nodes[node]) if nodes and node in nodes else None
     ready = next((c for c in status.conditions or [] if c.type == "Ready"), None)
-    if ready is not None and ready.status == "True":
+    if ready is not None and ready.status == "True" and not down:
         return None
     why = status.phase or "Unknown"
     scheduled = next((c for c in status.conditions or [] if c.type == "PodScheduled"), None)
@@ -165,8 +170,6 @@ def _pod_not_ready(pod: client.V1Pod, nodes: dict[str, client.V1Node] | None = N
             )
         elif cs.state and cs.state.terminated:
             why = f"terminated: {cs.state.terminated.reason} (exit {cs.state.terminated.exit_code})"
-    node = _pod_node(pod)
-    down = node_not_ready(nodes[node]) if nodes and node in nodes else None
     if down:
         why = f"{why} (node {node}: {down})"
     return f"{name_of(pod)}{f' on {node}' if node else ''}: {why}"
