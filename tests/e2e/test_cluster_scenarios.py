@@ -7,7 +7,10 @@ library's Diagon with its GKE default placement through the real engine, and `ml
 - a GPU pool added after `pulumi up` gets Diagon with no update (the preview still shows no change);
 - a node whose kubelet reports NotReady, and a node whose pod capacity is used up: verify fails
   `diagon.ready` (exit 1, README's table) naming each node and why: its Ready condition, the scheduler's
-  own message.
+  own message;
+- the program's manual install (cert-manager, injection webhook, connection operator as Helm releases, one
+  replica each): the releases' await passes because the scheduler placed their pods (on the CPU pool: the
+  accelerator pools' taints keep them off) and kwok ran them.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from typing import Any
 
 import pytest
 
+from dev.e2e.chart_repo import ChartRepo
 from dev.e2e.control_plane import ControlPlane
 from dev.e2e.harness import REPO, Project
 from dev.e2e.node_pools import NOT_READY, Pool, create_pool, gke_cpu, gke_gpu, gke_h100, gke_tpu
@@ -209,3 +213,38 @@ def test_3_a_not_ready_node_and_a_full_node_are_named_with_why(cluster: Cluster)
     healthy = accelerators(cluster) - {sick, full}
     assert not any(f"on {n}:" in ready for n in healthy), ready
     assert set(failed) <= {"diagon.ready", "diagon.logs"}, failed
+
+
+def test_4_the_manual_install_is_ready_on_pods_the_scheduler_placed(
+    cluster: Cluster, chart_repo: ChartRepo
+) -> None:
+    one = {"replicaCount": 1}
+    target = {
+        "name": "lab",
+        "mode": "manual",
+        "certManager": {"repository": chart_repo.url, "values": one},
+        "manualInstall": {
+            "jaxVersion": "0.8",
+            "repository": chart_repo.url,
+            "injectionWebhook": {"values": one},
+            "connectionOperator": {"values": one},
+        },
+        "diagon": {"enabled": False},
+    }
+    project = cluster.project
+    project.init_stack(
+        "manual",
+        {"environment": "dev", "kubernetesClusters": [target]},
+        {"kubernetesClusters[0].kubeconfig": cluster.cp.kubeconfig.read_text()},
+    )
+    t0 = time.monotonic()
+    project.pulumi("up", "--yes", "--skip-preview", stack="manual")
+    TIMINGS["manual install up (3 releases, one pod each)"] = time.monotonic() - t0
+    # `up` returned: Helm's await saw each Deployment available, i.e. a pod placed and reported ready
+    deployments = {d["metadata"]["name"]: d for d in cluster.cp.get("/apis/apps/v1/deployments")["items"]}
+    for release in ("cert-manager", "mldiagnostics-injection-webhook", "mldiagnostics-connection-operator"):
+        status = deployments[release]["status"]
+        assert (status.get("readyReplicas"), status.get("availableReplicas")) == (1, 1), (release, status)
+        selector = "app.kubernetes.io/instance%3D" + release
+        (pod,) = cluster.cp.get(f"/api/v1/pods?labelSelector={selector}")["items"]
+        assert pod["spec"]["nodeName"] in cluster.pools["default-pool"], pod["spec"]["nodeName"]
