@@ -39,6 +39,7 @@ bench: venv
 	$(PY) -m dev.bench.plan
 	$(PY) -m dev.bench.lro
 	$(PY) -m dev.bench.fleet
+	$(PY) -m dev.bench.cluster
 
 clean:
 	rm -rf .venv .pytest_cache .ruff_cache .mypy_cache plan-out $(MERMAID)/node_modules

@@ -96,8 +96,13 @@ class ControlPlane:
 
     `cp.set_pod_log(text)` sets what kwok serves as every container's log."""
 
-    def __init__(self, bin_dir: str | Path, workdir: str | Path | None = None) -> None:
+    def __init__(
+        self, bin_dir: str | Path, workdir: str | Path | None = None, *, lease_seconds: int = 40
+    ) -> None:
+        """lease_seconds: the nodes' Lease duration (kwok renews it at a quarter of that); the node lifecycle
+        controller's grace period follows it. Thousands of nodes (dev/bench/cluster.py) take a longer one."""
         self.bin = Path(bin_dir)
+        self.lease_seconds = lease_seconds
         self.exes = {name: extra_bin(extra) / name for name, extra in EXTRAS.items()}
         missing = [str(exe) for exe in self.exes.values() if not os.access(exe, os.X_OK)]
         if missing:
@@ -202,6 +207,7 @@ class ControlPlane:
                 f"--root-ca-file={pki / 'ca.crt'}",
                 "--use-service-account-credentials=false",
                 "--controllers=*",
+                f"--node-monitor-grace-period={max(50, self.lease_seconds + 10)}s",
                 "--profiling=false",
                 "--v=1",
             ],
@@ -252,7 +258,7 @@ class ControlPlane:
                 f"--server-address=127.0.0.1:{kwok_port}",
                 f"--tls-cert-file={pki / 'kubelet.crt'}",
                 f"--tls-private-key-file={pki / 'kubelet.key'}",
-                "--node-lease-duration-seconds=40",
+                f"--node-lease-duration-seconds={self.lease_seconds}",
                 "--cidr=10.0.0.0/16",
             ],
         )
