@@ -8,11 +8,15 @@ Keys are `<Spec class>.<field>` of the class that declares the field.
 
 from __future__ import annotations
 
+from ml_diagnostics.compat import MANAGED_MIN_VERSION
+
 GKE_API = "GKE API v1 (container.googleapis.com): projects.locations.clusters"
 GKE_POOLS = "GKE API v1: projects.locations.clusters.nodePools (NodePool, NodeConfig, NodePoolAutoscaling)"
 K8S_NAMES = "Kubernetes: object names and IDs (RFC 1123 label / subdomain), labels and selectors"
 HELM = "Helm: chart repositories (`helm repo add` takes http(s)://, `helm install oci://...` an OCI registry)"
-SEED_GKE = "seed: ML Diagnostics on GKE (managed flag from 1.35.0-gke.3065000; the manual install's charts)"
+SEED_GKE = (
+    f"seed: ML Diagnostics on GKE (managed flag from {MANAGED_MIN_VERSION}; the manual install's charts)"
+)
 SEED_DIAGON = "seed: the Diagon profiling DaemonSet manifest"
 SEED_AML = "seed: the Azure ML extension's configuration settings (az k8s-extension create ... --config)"
 ARM_EXT = "ARM API: Microsoft.KubernetesConfiguration/extensions (2023-05-01)"
@@ -99,7 +103,7 @@ FIELD_RULES: dict[str, tuple[str, str]] = {
     "VerifyRbacSpec.name": ("a DNS subdomain", K8S_NAMES),
     "InClusterSpec.workload_namespaces": ("each once; none the cluster's own parts create", ""),
     "ClusterMlDiagnosticsSpec.mode": (
-        "managed only on GKE from 1.35.0-gke.3065000; auto needs the version",
+        f"managed only on GKE from {MANAGED_MIN_VERSION}; auto needs the version",
         "",
     ),
     "ClusterMlDiagnosticsSpec.gke_version": ("a GKE version MAJOR.MINOR.PATCH-gke.BUILD", GKE_API),
