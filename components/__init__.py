@@ -1,7 +1,8 @@
-"""Old import paths of this repository's program, kept importable for state it already wrote.
+"""The component library and what serves it: `ml_diagnostics` (components/ml_diagnostics), the Pulumi
+components for ML diagnostics and training infrastructure that any program uses (Python directly; other
+languages through the component plugin, PulumiPlugin.yaml and __main__.py, whose schema is
+ml_diagnostics/schema.json). components/README.md says what each component creates.
 
-The library is `ml_diagnostics` (components/ml_diagnostics). Python dynamic providers are pickled into a
-stack's state by module path, and stacks deployed before the library existed hold
-`components.providers.<module>.<Provider>`: the engine's dynamic provider host imports that path to read,
-diff, update or delete those resources. Nothing else may be added here.
+components/providers/ is not the library: it keeps the import paths that stacks deployed before the library
+existed hold for their dynamic providers (see its own docstring). Nothing else belongs at this level.
 """

@@ -10,6 +10,9 @@ parser gives two, the same whichever loader read the file (`yaml_problem`).
 
 `secure:` values come back as `SecretLeaf`s (the ciphertext, never decrypted here) with their key path.
 `check_limits()` applies the same depth/size limits to config the engine passes already parsed.
+
+One file (over 450 lines) because every limit and every message of the untrusted reader must hold for all of
+its entry points alike (plan, config loader, fleet, secrets); its YAML error wording is half of it.
 """
 
 from __future__ import annotations

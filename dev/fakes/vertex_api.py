@@ -8,6 +8,9 @@ faults: HTTP errors (429, 503, 409, 404, ...), dropped connections and failing o
 
 It validates request bodies against the API's own JSON field names (lowerCamelCase) and answers unknown
 fields with 400 INVALID_ARGUMENT, like the real service.
+
+One file (over 450 lines) because it is one fake service: its routes share the cluster store, the operations
+and the simulated clock, and its tests read it as the API's one stand-in.
 """
 
 from __future__ import annotations

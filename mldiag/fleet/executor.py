@@ -12,6 +12,9 @@ The gate is verify's checks (mldiag/verify) over the member's config as the Pulu
 (`pulumi config --show-secrets`, kept in memory). Progress is a stack tag; the lease is the output of the
 coordination stack `<environment>.fleet`, an inline program whose update reads the lease it holds and
 writes the next one while the backend's lock is held (mldiag/fleet/progress.py).
+
+One file (over 450 lines) because it is the one adapter of the rollout to the Automation API: every call that
+runs, locks, tags or exports a stack, and the error mapping they share (LockConflict, StackUnavailable).
 """
 
 from __future__ import annotations

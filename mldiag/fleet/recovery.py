@@ -22,6 +22,8 @@ operations are left to the update, which redoes them from the recorded state. Th
 cleared from the state (a refresh of the stack resource alone, `--clear-pending-creates`).
 
 What is decided is pure (`plan`); the cluster is read and written through `Cluster`.
+
+One file (over 450 lines): the decisions (pure) and the one cluster adapter they need are read together.
 """
 
 from __future__ import annotations

@@ -15,6 +15,9 @@ Per wave:
 3. Approval, when the wave's gate asks for it: `--approve WAVE`, or a yes at the prompt.
 A wave that is complete at the current revisions is skipped; a wave left unfinished (a crash, a failed
 gate, a lock) retries its failed and unfinished clusters.
+
+One file (over 450 lines) because it is one state machine: waves, members, gates, soak and approval read
+and write the same records in one order, and splitting it would spread that order over modules.
 """
 
 from __future__ import annotations

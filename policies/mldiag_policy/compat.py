@@ -3,7 +3,7 @@
 This module exists twice, byte for byte: components/ml_diagnostics/compat.py (the library's, the source)
 and policies/mldiag_policy/compat.py (the policy pack's copy: the pack must run from a copy of policies/
 alone). `python -m dev.gen.pack_compat` writes the copy; tests/test_compat.py fails when they differ. No
-pulumi or cloud SDK imports here.
+pulumi or cloud SDK imports here. One file (over 450 lines) for that reason: the pack takes it whole.
 
 - Chart versions are semantic versions compared by the `semver` package (SemVer 2.0.0 precedence, so a
   pre-release sorts before its release: `0.24.0-rc.1` is not "exactly 0.24.0" and `0.24.0-alpha` is not

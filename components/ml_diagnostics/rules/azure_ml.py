@@ -4,6 +4,9 @@ They are the ones `az k8s-extension create --extension-type Microsoft.AzureML.Ku
 client (partner_extensions/AzureMLKubernetes.py and custom.py of the k8s-extension CLI), plus the seed's
 limits. `AzureMlExtensionRules` holds every key a stack file's azureMl target has too; `AzureMlExtensionSpec`
 adds what only a program passes (how the verify role reaches the cluster).
+
+One file (over 450 lines) because it mirrors one client's rules (the k8s-extension CLI's), which read each other
+(inference against cluster kind and node count, access against verify_rbac).
 """
 
 from __future__ import annotations

@@ -6,6 +6,9 @@ stack file of the program in this repository (camelCase: `ml-diagnostics:gkeClus
 whose config models are these Specs validated by alias. So a rule never writes a key path or a key name as
 text: a problem's path is a tuple of field names, list indexes and `MapKey`s (user-chosen keys, spelled as
 given), and a key named inside a message is `key("node_count")`; `spell()` writes both for one caller.
+
+One file (over 450 lines) because the Spec base, the problem paths and their two spellings are one contract:
+every rule module and both callers read them together.
 """
 
 from __future__ import annotations

@@ -4,6 +4,9 @@ webhook and connection operator), Diagon and the verify role; and of `ClusterMlD
 The stack file's cluster targets (gkeClusters, kubernetesClusters) carry these keys flat on the target, so
 the program's models are these Specs with the program's defaults (Diagon and the verify role off unless
 enabled, the manual install's settings always there).
+
+One file (over 450 lines) because the in-cluster parts check each other (namespaces the manual install and
+Diagon create, the manual install's versions against cert-manager's) through one model, InClusterSpec.
 """
 
 from __future__ import annotations
