@@ -51,7 +51,7 @@ def _commands() -> dict[str, Callable[[list[str]], int]]:
         return m.main(argv)
 
     def import_(argv: list[str]) -> int:
-        from mldiag.stacks import import_file as m
+        from mldiag.plan import import_file as m
 
         return m.main(argv)
 

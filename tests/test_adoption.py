@@ -1,5 +1,5 @@
 """Adopting what the vendor procedure installed: each `adopt: true` part registers the exact import id its
-provider expects, with inputs equal to what the vendor's commands produced; `mldiag/stacks/import_file.py` writes
+provider expects, with inputs equal to what the vendor's commands produced; `mldiag/plan/import_file.py` writes
 the same ids for `pulumi import --file`."""
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 
 from mldiag.engine.runtime import ROOT
-from mldiag.plan import render as plan_render
+from mldiag.plan import import_file
 from mldiag.plan.cli import build_report
-from mldiag.stacks import import_file
+from mldiag.report import render as plan_render
 from program.config import ConfigError, parse
 from tests.fixtures.components import run_with_options, stack_config
 from tests.test_kubernetes_components import JAX_08_ARGS, KUBECONFIG, OCI, SEED_MANIFEST
@@ -267,7 +267,7 @@ def test_staging_stack_adopts_a_manual_install_and_the_import_file_matches():
 def test_import_file_command(tmp_path, capsys):
     out = tmp_path / "import.json"
     proc = subprocess.run(
-        [sys.executable, "-m", "mldiag.stacks.import_file", "staging", "-o", str(out)],
+        [sys.executable, "-m", "mldiag.plan.import_file", "staging", "-o", str(out)],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -301,7 +301,7 @@ def test_import_file_command(tmp_path, capsys):
 
 def test_import_file_targets_are_the_providers_with_their_parents():
     proc = subprocess.run(
-        [sys.executable, "-m", "mldiag.stacks.import_file", "staging", "--targets"],
+        [sys.executable, "-m", "mldiag.plan.import_file", "staging", "--targets"],
         cwd=ROOT,
         capture_output=True,
         text=True,

@@ -19,9 +19,9 @@ import pytest
 from ml_diagnostics.azure_ml import configuration_settings, relay_namespace_name
 from mldiag.engine import runtime as plan_runtime
 from mldiag.engine.runtime import ROOT, run_config
-from mldiag.plan import render as plan_render
 from mldiag.plan.cli import build_report, plan_stack, read_stack_file
 from mldiag.plan.cli import main as plan_main
+from mldiag.report import render as plan_render
 from program.config import ConfigError, is_placeholder, parse
 from program.kinds.azure_ml import mocks as azure_mocks
 from program.kinds.azure_ml.build import args as azure_args

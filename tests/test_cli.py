@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from mldiag import cli
-from mldiag.plan.common import ROOT
+from mldiag.common import ROOT
 from tests.fixtures.tools import need_command
 
 MLDIAG = ROOT / ".venv" / "bin" / "mldiag"

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from mldiag.common import ROOT
 from mldiag.engine.runtime import run_config
 from mldiag.plan import cli as plan
-from mldiag.plan.common import ROOT
 from program.config_base import PLACEHOLDER_SECRET
 
 MARK = "LEAKCHECK"

@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from dev.gen import kind_docs
-from mldiag.plan.common import PROJECT
+from mldiag.common import PROJECT
 from mldiag.stacks import new_stack
 from program.kinds.base import KindDocs
 from program.kinds.table import BY_KEY, KINDS, TargetKind

@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from dev.bench import fleet as bench_fleet
-from mldiag.plan.common import ROOT
+from mldiag.common import ROOT
 
 
 def test_help_prints_usage_and_runs_nothing() -> None:

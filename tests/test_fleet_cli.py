@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from dev.fakes.fleet import Script, SimulatedExecutor
+from mldiag.common import ROOT
 from mldiag.fleet import cli
-from mldiag.plan.common import ROOT
 
 FLEET = """\
 environment: prod

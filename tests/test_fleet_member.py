@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 import yaml
 
+from mldiag.common import ROOT
 from mldiag.fleet import planner
 from mldiag.fleet.executor import Workspaces
 from mldiag.plan.cli import plan_stack
-from mldiag.plan.common import ROOT
 from program import fleet_member
 from program.config import ConfigError
 from program.kinds.table import BY_KEY, KINDS

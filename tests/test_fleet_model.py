@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
+from mldiag.common import ROOT
 from mldiag.fleet import model, planner
 from mldiag.fleet.model import FleetError, Tolerance, parse_duration
 from mldiag.fleet.planner import EnvironmentError, EnvTarget, resolve
-from mldiag.plan.common import ROOT
 
 K8S, GKE, MDC = "kubernetesClusters", "gkeClusters", "modelDevelopmentClusters"
 

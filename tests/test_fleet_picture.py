@@ -9,10 +9,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from mldiag.common import ROOT
 from mldiag.diff.cli import COMMENT_MARKER, render_all
 from mldiag.fleet import model, picture
 from mldiag.fleet.planner import EnvTarget, Plan, resolve
-from mldiag.plan.common import ROOT
 
 SMALL = """\
 environment: lab

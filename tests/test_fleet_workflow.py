@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 import yaml
 
+from mldiag.common import ROOT
 from mldiag.fleet import cli, model, planner, workflow
 from mldiag.fleet.planner import EnvTarget, resolve
-from mldiag.plan.common import ROOT
 from tests.fixtures.tools import need, need_command
 
 WORKFLOWS = ROOT / ".github" / "workflows"

@@ -227,9 +227,8 @@ def _import_graph() -> dict[str, set[str]]:
     return graph
 
 
-def test_no_import_circles():
-    graph = _import_graph()
-    # Tarjan's strongly connected components: any component of two or more modules is a circle.
+def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Tarjan's strongly connected components: any component of two or more nodes is a circle."""
     index: dict[str, int] = {}
     low: dict[str, int] = {}
     stack: list[str] = []
@@ -238,7 +237,7 @@ def test_no_import_circles():
     def visit(v: str) -> None:
         index[v] = low[v] = len(index)
         stack.append(v)
-        for w in graph[v]:
+        for w in graph.get(v, ()):
             if w not in index:
                 visit(w)
                 low[v] = min(low[v], low[w])
@@ -257,8 +256,34 @@ def test_no_import_circles():
     for v in sorted(graph):
         if v not in index:
             visit(v)
+    return circles
+
+
+def test_no_import_circles():
+    graph = _import_graph()
     assert len(graph) > 100
-    assert circles == []
+    assert _circles(graph) == []
+
+
+def _room(module: str, top: str) -> str | None:
+    """The room of `top` (mldiag, program) a module is in: its folder, or its own name at the top level."""
+    parts = module.split(".")
+    return parts[1] if parts[0] == top and len(parts) > 1 else None
+
+
+@pytest.mark.parametrize("top", ["mldiag", "program"])
+def test_no_arrow_runs_back_up_between_the_rooms(top):
+    """Inside the product CLI and the program, the folders (and top-level modules) import one way: a shared
+    base below the commands, the kinds below nothing that imports them."""
+    rooms: dict[str, set[str]] = {}
+    for name, targets in _import_graph().items():
+        if (room := _room(name, top)) is not None:
+            rooms.setdefault(room, set()).update(
+                r for t in targets if (r := _room(t, top)) is not None and r != room
+            )
+    assert len(rooms) > 5
+    assert _circles(rooms) == []
+    assert _circles({"plan": {"diff"}, "diff": {"report", "plan"}, "report": set()}) == [["diff", "plan"]]
 
 
 def test_base_layer_imports_nothing_above_it(imports):

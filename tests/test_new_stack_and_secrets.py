@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from mldiag.plan.common import ROOT
+from mldiag.common import ROOT
 from mldiag.stacks import new_stack, secrets, stack_secrets
 from program.stack_file import StackFileError, read
 

@@ -12,8 +12,8 @@ import yaml
 
 from mldiag.engine.analyzer import load_pack_config, run_policies
 from mldiag.engine.runtime import ROOT, RecordedResource, deterministic_order, run_config
-from mldiag.plan import render as plan_render
 from mldiag.plan.cli import build_report, critical_path, read_stack_file
+from mldiag.report import render as plan_render
 from program.config import PLACEHOLDER_SECRET
 from tests.fixtures.plan_cli import run_plan
 from tests.fixtures.stacks import STACK_NAMES

@@ -10,12 +10,12 @@ from typing import Any
 import pytest
 
 from dev.gen import pictures as plan_pictures
+from mldiag.common import GITHUB_COMMENT_LIMIT, ROOT
 from mldiag.diff import diff_plans, render, render_markdown
-from mldiag.plan import render as plan_render
 from mldiag.plan.cli import plan_stack
-from mldiag.plan.common import GITHUB_COMMENT_LIMIT, ROOT
-from mldiag.plan.graph import LEVELS, Graph, Node, build, nodes
-from mldiag.plan.graph_text import MAX_EDGES, MERMAID_BUDGET, dot, fitted, mermaid
+from mldiag.report import render as plan_render
+from mldiag.report.graph import LEVELS, Graph, Node, build, nodes
+from mldiag.report.graph_text import MAX_EDGES, MERMAID_BUDGET, dot, fitted, mermaid
 from tests.fixtures.mermaid import mermaid_blocks
 from tests.fixtures.plan_cli import run_plan
 from tests.fixtures.stacks import STACK_NAMES

@@ -11,8 +11,8 @@ import pytest
 
 from mldiag.diff import diff_plans, render
 from mldiag.engine.runtime import run_config
-from mldiag.plan import render as plan_render
 from mldiag.plan.cli import build_report
+from mldiag.report import render as plan_render
 
 PROGRAM = textwrap.dedent(
     """

@@ -12,7 +12,7 @@ import pytest
 from mldiag_policy import levels
 
 from dev.gen.policy_levels import render_environment
-from mldiag.plan.common import ROOT
+from mldiag.common import ROOT
 from mldiag.stacks import policy_config
 from program.config_base import ENVIRONMENTS
 

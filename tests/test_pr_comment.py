@@ -10,13 +10,13 @@ from typing import Any
 import pytest
 import yaml
 
+from mldiag.common import GITHUB_COMMENT_LIMIT, ROOT
 from mldiag.diff import cli as diff_cli
 from mldiag.diff import diff_plans, render_json, render_markdown, render_table
 from mldiag.diff.danger import DANGEROUS, classify
 from mldiag.diff.headline import headline
-from mldiag.plan import render as plan_render
 from mldiag.plan.cli import plan_stack
-from mldiag.plan.common import GITHUB_COMMENT_LIMIT, ROOT
+from mldiag.report import render as plan_render
 from tests.fixtures.mermaid import mermaid_blocks
 from tests.test_plan_diff import daemonset, extension, opt_in, plan, res, violation
 

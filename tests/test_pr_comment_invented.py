@@ -10,8 +10,8 @@ import pytest
 from mldiag.diff import diff_plans, render, render_json, render_markdown, render_table
 from mldiag.engine.invented import Inventory, answered, config_strings, invented_paths, mark_resources
 from mldiag.engine.runtime import RecordedResource
-from mldiag.plan import render as plan_render
 from mldiag.plan.cli import plan_stack
+from mldiag.report import render as plan_render
 from program.kinds.gke.mocks import _gke_endpoint
 from tests.fixtures.mermaid import mermaid_blocks
 from tests.test_plan_diff import only, plan, res

@@ -23,7 +23,7 @@ from program.config import parse
 from program.kinds.azure_ml.model import AzureMlTarget
 from program.kinds.azure_ml.verify import record_of
 from program.kinds.azure_ml.verify_cluster import HEALTHCHECK_CODES, expected_components
-from program.verify.context import VerifyContext
+from program.kinds.context import VerifyContext
 from program.verify.result import TargetResult
 from tests.fixtures.verify import checks, kubeconfig, run_verify, stack_file
 from tests.test_verify_rbac import allowed, attributes

@@ -20,8 +20,8 @@ from typing import Any
 
 import yaml
 
-from mldiag.plan.common import GITHUB_COMMENT_LIMIT, ROOT
-from mldiag.plan.graph_text import MERMAID_BUDGET, fitted
+from mldiag.common import GITHUB_COMMENT_LIMIT, ROOT
+from mldiag.report.graph_text import MERMAID_BUDGET, fitted
 from program import stack_file
 
 NS = "ml-diagnostics"

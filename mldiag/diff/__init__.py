@@ -20,6 +20,7 @@ plan invented (mock answers, secret placeholders: mldiag/engine/invented.py) are
 Exit codes: 1 if the working tree's plan has a mandatory policy violation, else 0; 2 on error.
 """
 
+from mldiag.common import EXIT_ERROR, EXIT_MANDATORY, EXIT_OK, GITHUB_COMMENT_LIMIT, ROOT
 from mldiag.diff.compare import compare_violations, diff_plans, exit_code
 from mldiag.diff.danger import DANGEROUS
 from mldiag.diff.headline import headline, is_quiet
@@ -27,7 +28,6 @@ from mldiag.diff.inputs import diff_inputs
 from mldiag.diff.render import render, render_json, render_markdown, render_table
 from mldiag.diff.rules import ProviderDiffRule, default_rules, discover_dynamic_rules, replace_reasons
 from mldiag.diff.run import DiffError, diff_stacks, run_diff
-from mldiag.plan.common import EXIT_ERROR, EXIT_MANDATORY, EXIT_OK, GITHUB_COMMENT_LIMIT, ROOT
 
 __all__ = [
     "DANGEROUS",

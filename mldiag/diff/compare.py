@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any, TypeGuard
 
+from mldiag.common import EXIT_ERROR, EXIT_MANDATORY, EXIT_OK
 from mldiag.diff.danger import dangerous
 from mldiag.diff.inputs import diff_inputs, flatten, has_secret, under
 from mldiag.diff.rules import REFUSED, ProviderDiffRule, Rule, default_rules, replace_reasons, rule_of
 from mldiag.diff.urns import is_mock_scheme, to_engine_urns
 from mldiag.exit_codes import Exit
-from mldiag.plan.common import EXIT_ERROR, EXIT_MANDATORY, EXIT_OK
 
 ACTIONS = ("replace", "delete", "update", "rename", "import", "add")  # most consequential first
 SUMMARY_ACTIONS = ("add", "import", "update", "rename", "replace", "delete")
@@ -86,7 +86,7 @@ def mark_invented(
 
 
 def _skeleton(r: dict[str, Any]) -> dict[str, Any]:
-    """What the graph needs of a resource (diff JSON alone draws it: see mldiag/plan/graph.py)."""
+    """What the graph needs of a resource (diff JSON alone draws it: see mldiag/report/graph.py)."""
     return {
         "urn": r["urn"],
         "type": r["type"],

@@ -16,7 +16,7 @@ from typing import Any
 
 from mldiag.diff.inputs import flatten
 from mldiag.diff.rules import unversioned
-from program.kinds.base import Costly
+from program.costly import Costly
 
 
 def _costly() -> tuple[Costly, ...]:

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from mldiag.common import code, md
 from mldiag.diff.danger import DANGER_ACTIONS, from_entries, kinds_order, plural
-from mldiag.plan.common import code, md
 
 NAMES_SHOWN = 5
 COUNT_ORDER = ("replace", "delete", "update", "rename", "import", "add")

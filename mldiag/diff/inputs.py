@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mldiag.plan.common import SECRET_MASK
+from mldiag.common import SECRET_MASK
 
 MISSING: Any = object()
 # Inputs never compared: the pickled dynamic provider (the engine asks the provider's diff instead).

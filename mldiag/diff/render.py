@@ -7,11 +7,11 @@ import json
 from collections import Counter
 from typing import Any
 
+from mldiag.common import GITHUB_COMMENT_LIMIT, SECRET_MASK, code, md
 from mldiag.diff.compare import SUMMARY_ACTIONS
 from mldiag.diff.headline import headline, is_quiet
-from mldiag.plan.common import GITHUB_COMMENT_LIMIT, SECRET_MASK, code, md
-from mldiag.plan.graph_text import MERMAID_BUDGET, mermaid_block, render_dot
-from mldiag.plan.render import INVENTED_MARK
+from mldiag.report.graph_text import MERMAID_BUDGET, mermaid_block, render_dot
+from mldiag.report.render import INVENTED_MARK
 
 DEFAULT_MARKDOWN_BUDGET = 60_000  # leaves room for a header the caller may add
 FORMATS = ("table", "json", "markdown", "dot")

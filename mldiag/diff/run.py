@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from mldiag import esc
+from mldiag.common import EXIT_ERROR, EXIT_INCOMPLETE, EXIT_MANDATORY, EXIT_OK, ROOT
 from mldiag.diff.compare import diff_plans, exit_code
 from mldiag.diff.render import FORMATS, render
-from mldiag.plan.common import EXIT_ERROR, EXIT_INCOMPLETE, EXIT_MANDATORY, EXIT_OK, ROOT
 
 PLAN_TIMEOUT_SECONDS = 900
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from mldiag.plan.common import STACK_TYPE, engine_urn
+from mldiag.common import STACK_TYPE, engine_urn
 
 OLD_TOP_LEVEL = f"::{STACK_TYPE}$"
 

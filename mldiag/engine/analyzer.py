@@ -21,8 +21,8 @@ import jsonschema
 from google.protobuf import empty_pb2, json_format, struct_pb2
 from pulumi.runtime.proto import analyzer_pb2, analyzer_pb2_grpc
 
+from mldiag.common import read_json
 from mldiag.engine.runtime import ROOT, RecordedResource
-from mldiag.stacks.policy_config import read_json
 
 POLICY_DIR = ROOT / "policies"
 LEVELS = {

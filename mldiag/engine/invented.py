@@ -29,7 +29,7 @@ import json
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, Protocol
 
-from mldiag.plan.common import SECRET_MASK
+from mldiag.common import SECRET_MASK
 from program.config_base import PLACEHOLDER_SECRET
 
 # A placeholder as it appears in a secret: verbatim, or base64-encoded (a PEM the program base64-encodes);

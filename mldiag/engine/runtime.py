@@ -24,9 +24,7 @@ from pulumi.runtime import config as runtime_config
 from pulumi.runtime import mocks, rpc, settings
 from pulumi.runtime.stack import run_pulumi_func
 
-from mldiag.engine import invented as plan_invented
-from mldiag.engine import mock_answers, sdk
-from mldiag.plan.common import (
+from mldiag.common import (
     PROJECT,
     ROOT,
     SECRET_MASK,
@@ -35,6 +33,8 @@ from mldiag.plan.common import (
     UNKNOWN_MASK,
     engine_urn,
 )
+from mldiag.engine import invented as plan_invented
+from mldiag.engine import mock_answers, sdk
 
 _SIG, _SECRET_SIG, _RESOURCE_SIG = sdk.SIG_KEY, sdk.SECRET_SIG, sdk.RESOURCE_SIG
 # The pickled dynamic provider changes with any code change and is not compared by the engine.

@@ -167,8 +167,8 @@ def run(
 ) -> list[str]:
     """Moves the environment onto its member stacks (an AutomationExecutor; `lease`: a rollout.Lease not yet
     taken). What was done, one line per member; AdoptRefused when nothing could be moved."""
+    from mldiag.common import PROJECT
     from mldiag.fleet import recovery
-    from mldiag.plan.common import PROJECT
 
     env_name = plan.environment_stack
     env = executor.environment_stack()

@@ -33,10 +33,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from mldiag.common import ROOT
 from mldiag.fleet.model import FleetError
 from mldiag.fleet.planner import EnvironmentError, Plan
 from mldiag.fleet.rollout import EXIT_GATE, EXIT_INVALID, EXIT_OK, EXIT_STACK
-from mldiag.plan.common import ROOT
 
 FORMATS = ("table", "json", "markdown")
 PICTURES = ("mermaid", "dot")

@@ -13,10 +13,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from mldiag.common import md, short_urn
 from mldiag.exit_codes import Exit
 from mldiag.fleet.planner import Member, Plan
 from mldiag.fleet.rollout import LockConflict, StackUnavailable
-from mldiag.plan.common import md, short_urn
 
 EXIT_OK, EXIT_DRIFT, EXIT_INVALID, EXIT_UNREADABLE = Exit.OK, Exit.FINDING, Exit.INVALID, Exit.UNREACHABLE
 

@@ -29,10 +29,10 @@ from typing import Any
 
 import yaml
 
+from mldiag.common import PROJECT
 from mldiag.fleet import progress, recovery, testhook
 from mldiag.fleet.planner import EnvironmentError, Member, Plan, environment_stack_file
 from mldiag.fleet.rollout import Check, DeployFailed, LockConflict, OtherWay, StackUnavailable
-from mldiag.plan.common import PROJECT
 from program import fleet_member
 from program.config_base import NAMESPACE
 from program.stack_file import SecretLeaf, StackFileError

@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from ml_diagnostics.rules.names import closest, quote
+from mldiag.common import PROJECT
 from mldiag.fleet.model import Fleet, FleetError, Gate, WaveSpec, format_duration
-from mldiag.plan.common import PROJECT
 from program import stack_file
 from program.config_base import NAMESPACE
 from program.stack_file import SecretLeaf, StackFileError

@@ -33,9 +33,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from mldiag.common import short_urn
 from mldiag.fleet.progress import SKEW
 from mldiag.fleet.rollout import StackUnavailable
-from mldiag.plan.common import short_urn
 
 HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
 NEVER_COMPLETED = ("pending-install", "failed")

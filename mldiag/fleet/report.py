@@ -6,11 +6,11 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from mldiag.common import md
 from mldiag.fleet.model import format_duration
 from mldiag.fleet.picture import mermaid_block
 from mldiag.fleet.planner import Member, Plan
 from mldiag.fleet.progress import Record
-from mldiag.plan.common import md
 
 
 def _table(rows: list[tuple[str, ...]]) -> list[str]:

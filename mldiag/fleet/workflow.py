@@ -21,8 +21,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from mldiag.common import ROOT
 from mldiag.fleet.planner import Plan
-from mldiag.plan.common import ROOT
 
 WORKFLOWS = Path(".github") / "workflows"
 DRIFT_WORKFLOW = "fleet-drift.yml"

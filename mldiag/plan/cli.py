@@ -23,12 +23,12 @@ from typing import Any, NoReturn
 import pulumi
 
 from mldiag import esc
+from mldiag.common import EXIT_ERROR, EXIT_INCOMPLETE, EXIT_MANDATORY, EXIT_OK, PROJECT, ROOT
 from mldiag.engine import runtime as plan_runtime
 from mldiag.engine.analyzer import PolicyConfigError, Violation, load_pack_config, run_policies
 from mldiag.engine.runtime import PlanResult, RecordedResource, run_config
 from mldiag.exit_codes import worst
-from mldiag.plan import render as plan_render
-from mldiag.plan.common import EXIT_ERROR, EXIT_INCOMPLETE, EXIT_MANDATORY, EXIT_OK, PROJECT, ROOT
+from mldiag.report import render as plan_render
 from mldiag.stacks.policy_config import PolicyConfigInputError
 from mldiag.stacks.policy_config import effective as policy_config_of
 from program import stack_file

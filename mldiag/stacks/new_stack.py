@@ -19,8 +19,8 @@ import re
 import sys
 from pathlib import Path
 
+from mldiag.common import PROJECT, ROOT
 from mldiag.exit_codes import Exit
-from mldiag.plan.common import PROJECT, ROOT
 from mldiag.stacks.secrets import SecretInputError, passphrase
 from mldiag.stacks.stack_secrets import EXAMPLE_PASSPHRASE, new_salt_state
 from program.kinds.table import KINDS

@@ -22,8 +22,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from mldiag.common import PROJECT, ROOT, PolicyConfigInputError, read_json
 from mldiag.exit_codes import Exit
-from mldiag.plan.common import PROJECT, ROOT
 from program import stack_file as stack_file_reader
 from program.config_base import ENVIRONMENTS
 from program.stack_file import StackFileError
@@ -32,10 +32,6 @@ CONFIG_DIR = ROOT / "policies" / "config"
 ENVIRONMENTS_DIR = CONFIG_DIR / "environments"
 STACKS_DIR = ROOT / "stacks"
 EXIT_OK, EXIT_BAD_INPUT = Exit.OK, Exit.INVALID
-
-
-class PolicyConfigInputError(Exception):
-    """A stack, environment or config file the effective config cannot be made from."""
 
 
 def environment_defaults(environment: str, config_dir: Path = CONFIG_DIR) -> dict[str, Any]:
@@ -78,16 +74,6 @@ def stack_environment(stack_file: Path) -> str:
             f"{stack_file}: {PROJECT}:environment is not set; allowed: dev, staging, prod"
         )
     return env
-
-
-def read_json(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text())
-    except json.JSONDecodeError as e:
-        raise PolicyConfigInputError(f"{path}: not valid JSON ({e.msg} at line {e.lineno})") from None
-    if not isinstance(data, dict):
-        raise PolicyConfigInputError(f"{path}: must be a JSON object of policy name -> level or settings")
-    return data
 
 
 def effective(

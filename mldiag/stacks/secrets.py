@@ -23,8 +23,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from mldiag.common import PROJECT, ROOT
 from mldiag.exit_codes import Exit
-from mldiag.plan.common import PROJECT, ROOT
 from mldiag.stacks.stack_secrets import SecretsError, decrypt_stack, encrypt_value, key_from_state
 
 STACKS = ROOT / "stacks"

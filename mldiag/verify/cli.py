@@ -65,7 +65,7 @@ def read_config(
     (mldiag/esc.py); returned with the config: the environments it imports that were not supplied.
     """
     from mldiag import esc
-    from mldiag.plan.common import PROJECT
+    from mldiag.common import PROJECT
     from program import config as stack_config
     from program import stack_file
 
@@ -133,8 +133,8 @@ def default_options() -> dict[str, Any]:
 
 def run_once(cfg: StackConfig, options: dict[str, Any]) -> list[TargetResult]:
     """Every target's checks, kind by kind in the table's order; an unreachable target is reported, not raised."""
+    from program.kinds.context import VerifyContext
     from program.kinds.table import KINDS
-    from program.verify.context import VerifyContext
 
     ctx = VerifyContext(cfg, options=options)
     results: list[TargetResult] = []

@@ -407,8 +407,8 @@ def kube_access(descendants: list[Resource], by_urn: dict[str, Resource]) -> Any
 
 def run_once(found: list[Target], options: dict[str, Any]) -> list[TargetResult]:
     """Each target's checks by the kind whose section its record is; an unreachable one is reported."""
+    from program.kinds.context import VerifyContext
     from program.kinds.table import KINDS
-    from program.verify.context import VerifyContext
 
     by_section = {k.section: k for k in KINDS}
     ctx = VerifyContext(None, options=options)

@@ -25,7 +25,7 @@ from ml_diagnostics.rules.in_cluster import (
     WorkloadNamespaceSpec,
 )
 from program.config_base import secret_inputs
-from program.kinds.base import Costly
+from program.costly import Costly
 
 if TYPE_CHECKING:
     from ml_diagnostics.args import InClusterArgs, VerifyRbacArgs

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from program.clouds import Cloud
+from program.costly import Costly
 from program.lazy import Lazy
 
 if TYPE_CHECKING:
@@ -29,20 +30,6 @@ __all__ = ["BuildContext", "Claim", "Costly", "KindDocs", "Lazy", "TargetKind"]
 # (identity of the physical resource, what it is, key path relative to the kind's list entry)
 Claim = tuple[tuple[Any, ...], str, str]
 T = TypeVar("T", bound="TargetBase")
-
-
-@dataclass(frozen=True)
-class Costly:
-    """A resource type whose replacement or deletion costs most: the offline diff's headline names each one."""
-
-    type: str
-    """Type token, API version left out (azure-native's `module/v20230501` matches `module`)."""
-    one: str
-    many: str
-    parents: tuple[str, ...] = ()
-    """Only resources whose parent component has one of these types (none: every resource of the type)."""
-    name_path: str = ""
-    """The input that names it for a reviewer (a namespace's `metadata.name`); default: the resource name."""
 
 
 @dataclass(frozen=True)

@@ -385,11 +385,11 @@ def test_4_adoption_takes_over_without_replacing(e2e: E2E) -> None:
 
 
 def test_4_adoption_through_pulumi_import_file(e2e: E2E) -> None:
-    """The same takeover through the CLI's bulk import: `mldiag.stacks.import_file` writes the document, the
+    """The same takeover through the CLI's bulk import: `mldiag.plan.import_file` writes the document, the
     providers it names are created first (`pulumi up --target`), `pulumi import --file` takes the objects
     over, and the next `pulumi up` replaces nothing."""
+    from mldiag.plan import import_file
     from mldiag.plan.cli import read_stack_file
-    from mldiag.stacks import import_file
 
     _vendor_procedure(e2e)
     before = _uids(e2e)

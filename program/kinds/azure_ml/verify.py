@@ -10,7 +10,7 @@ from program.clouds.azure import AZURE
 from program.config_base import is_placeholder
 from program.kinds.azure_ml.model import AzureMlTarget, AzureVerifyAccess
 from program.kinds.azure_ml.verify_arm import aks_user_kubeconfig, check_extension
-from program.verify.context import VerifyContext
+from program.kinds.context import VerifyContext
 from program.verify.result import TargetResult, Unreachable
 
 

@@ -13,8 +13,8 @@ from program.clouds.google import GOOGLE
 from program.clouds.google_client import CONTAINER_ENDPOINT, get_once, rest_client
 from program.clouds.kubernetes_client import kube_client
 from program.in_cluster.verify import check_in_cluster
+from program.kinds.context import VerifyContext
 from program.kinds.gke.model import GkeClusterTarget
-from program.verify.context import VerifyContext
 from program.verify.result import TargetResult, Unreachable
 
 

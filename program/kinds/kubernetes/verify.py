@@ -10,8 +10,8 @@ from ml_diagnostics.verify_record import InClusterRecord
 from program.clouds.kubernetes_client import kube_client
 from program.config_base import is_placeholder
 from program.in_cluster.verify import check_in_cluster, record_of
+from program.kinds.context import VerifyContext
 from program.kinds.kubernetes.model import KubernetesClusterTarget
-from program.verify.context import VerifyContext
 from program.verify.result import TargetResult, Unreachable
 
 

@@ -14,8 +14,8 @@ from program.clouds.google_client import (
     get_once,
     rest_client,
 )
+from program.kinds.context import VerifyContext
 from program.kinds.model_development.model import ModelDevelopmentClusterTarget
-from program.verify.context import VerifyContext
 from program.verify.result import TargetResult
 
 

@@ -10,8 +10,8 @@ from typing import Any
 
 import yaml
 
-from mldiag.plan.common import code, is_provider, md, short_urn
-from mldiag.plan.graph_text import mermaid_block, render_dot
+from mldiag.common import code, is_provider, md, short_urn
+from mldiag.report.graph_text import mermaid_block, render_dot
 
 FORMATS = ("table", "json", "markdown", "dot")
 # Next to a value the offline plan invented (a mock answer, a secret placeholder: mldiag/engine/invented.py).

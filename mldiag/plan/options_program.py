@@ -1,6 +1,6 @@
 """The real program with a stack transformation that records every resource's declared options.
 
-Run as a program (run_name `__main__`) by `mldiag.stacks.import_file.run_with_options` under the offline plan's mock
+Run as a program (run_name `__main__`) by `mldiag.plan.import_file.run_with_options` under the offline plan's mock
 runtime; importing it does nothing.
 """
 
@@ -11,7 +11,7 @@ import pulumi
 
 def main() -> None:
     from mldiag.engine.runtime import ROOT
-    from mldiag.stacks import import_file
+    from mldiag.plan import import_file
 
     pulumi.runtime.register_stack_transformation(import_file.record)
     runpy.run_path(str(ROOT / "__main__.py"), run_name="__main__")

@@ -1,14 +1,16 @@
-"""Names and text helpers shared by the offline plan, its renderers and the offline diff (no SDK import)."""
+"""The base of the product CLI: names, text helpers and the policy pack config files, shared by every command
+(no SDK import; of mldiag it imports only the exit codes)."""
 
 from __future__ import annotations
 
 import html
+import json
 from pathlib import Path
 from typing import Any
 
 from mldiag.exit_codes import Exit
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 PROJECT = "ml-diagnostics"
 SECRET_MASK = "[secret]"
 UNKNOWN_MASK = "[unknown]"
@@ -52,3 +54,18 @@ def short_urn(urn: str) -> str:
 
 def is_provider(type_token: str) -> bool:
     return type_token.startswith(PROVIDER_TYPE_PREFIX)
+
+
+class PolicyConfigInputError(Exception):
+    """A stack, environment or policy pack config file the pack's config cannot be made from."""
+
+
+def read_json(path: Path) -> dict[str, Any]:
+    """A policy pack config file's JSON object."""
+    try:
+        data = json.loads(path.read_text())
+    except json.JSONDecodeError as e:
+        raise PolicyConfigInputError(f"{path}: not valid JSON ({e.msg} at line {e.lineno})") from None
+    if not isinstance(data, dict):
+        raise PolicyConfigInputError(f"{path}: must be a JSON object of policy name -> level or settings")
+    return data

@@ -5,8 +5,8 @@ The stack is run under the offline plan's mock runtime with a stack transformati
 every resource and its options); each resource declared with `import_` becomes an entry, its parents become
 `component` entries (the engine creates them empty), and explicit providers are named in `nameTable`.
 
-    python -m mldiag.stacks.import_file staging -o import.json
-    python -m mldiag.stacks.import_file staging --targets > targets   # the providers it names, and their parents
+    python -m mldiag.plan.import_file staging -o import.json
+    python -m mldiag.plan.import_file staging --targets > targets   # the providers it names, and their parents
     # remove `adopt: true` from the Kubernetes parts (with `import_` in the program a targeted `up` imports
     # untargeted resources too, and the engine rejects the snapshot); the import puts them in the state
     pulumi up -s staging $(cat targets)
@@ -30,7 +30,7 @@ import pulumi
 from mldiag.engine.runtime import ROOT, PlanResult, run_config
 from mldiag.exit_codes import Exit
 
-PROGRAM = Path(__file__).resolve().parents[1] / "engine" / "options_program.py"
+PROGRAM = Path(__file__).resolve().parent / "options_program.py"
 _SEEN: list[tuple[str, str, pulumi.ResourceOptions]] = []
 
 
@@ -128,11 +128,12 @@ def provider_targets(result: PlanResult, doc: dict[str, Any]) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from mldiag.plan.cli import StackFileError, read_stack_file
+    from mldiag.plan.cli import read_stack_file
     from program.config import ConfigError
+    from program.stack_file import StackFileError
 
     ap = argparse.ArgumentParser(
-        prog="python -m mldiag.stacks.import_file", description=__doc__.splitlines()[0]
+        prog="python -m mldiag.plan.import_file", description=__doc__.splitlines()[0]
     )
     ap.add_argument("stack", help="stack name (stacks/Pulumi.<stack>.yaml)")
     ap.add_argument("-o", "--output", type=Path, help="write here instead of stdout")
@@ -163,6 +164,6 @@ def main(argv: list[str] | None = None) -> int:
 if __name__ == "__main__":
     # Run through the importable module: the recording hook (options_program.py) imports it by name, and
     # `python -m` would otherwise hold a second copy of `_SEEN` as `__main__`.
-    from mldiag.stacks import import_file as _module
+    from mldiag.plan import import_file as _module
 
     sys.exit(_module.main())

@@ -1,4 +1,4 @@
-"""Writes a plan graph (mldiag/plan/graph.py) as a Mermaid flowchart or Graphviz dot, within a size budget.
+"""Writes a plan graph (mldiag/report/graph.py) as a Mermaid flowchart or Graphviz dot, within a size budget.
 
 GitHub renders ```mermaid blocks in comments with Mermaid's defaults: at most 50,000 characters of diagram
 text and 500 edges. `mermaid_block` collapses the graph level by level until it fits MERMAID_BUDGET (or a
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mldiag.plan.graph import LEVELS, OPS, SYMBOL, Box, Graph, Node, build
+from mldiag.report.graph import LEVELS, OPS, SYMBOL, Box, Graph, Node, build
 
 MERMAID_BUDGET = 20_000  # characters of one diagram (Mermaid's maxTextSize is 50,000)
 MAX_EDGES = 300  # Mermaid's maxEdges is 500

@@ -5,7 +5,7 @@ drawn. Each resource carries its operation (create/import/update/rename/replace/
 is on the critical path, and its policy findings. Unchanged resources collapse into one count per
 component; past a size budget, whole unchanged targets collapse to one line each, then into one line, then
 changed targets to one summary line each, and last the targets that still do not fit into a final line.
-mldiag/plan/graph_text.py writes it as Mermaid or Graphviz dot and measures the budget.
+mldiag/report/graph_text.py writes it as Mermaid or Graphviz dot and measures the budget.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from mldiag.plan.common import is_provider
+from mldiag.common import is_provider
 
 OPS = ("replace", "delete", "update", "rename", "import", "create", "same")  # most consequential first
 DIFF_OPS = {"add": "create", **{a: a for a in ("import", "update", "rename", "replace", "delete")}}
