@@ -157,10 +157,20 @@ FreeTextList = Annotated[list[str], FREE_FORM, WrapValidator(_free_form_text)]
 """A list of free-form strings (e.g. scripts): items may be `secure:`."""
 
 
+async def _now(value: Any) -> Any:
+    return value
+
+
+def _secret(text: str) -> pulumi.Output[str]:
+    """`Output.secret` of a text known now, as one Output (`Output.secret` makes three): a stack file's
+    chart values may hold thousands of secrets."""
+    return pulumi.Output(set(), _now(text), _now(True), _now(True))
+
+
 def secret_inputs(value: Any) -> Any:
     """Free-form config data as resource inputs: every `Secret` leaf becomes `Output.secret`."""
     if isinstance(value, Secret):
-        return pulumi.Output.secret(value.get_secret_value())
+        return _secret(value.get_secret_value())
     if isinstance(value, Mapping):
         return {k: secret_inputs(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
@@ -172,7 +182,7 @@ def secret_output(value: SecretStr | None) -> pulumi.Output[str] | None:
     """Unwraps a config secret for a resource input, keeping it a Pulumi secret end to end."""
     if value is None:
         return None
-    return pulumi.Output.secret(value.get_secret_value())
+    return _secret(value.get_secret_value())
 
 
 class Model(Spec):
