@@ -15,7 +15,7 @@ from pulumi_kubernetes.helm.v3 import Release, ReleaseArgs, RepositoryOptsArgs
 
 from ml_diagnostics import compat, lifecycle, verify_record
 from ml_diagnostics.args import CertManagerArgs
-from ml_diagnostics.component import Component, known
+from ml_diagnostics.component import Component
 from ml_diagnostics.rules.in_cluster import CertManagerSpec
 
 
@@ -82,14 +82,12 @@ class CertManager(Component[CertManagerSpec]):
             ),
         )
         self.release_name = self.release.name
-        self.version = known(version)
-        self.verify_record = known(
-            verify_record.record(
-                inCluster={"releases": [verify_record.dump(verify_record.cert_manager_release(version))]}
-            )
+        record = verify_record.record(
+            inCluster={"releases": [verify_record.dump(verify_record.cert_manager_release(version))]}
         )
+        self._known(version=version, verify_record=record)
         self.register_outputs(
-            {verify_record.OUTPUT: self.verify_record, "releaseName": self.release.name, "version": version}
+            {verify_record.OUTPUT: record, "releaseName": self.release.name, "version": version}
         )
 
 

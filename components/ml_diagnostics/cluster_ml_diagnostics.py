@@ -18,7 +18,7 @@ from pulumi_kubernetes.provider import Provider as KubernetesProvider
 from ml_diagnostics import compat, docs, verify_record
 from ml_diagnostics.args import ClusterMlDiagnosticsArgs
 from ml_diagnostics.cert_manager import CertManager
-from ml_diagnostics.component import Component, known
+from ml_diagnostics.component import Component
 from ml_diagnostics.diagon import Diagon
 from ml_diagnostics.mldiagnostics_manual import MlDiagnosticsManual
 from ml_diagnostics.rules.in_cluster import (
@@ -160,23 +160,27 @@ class ClusterMlDiagnostics(Component[ClusterMlDiagnosticsSpec]):
         diagon = spec.diagon_on
         names = [ns.name for ns in spec.workload_namespaces]
         diagon_ns = diagon.namespace if diagon is not None else None
-        self.mode = known(mode.value)
-        self.cert_manager_source = known(cert_manager_state)
-        self.workload_namespaces = known(names)
-        self.diagon_namespace = known(diagon_ns)
-        self.workload_monitoring = known(
-            compat.supports_workload_monitoring(spec.gke_version, self_managed=spec.gke_version is None)
+        monitoring = compat.supports_workload_monitoring(
+            spec.gke_version, self_managed=spec.gke_version is None
         )
-        self.verify_record = known(verify_record.record(inCluster=verify_record.in_cluster(spec, mode.value)))
+        record = verify_record.record(inCluster=verify_record.in_cluster(spec, mode.value))
+        self._known(
+            mode=mode.value,
+            cert_manager_source=cert_manager_state,
+            workload_namespaces=names,
+            diagon_namespace=diagon_ns,
+            workload_monitoring=monitoring,
+            verify_record=record,
+        )
         self.register_outputs(
             {
-                verify_record.OUTPUT: self.verify_record,
+                verify_record.OUTPUT: record,
                 "mode": mode.value,
                 "certManager": cert_manager_state,
                 "workloadNamespaces": names,
                 "diagonNamespace": diagon_ns,
                 "diagonImage": diagon.image if diagon is not None else None,
-                "workloadMonitoring": self.workload_monitoring,
+                "workloadMonitoring": monitoring,
             }
         )
 

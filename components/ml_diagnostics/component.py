@@ -70,6 +70,18 @@ class Component(pulumi.ComponentResource, Generic[S]):
         pulumi.ComponentResource.__init__(self, self._TYPE, name, None, self._options(spec, opts))
         self._build(name, spec, **extra)
 
+    def _known(self, **values: Any) -> None:
+        """Outputs whose values are known now: each becomes an Output when first read (a nested component's
+        outputs mostly never are; what `register_outputs` records is given as plain values)."""
+        self.__dict__.setdefault("_known_outputs", {}).update(values)
+
+    def __getattr__(self, name: str) -> Any:
+        values = self.__dict__.get("_known_outputs")
+        if values is None or name not in values:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        out = self.__dict__[name] = known(values.pop(name))
+        return out
+
     def _options(self, spec: S, opts: pulumi.ResourceOptions | None) -> pulumi.ResourceOptions | None:
         """The component's own options (a subclass adds what its Spec asks, e.g. protect)."""
         return opts

@@ -18,7 +18,7 @@ from pulumi_kubernetes.meta.v1 import LabelSelectorArgs, ObjectMetaArgs
 
 from ml_diagnostics import compat, docs, lifecycle, verify_record
 from ml_diagnostics.args import DiagonArgs
-from ml_diagnostics.component import Component, known
+from ml_diagnostics.component import Component
 from ml_diagnostics.rules.in_cluster import DiagonSpec
 
 DAEMON_NAME = "diagon-daemon"
@@ -108,29 +108,23 @@ class Diagon(Component[DiagonSpec]):
         super().__init__(name, args, opts)
 
     def _build(self, name: str, spec: DiagonSpec, **_: Any) -> None:
-        self._publish(spec)
+        diagon = {"diagon": verify_record.diagon_record(spec.namespace, spec.image)} if spec.enabled else {}
+        record = verify_record.record(inCluster=diagon)
+        self._known(namespace=spec.namespace, image=spec.image, daemon_set=DAEMON_NAME, verify_record=record)
         if not spec.enabled:
-            self.register_outputs({verify_record.OUTPUT: self.verify_record, "enabled": False})
+            self.register_outputs({verify_record.OUTPUT: record, "enabled": False})
             return
         namespace = self._make_namespace(name, spec)
         self._service_account = self._make_service_account(name, spec, namespace)
         self._daemon_set = self._make_daemon_set(name, spec, namespace)
         self.register_outputs(
             {
-                verify_record.OUTPUT: self.verify_record,
+                verify_record.OUTPUT: record,
                 "namespace": spec.namespace,
                 "image": spec.image,
                 "daemonSet": DAEMON_NAME,
             }
         )
-
-    def _publish(self, spec: DiagonSpec) -> None:
-        """The outputs, known before anything is created."""
-        self.namespace = known(spec.namespace)
-        self.image = known(spec.image)
-        self.daemon_set = known(DAEMON_NAME)
-        diagon = {"diagon": verify_record.diagon_record(spec.namespace, spec.image)} if spec.enabled else {}
-        self.verify_record = known(verify_record.record(inCluster=diagon))
 
     def _labels(self, spec: DiagonSpec) -> dict[str, str] | None:
         # Adopted: the namespace and ServiceAccount made by kubectl carry no labels of ours.

@@ -18,7 +18,7 @@ from pulumi_kubernetes.meta.v1 import ObjectMetaArgs
 
 from ml_diagnostics import compat, lifecycle, rules, verify_record
 from ml_diagnostics.args import ChartArgs, ConnectionOperatorArgs, MlDiagnosticsManualArgs
-from ml_diagnostics.component import Component, known
+from ml_diagnostics.component import Component
 from ml_diagnostics.rules.in_cluster import ChartSpec, MlDiagnosticsManualSpec
 
 
@@ -150,10 +150,11 @@ class MlDiagnosticsManual(Component[MlDiagnosticsManualSpec]):
             "webhook": True,
             "preinstalledCertManager": cert_manager is None,
         }
-        self.verify_record = known(verify_record.record(inCluster=inside))
+        record = verify_record.record(inCluster=inside)
+        self._known(verify_record=record)
         self.register_outputs(
             {
-                verify_record.OUTPUT: self.verify_record,
+                verify_record.OUTPUT: record,
                 "namespace": self._namespace.metadata.name,
                 "injectionWebhookVersion": self.injection_webhook.version,
                 "connectionOperatorVersion": self.connection_operator.version,

@@ -13,7 +13,7 @@ from pulumi_kubernetes.meta.v1 import ObjectMetaArgs, ObjectMetaPatchArgs
 
 from ml_diagnostics import compat, docs, verify_record
 from ml_diagnostics.args import WorkloadNamespaceArgs, WorkloadOptInArgs
-from ml_diagnostics.component import Component, known
+from ml_diagnostics.component import Component
 from ml_diagnostics.rules.in_cluster import WorkloadNamespaceSpec, WorkloadOptInSpec
 
 OPT_IN = {compat.OPT_IN_LABEL: "true"}
@@ -36,9 +36,9 @@ class WorkloadOptIn(Component[WorkloadOptInSpec]):
     def _build(self, name: str, spec: WorkloadOptInSpec, **_: Any) -> None:
         self._resources: list[pulumi.CustomResource] = [self._opt_in(name, ns) for ns in spec.namespaces]
         names = [ns.name for ns in spec.namespaces]
-        self.namespaces = known(names)
-        self.verify_record = known(verify_record.record(inCluster={"workloadNamespaces": names}))
-        self.register_outputs({verify_record.OUTPUT: self.verify_record, "namespaces": names})
+        record = verify_record.record(inCluster={"workloadNamespaces": names})
+        self._known(namespaces=names, verify_record=record)
+        self.register_outputs({verify_record.OUTPUT: record, "namespaces": names})
 
     def _opt_in(self, name: str, ns: WorkloadNamespaceSpec) -> pulumi.CustomResource:
         """A namespace created here with the label, or the label alone patched onto an existing one."""
