@@ -67,6 +67,10 @@ class BuildContext:
         return self.settings[cloud.name]
 
 
+DERIVED = Lazy("")
+"""A TargetKind entry's reference left to its package's module of that name."""
+
+
 @dataclass(frozen=True)
 class TargetKind(Generic[T]):
     key: str
@@ -85,20 +89,26 @@ class TargetKind(Generic[T]):
     """The cloud its targets are on (program/clouds)."""
     component: str
     """The type token of the component a target builds (verify finds it by that in a stack's state)."""
-    build: Lazy
-    """(target, BuildContext) -> the stack output of the target, after registering its component."""
-    verify: Lazy
-    """(target, VerifyContext, TargetResult) -> None: read-only post-deploy checks."""
     section: str
     """The section of a verify record (ml_diagnostics.verify_record.VerifyRecord) its checks read."""
-    check: Lazy
+    docs: KindDocs
+    """Its texts in README, docs/verify.md, docs/lifecycle.md and the new-stack template."""
+    package: str = ""
+    """The kind's package (its entry passes `__name__`): build, verify, check and mock_answers default to its
+    modules build.py (`build`), verify.py (`verify`, `check`) and mocks.py."""
+    order: int = 0
+    """Where the kind stands in the table, which the registry sorts by (program/kinds/table.py): the order
+    targets are built in."""
+    build: Lazy = DERIVED
+    """(target, BuildContext) -> the stack output of the target, after registering its component."""
+    verify: Lazy = DERIVED
+    """(target, VerifyContext, TargetResult) -> None: read-only post-deploy checks."""
+    check: Lazy = DERIVED
     """(that section, access, VerifyContext, TargetResult) -> None: the same checks on a record, as `mldiag
     verify --stack` finds it in a stack's state (access: how the cluster is reached, None when the cloud's
     own API says)."""
-    mock_answers: Lazy
+    mock_answers: Lazy = DERIVED
     """The offline plan's answers: {"invokes": {token: fn(args)}, "outputs": {type: fn(name, inputs)}}."""
-    docs: KindDocs
-    """Its texts in README, docs/verify.md, docs/lifecycle.md and the new-stack template."""
     costly: tuple[Costly, ...] = ()
     """The resource types of this kind whose replacement or deletion the offline diff puts first."""
     # dataclasses.field by its module: the attribute `field` above shadows the bare name for mypy
@@ -112,3 +122,15 @@ class TargetKind(Generic[T]):
     """(relative key path, problem) of a target that depend on the stack's environment (e.g. sizing)."""
     verify_label: str = ""
     """How verify reports name the kind (default: the key)."""
+
+    def __post_init__(self) -> None:
+        for attr, ref in (("build", "build:build"), ("verify", "verify:verify"), ("check", "verify:check")):
+            self._derive(attr, ref)
+        self._derive("mock_answers", "mocks")
+
+    def _derive(self, attr: str, ref: str) -> None:
+        if getattr(self, attr) is not DERIVED:
+            return
+        if not self.package:
+            raise ValueError(f"kind {self.key}: give its package (package=__name__) or {attr}")
+        object.__setattr__(self, attr, Lazy(f"{self.package}.{ref}"))

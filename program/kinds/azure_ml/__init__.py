@@ -68,17 +68,15 @@ DOCS = KindDocs(
 
 
 KIND = TargetKind(
+    package=__name__,
+    order=30,
     key="azureMl",
     field="azure_ml",
     model=AzureMlTarget,
     description="Azure ML extension on AKS or Arc clusters.",
     prefix="azureml",
     export="azureMl",
-    build=Lazy("program.kinds.azure_ml.build:build"),
-    verify=Lazy("program.kinds.azure_ml.verify:verify"),
     section="azure_ml",
-    check=Lazy("program.kinds.azure_ml.verify:check"),
-    mock_answers=Lazy("program.kinds.azure_ml.mocks"),
     cloud=AZURE,
     component="mldiag:index:AzureMlExtension",
     costly=(

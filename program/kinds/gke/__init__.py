@@ -6,7 +6,7 @@ from ml_diagnostics import compat
 from program import in_cluster
 from program.clouds.google import GOOGLE
 from program.kinds import kubernetes
-from program.kinds.base import Claim, Costly, KindDocs, Lazy, TargetKind
+from program.kinds.base import Claim, Costly, KindDocs, TargetKind
 from program.kinds.gke.model import GkeClusterTarget
 
 
@@ -65,17 +65,15 @@ DOCS = KindDocs(
 
 
 KIND = TargetKind(
+    package=__name__,
+    order=20,
     key="gkeClusters",
     field="gke_clusters",
     model=GkeClusterTarget,
     description="GKE clusters, created or adopted; managed or manual ML Diagnostics.",
     prefix="gke",
     export="gkeCluster",
-    build=Lazy("program.kinds.gke.build:build"),
-    verify=Lazy("program.kinds.gke.verify:verify"),
     section="gke",
-    check=Lazy("program.kinds.gke.verify:check"),
-    mock_answers=Lazy("program.kinds.gke.mocks"),
     cloud=GOOGLE,
     component="mldiag:index:GkeCluster",
     costly=(

@@ -6,7 +6,7 @@ import hashlib
 
 from program import in_cluster
 from program.clouds.kubernetes import KUBERNETES
-from program.kinds.base import Claim, KindDocs, Lazy, TargetKind
+from program.kinds.base import Claim, KindDocs, TargetKind
 from program.kinds.kubernetes.model import KubernetesClusterTarget
 
 
@@ -89,17 +89,15 @@ DOCS = KindDocs(
 
 
 KIND = TargetKind(
+    package=__name__,
+    order=10,
     key="kubernetesClusters",
     field="kubernetes_clusters",
     model=KubernetesClusterTarget,
     description="Self-managed Kubernetes clusters (always the manual install).",
     prefix="k8s",
     export="kubernetesCluster",
-    build=Lazy("program.kinds.kubernetes.build:build"),
-    verify=Lazy("program.kinds.kubernetes.verify:verify"),
     section="in_cluster",
-    check=Lazy("program.kinds.kubernetes.verify:check"),
-    mock_answers=Lazy("program.kinds.kubernetes.mocks"),
     cloud=KUBERNETES,
     component="mldiag:index:KubernetesCluster",
     costly=in_cluster.COSTLY,

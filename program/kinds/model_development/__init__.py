@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from program.clouds.google import GOOGLE
-from program.kinds.base import Claim, Costly, KindDocs, Lazy, TargetKind
+from program.kinds.base import Claim, Costly, KindDocs, TargetKind
 from program.kinds.model_development.model import ModelDevelopmentClusterTarget
 
 
@@ -39,17 +39,15 @@ DOCS = KindDocs(
 
 
 KIND = TargetKind(
+    package=__name__,
+    order=40,
     key="modelDevelopmentClusters",
     field="model_development_clusters",
     model=ModelDevelopmentClusterTarget,
     description="Vertex AI Model Development Clusters (Slurm).",
     prefix="mdc",
     export="modelDevelopmentCluster",
-    build=Lazy("program.kinds.model_development.build:build"),
-    verify=Lazy("program.kinds.model_development.verify:verify"),
     section="model_development",
-    check=Lazy("program.kinds.model_development.verify:check"),
-    mock_answers=Lazy("program.kinds.model_development.mocks"),
     cloud=GOOGLE,
     component="mldiag:index:ModelDevelopmentCluster",
     costly=(

@@ -1,0 +1,48 @@
+"""The table of kinds is found, not listed (program/kinds/table.py): every package of program/kinds/ with a
+`KIND`, by its order; an entry's build, verify, check and mocks come from its package's modules."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from program.kinds import table
+from program.kinds.base import DERIVED, Lazy
+
+
+def test_the_kinds_are_found_in_their_order_with_their_modules() -> None:
+    assert [(k.key, k.order) for k in table.KINDS] == [
+        ("kubernetesClusters", 10),
+        ("gkeClusters", 20),
+        ("azureMl", 30),
+        ("modelDevelopmentClusters", 40),
+    ]
+    for kind in table.KINDS:
+        assert kind.build.ref == f"{kind.package}.build:build"
+        assert (kind.verify.ref, kind.check.ref) == (
+            f"{kind.package}.verify:verify",
+            f"{kind.package}.verify:check",
+        )
+        assert kind.mock_answers.ref == f"{kind.package}.mocks"
+        assert callable(kind.build.load()) and callable(kind.check.load())
+        assert isinstance(kind.mock_answers.load().__name__, str)
+
+
+def test_an_entry_may_name_its_own_module_and_must_name_one_or_its_package() -> None:
+    kind = table.BY_KEY["azureMl"]
+    own = dataclasses.replace(kind, build=Lazy("elsewhere:make"))
+    assert own.build.ref == "elsewhere:make" and own.verify.ref == kind.verify.ref
+    with pytest.raises(ValueError, match=r"^kind azureMl: give its package \(package=__name__\) or build$"):
+        dataclasses.replace(kind, package="", build=DERIVED)
+
+
+def test_two_kinds_of_one_order_are_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    import program.kinds.gke as gke
+
+    monkeypatch.setattr(gke, "KIND", dataclasses.replace(gke.KIND, order=10))
+    with pytest.raises(
+        ValueError,
+        match="kinds program.kinds.gke and program.kinds.kubernetes have the same order 10|kinds program.kinds.kubernetes and program.kinds.gke have the same order 10",
+    ):
+        table.discover()
