@@ -214,25 +214,17 @@ class GkeCluster(Component[GkeClusterSpec]):
             exclude_unset=True, exclude=set(InClusterSpec.model_fields), warnings=False
         )
         google_api: GoogleApiArgs = t.get("google_api") or {}  # type: ignore[assignment]
-        project, location, gke_name = t["project"], t["location"], t["cluster_name"]
         create = t.get("create", False)
         version = t.get("min_master_version") if create else t.get("current_version")
         mode = MlDiagnosticsMode(spec.resolved_mode)
-        managed = mode is MlDiagnosticsMode.MANAGED
-        flag = managed_flag(mode, t.get("previous_mode"))
-        self.mode = known(mode.value)
-        self.managed_flag_on = known(flag)
-        self.pending_step = self.managed_flag_on.apply(
-            lambda on: SWITCH_PENDING.format(name=name) if managed and not on else None
-        )
-        self.pending_step.apply(lambda step: pulumi.log.warn(step, resource=self) if step else None)
+        flag = self._mode(name, mode, t.get("previous_mode"))
         self.node_pools: list[container.NodePool] = []
         self.cluster: container.Cluster | None = None
         self.managed_flag: ManagedMlDiagnostics | None = None
         # The account scope of this cluster: project/region, and the identity and quota project when set.
         self.gcp_provider = GcpProvider(
             f"{name}-gcp",
-            **gcp_provider_args(project, location, google_api),
+            **gcp_provider_args(t["project"], t["location"], google_api),
             opts=pulumi.ResourceOptions(parent=self),
         )
         access = (
@@ -240,10 +232,36 @@ class GkeCluster(Component[GkeClusterSpec]):
             if create
             else self._adopted_cluster(name, t, flag, google_api)
         )
-        endpoint, cluster_name = access.endpoint, access.cluster_name
-        self.endpoint = endpoint
-        self.cluster_name = cluster_name
-        self.kubeconfig = pulumi.Output.all(endpoint, access.ca_certificate).apply(
+        self._kubernetes(name, t, access, google_api)
+        self.diagnostics = ClusterMlDiagnostics.from_spec(
+            f"{name}-mldiag",
+            _diagnostics_spec(spec, mode, version, access.autopilot),
+            opts=pulumi.ResourceOptions(parent=self, providers=[self.provider]),
+            releases_after=access.release_waits,
+        )
+        self.workload_monitoring = known(compat.supports_workload_monitoring(version))
+        self._record(spec, t, mode, flag)
+
+    def _mode(self, name: str, mode: MlDiagnosticsMode, previous_mode: Any) -> pulumi.Output[bool] | bool:
+        """The mode, the managed flag's state, and the pending step of a switch to managed that takes two updates."""
+        flag = managed_flag(mode, previous_mode)
+        managed = mode is MlDiagnosticsMode.MANAGED
+        self.mode = known(mode.value)
+        self.managed_flag_on = known(flag)
+        self.pending_step = self.managed_flag_on.apply(
+            lambda on: SWITCH_PENDING.format(name=name) if managed and not on else None
+        )
+        self.pending_step.apply(lambda step: pulumi.log.warn(step, resource=self) if step else None)
+        return flag
+
+    def _kubernetes(
+        self, name: str, t: dict[str, Any], access: _ClusterAccess, google_api: GoogleApiArgs
+    ) -> None:
+        """The cluster's endpoint and kubeconfig, and the Kubernetes provider every in-cluster resource uses."""
+        project, location, gke_name = t["project"], t["location"], t["cluster_name"]
+        self.endpoint = access.endpoint
+        self.cluster_name = access.cluster_name
+        self.kubeconfig = pulumi.Output.all(access.endpoint, access.ca_certificate).apply(
             lambda ec: gke_kubeconfig(project, location, gke_name, ec[0], ec[1], exec_env(google_api))
         )
         # Every in-cluster resource uses this provider, so they all wait for what it depends on (adopted: the
@@ -253,13 +271,16 @@ class GkeCluster(Component[GkeClusterSpec]):
             kubeconfig=self.kubeconfig,
             opts=pulumi.ResourceOptions(parent=self, depends_on=access.provider_waits),
         )
-        self.diagnostics = ClusterMlDiagnostics.from_spec(
-            f"{name}-mldiag",
-            _diagnostics_spec(spec, mode, version, access.autopilot),
-            opts=pulumi.ResourceOptions(parent=self, providers=[self.provider]),
-            releases_after=access.release_waits,
-        )
-        self.workload_monitoring = known(compat.supports_workload_monitoring(version))
+
+    def _record(
+        self,
+        spec: GkeClusterSpec,
+        t: dict[str, Any],
+        mode: MlDiagnosticsMode,
+        flag: pulumi.Output[bool] | bool,
+    ) -> None:
+        """The verify record (the cluster's and what runs in it) and the component's outputs."""
+        project, location, gke_name = t["project"], t["location"], t["cluster_name"]
         self.verify_record = self.diagnostics.verify_record.apply(
             lambda inside: verify_record.record(
                 gke=verify_record.gke(
@@ -270,8 +291,8 @@ class GkeCluster(Component[GkeClusterSpec]):
         self.register_outputs(
             {
                 verify_record.OUTPUT: self.verify_record,
-                "clusterName": cluster_name,
-                "endpoint": endpoint,
+                "clusterName": self.cluster_name,
+                "endpoint": self.endpoint,
                 "mode": mode.value,
                 "managedDiagnostics": flag,
                 "workloadMonitoring": self.workload_monitoring,
