@@ -217,10 +217,10 @@ def test_selects_follows_affinity_and_taints(
             for k in ("nvidia.com/gpu", "google.com/tpu")
         ],
     )
-    node = client.V1Node(
-        metadata=client.V1ObjectMeta(name="n", labels=labels),
-        spec=client.V1NodeSpec(taints=[client.V1Taint(key=k, value=v, effect=e) for k, v, e in taints]),
-    )
+    node = {
+        "metadata": {"name": "n", "labels": labels},
+        "spec": {"taints": [{"key": k, "value": v, "effect": e} for k, v, e in taints]},
+    }
     assert diagon.selects(spec, node) is selected
 
 

@@ -6,10 +6,12 @@ vendor docs tell you to look for after `kubectl apply`).
 
 The number of requests does not grow with the cluster: pods and nodes are read with paginated lists
 (`PAGE` objects a page), and the logs of a fixed sample of the ready pods (`LOG_SAMPLE`) plus every pod not
-ready are read, concurrently; `all_logs` reads every pod's."""
+ready are read, concurrently; `all_logs` reads every pod's. Pods and nodes stay JSON (`Obj`): the client's
+models cost six times the lists' own time at thousands of them."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -18,7 +20,7 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from ml_diagnostics.verify_record import DiagonRecord
-from program.clouds.kubernetes_client import labels_of, name_of
+from program.clouds.kubernetes_client import labels_of
 from program.verify.result import TargetResult
 
 DAEMON_NAME = "diagon-daemon"  # ml_diagnostics/diagon.py: DaemonSet, container and pod label `name`
@@ -32,18 +34,32 @@ LOG_SAMPLE = 10  # ready pods whose log is read by default, besides every pod no
 LOG_WORKERS = 8
 
 
-def list_all(call: Callable[..., Any], *args: Any, **kwargs: Any) -> list[Any]:
-    """Every item of a paginated list (`limit`/`continue`)."""
-    items: list[Any] = []
+Obj = dict[str, Any]  # a pod or node as the API server sends it
+
+
+def list_all(call: Callable[..., Any], *args: Any, **kwargs: Any) -> list[Obj]:
+    """Every item of a paginated list (`limit`/`continue`), as JSON."""
+    items: list[Obj] = []
     token = None
     while True:
-        page = (
-            call(*args, limit=PAGE, _continue=token, **kwargs) if token else call(*args, limit=PAGE, **kwargs)
-        )
-        items.extend(page.items or [])
-        token = page.metadata._continue if page.metadata else None
+        more: dict[str, str] = {"_continue": token} if token else {}
+        page = json.loads(call(*args, limit=PAGE, _preload_content=False, **more, **kwargs).data)
+        items.extend(page.get("items") or [])
+        token = (page.get("metadata") or {}).get("continue")
         if not token:
             return items
+
+
+def _name(obj: Obj) -> str:
+    return str((obj.get("metadata") or {}).get("name", ""))
+
+
+def _status(obj: Obj) -> Obj:
+    return obj.get("status") or {}
+
+
+def _condition(obj: Obj, kind: str) -> Obj | None:
+    return next((c for c in _status(obj).get("conditions") or [] if c.get("type") == kind), None)
 
 
 def sample(items: list[Any], size: int) -> list[Any]:
@@ -79,16 +95,16 @@ def _tolerated(taint: client.V1Taint, tolerations: list[client.V1Toleration]) ->
     return False
 
 
-def selects(spec: client.V1PodSpec, node: client.V1Node) -> bool:
+def selects(spec: client.V1PodSpec, node: Obj) -> bool:
     """Whether the DaemonSet's pod spec places a pod on this node (nodeSelector, required node affinity,
     NoSchedule/NoExecute taints against its tolerations), as the DaemonSet controller decides."""
-    labels = labels_of(node)
+    labels = (node.get("metadata") or {}).get("labels") or {}
     if any(labels.get(k) != v for k, v in (spec.node_selector or {}).items()):
         return False
     affinity = spec.affinity.node_affinity if spec.affinity else None
     required = affinity.required_during_scheduling_ignored_during_execution if affinity else None
     if required and required.node_selector_terms:
-        name = name_of(node)
+        name = _name(node)
         if not any(
             all(_requirement(e, labels.get(e.key)) for e in term.match_expressions or [])
             and all(
@@ -97,7 +113,10 @@ def selects(spec: client.V1PodSpec, node: client.V1Node) -> bool:
             for term in required.node_selector_terms
         ):
             return False
-    taints = (node.spec.taints if node.spec else None) or []
+    taints = [
+        client.V1Taint(key=t.get("key"), value=t.get("value"), effect=t.get("effect"))
+        for t in (node.get("spec") or {}).get("taints") or []
+    ]
     return all(
         _tolerated(taint, spec.tolerations or [])
         for taint in taints
@@ -105,30 +124,28 @@ def selects(spec: client.V1PodSpec, node: client.V1Node) -> bool:
     )
 
 
-def node_not_ready(node: client.V1Node) -> str | None:
+def node_not_ready(node: Obj) -> str | None:
     """The node's Ready condition in words when it is not True."""
-    conditions = (node.status.conditions if node.status else None) or []
-    ready = next((c for c in conditions if c.type == "Ready"), None)
+    ready = _condition(node, "Ready")
     if ready is None:
         return "no Ready condition (its kubelet never reported)"
-    if ready.status == "True":
+    if ready.get("status") == "True":
         return None
-    why = f"Ready={ready.status}" + (f" {ready.reason}" if ready.reason else "")
-    return why + (f": {ready.message}" if ready.message else "")
+    why = f"Ready={ready.get('status')}" + (f" {ready['reason']}" if ready.get("reason") else "")
+    return why + (f": {ready['message']}" if ready.get("message") else "")
 
 
-def _pod_node(pod: client.V1Pod) -> str | None:
+def _pod_node(pod: Obj) -> str | None:
     """The node a DaemonSet pod is on, or is meant for (its affinity's metadata.name while pending)."""
-    if pod.spec is None:
-        return None
-    if pod.spec.node_name:
-        return str(pod.spec.node_name)
-    affinity = pod.spec.affinity.node_affinity if pod.spec.affinity else None
-    required = affinity.required_during_scheduling_ignored_during_execution if affinity else None
-    for term in (required.node_selector_terms if required else None) or []:
-        for f in term.match_fields or []:
-            if f.key == "metadata.name" and f.values:
-                return str(f.values[0])
+    spec = pod.get("spec") or {}
+    if spec.get("nodeName"):
+        return str(spec["nodeName"])
+    affinity = (spec.get("affinity") or {}).get("nodeAffinity") or {}
+    required = affinity.get("requiredDuringSchedulingIgnoredDuringExecution") or {}
+    for term in required.get("nodeSelectorTerms") or []:
+        for f in term.get("matchFields") or []:
+            if f.get("key") == "metadata.name" and f.get("values"):
+                return str(f["values"][0])
     return None
 
 
@@ -148,31 +165,31 @@ def node_selection(spec: client.V1PodSpec) -> str:
     return "no node selection (every node)"
 
 
-def _pod_not_ready(pod: client.V1Pod, nodes: dict[str, client.V1Node] | None = None) -> str | None:
+def _pod_not_ready(pod: Obj, nodes: dict[str, Obj] | None = None) -> str | None:
     """Why the pod is not ready, or None. A pod on a node that is not Ready counts as not ready: its last
     reported readiness is the kubelet's word from before (the controllers mark it only once the kubelet is
     silent)."""
-    status = pod.status or client.V1PodStatus()
+    status = _status(pod)
     node = _pod_node(pod)
     down = node_not_ready(nodes[node]) if nodes and node in nodes else None
-    ready = next((c for c in status.conditions or [] if c.type == "Ready"), None)
-    if ready is not None and ready.status == "True" and not down:
+    ready = _condition(pod, "Ready")
+    if ready is not None and ready.get("status") == "True" and not down:
         return None
-    why = status.phase or "Unknown"
-    scheduled = next((c for c in status.conditions or [] if c.type == "PodScheduled"), None)
-    if scheduled is not None and scheduled.status == "False":
+    why = status.get("phase") or "Unknown"
+    scheduled = _condition(pod, "PodScheduled")
+    if scheduled is not None and scheduled.get("status") == "False":
         # the scheduler's own message (its FailedScheduling event says the same)
-        why = f"{why}, not scheduled: {scheduled.message or scheduled.reason or 'no reason given'}"
-    for cs in status.container_statuses or []:
-        if cs.state and cs.state.waiting and cs.state.waiting.reason:
-            why = cs.state.waiting.reason + (
-                f" ({cs.state.waiting.message})" if cs.state.waiting.message else ""
-            )
-        elif cs.state and cs.state.terminated:
-            why = f"terminated: {cs.state.terminated.reason} (exit {cs.state.terminated.exit_code})"
+        why = f"{why}, not scheduled: {scheduled.get('message') or scheduled.get('reason') or 'no reason given'}"
+    for cs in status.get("containerStatuses") or []:
+        state = cs.get("state") or {}
+        waiting, terminated = state.get("waiting") or {}, state.get("terminated")
+        if waiting.get("reason"):
+            why = waiting["reason"] + (f" ({waiting['message']})" if waiting.get("message") else "")
+        elif terminated:
+            why = f"terminated: {terminated.get('reason')} (exit {terminated.get('exitCode')})"
     if down:
         why = f"{why} (node {node}: {down})"
-    return f"{name_of(pod)}{f' on {node}' if node else ''}: {why}"
+    return f"{_name(pod)}{f' on {node}' if node else ''}: {why}"
 
 
 POD_SECURITY_ENFORCE = "pod-security.kubernetes.io/enforce"
@@ -289,10 +306,10 @@ def check(
     want = d.image
     template_images = [c.image or "(no image)" for c in template.containers if c.name == DAEMON_NAME]
     stale = sorted(
-        name_of(pod)
+        _name(pod)
         for pod in pods
-        for c in (pod.spec.containers if pod.spec else [])
-        if c.name == DAEMON_NAME and c.image != want
+        for c in (pod.get("spec") or {}).get("containers") or []
+        if c.get("name") == DAEMON_NAME and c.get("image") != want
     )
     if template_images != [want]:
         result.add(
@@ -313,10 +330,10 @@ def check(
         result.add("diagon.image", True, want)
 
     missing: list[str] = []
-    running: list[client.V1Pod] = []
-    for pod in sorted(pods, key=name_of):
-        if (pod.status.phase if pod.status else None) != "Running":
-            missing.append(f"{name_of(pod)}: not running")
+    running: list[Obj] = []
+    for pod in sorted(pods, key=_name):
+        if _status(pod).get("phase") != "Running":
+            missing.append(f"{_name(pod)}: not running")
         else:
             running.append(pod)
     if all_logs:
@@ -324,19 +341,19 @@ def check(
     else:
         unready = [pod for pod in running if _pod_not_ready(pod)]
         chosen = sorted(
-            unready + sample([pod for pod in running if not _pod_not_ready(pod)], LOG_SAMPLE), key=name_of
+            unready + sample([pod for pod in running if not _pod_not_ready(pod)], LOG_SAMPLE), key=_name
         )
 
-    def absent_in(pod: client.V1Pod) -> list[str]:
+    def absent_in(pod: Obj) -> list[str]:
         log = core.read_namespaced_pod_log(
-            name_of(pod), ns, container=DAEMON_NAME, tail_lines=log_lines, _request_timeout=timeout
+            _name(pod), ns, container=DAEMON_NAME, tail_lines=log_lines, _request_timeout=timeout
         )
         return [s for s in LOG_SIGNATURES if s not in (log or "")]
 
     with ThreadPoolExecutor(max_workers=max(1, min(LOG_WORKERS, len(chosen)))) as pool:
         for pod, absent in zip(chosen, pool.map(absent_in, chosen), strict=True):
             if absent:
-                missing.append(f"{name_of(pod)} lacks {', '.join(repr(s) for s in absent)}")
+                missing.append(f"{_name(pod)} lacks {', '.join(repr(s) for s in absent)}")
     read = f"read {len(chosen)} of {len(pods)} pod logs"
     if len(chosen) < len(running):
         read += f" (a sample of {LOG_SAMPLE} and every pod not ready; --all-logs reads every one)"
@@ -354,10 +371,10 @@ def check(
         result.add("diagon.logs", True, f"{read}: all show the {len(LOG_SIGNATURES)} log signatures")
 
 
-def _nodes(core: client.CoreV1Api, timeout: tuple[float, float]) -> dict[str, client.V1Node] | None:
+def _nodes(core: client.CoreV1Api, timeout: tuple[float, float]) -> dict[str, Obj] | None:
     """Every node by name; None when verify may not list nodes (a role without it: the pods alone speak)."""
     try:
-        return {name_of(n): n for n in list_all(core.list_node, _request_timeout=timeout)}
+        return {_name(n): n for n in list_all(core.list_node, _request_timeout=timeout)}
     except ApiException as e:
         if e.status in (403, 404):
             return None
