@@ -198,10 +198,24 @@ def _select(name: str, create: bool, **kwargs: Any) -> Any:
     except auto.StackNotFoundError:
         if not create:
             return None
+    return _create_or_select(name, **kwargs)
+
+
+def _create_or_select(name: str, **kwargs: Any) -> Any:
+    """The stack created, or, when another process created it meanwhile, selected."""
+    from pulumi import automation as auto
+
     try:
         return auto.create_stack(stack_name=name, **kwargs)
     except auto.StackAlreadyExistsError:
         return auto.select_stack(stack_name=name, **kwargs)
+    except auto.CommandError as refused:
+        # The other one may have created it and be updating it already: a local backend then refuses the
+        # create with "the stack is currently locked" rather than "already exists". Selecting it settles which.
+        try:
+            return auto.select_stack(stack_name=name, **kwargs)
+        except auto.CommandError:
+            raise refused from None
 
 
 class AutomationExecutor:
