@@ -32,6 +32,7 @@ import signal
 import subprocess
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -166,8 +167,9 @@ class Env:
         drift = self.mldiag("drift", "--format", "json")
         assert drift.returncode == 0, drift.output[-3000:]
         # and its program: the next `pulumi up` of each member changes nothing (no new Helm revision)
-        for stack in stacks:
-            assert self.preview_changes(stack) == "", stack
+        with ThreadPoolExecutor(max_workers=len(stacks)) as pool:
+            changes = dict(zip(stacks, pool.map(self.preview_changes, stacks), strict=True))
+        assert changes == dict.fromkeys(stacks, ""), changes
 
     def preview_changes(self, stack: str) -> str:
         """What `pulumi preview` of a member stack would change ('' for nothing), run in the member's work
