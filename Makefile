@@ -13,10 +13,9 @@ mldiag = @$(MLDIAG) $(1) || { code=$$?; echo "mldiag $(firstword $(1)) exited $$
 
 venv: .venv/.installed
 
-# --no-compile: byte-compiling every module of the cloud SDKs takes a minute; Python compiles what is imported
 .venv/.installed: requirements.txt requirements-dev.txt pyproject.toml mldiag/launcher/pyproject.toml
 	@test -x $(PY) || python3 -m venv .venv >&2
-	@$(PY) -m pip install -q --no-compile -r requirements-dev.txt >&2
+	@$(PY) -m pip install -q -r requirements-dev.txt >&2
 	@touch $@
 
 plan: venv
