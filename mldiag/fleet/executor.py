@@ -135,7 +135,9 @@ class Workspaces:
         return work
 
     def derive_coordinator(self) -> Path:
-        work = self.root / self.coordinator_stack()
+        # One directory per process: the Automation API rewrites the inline program's Pulumi.yaml in it, and
+        # two rollouts started at once must not read each other's half-written file.
+        work = self.root / self.coordinator_stack() / str(os.getpid())
         work.mkdir(parents=True, exist_ok=True)
         stack = self.coordinator_stack()
         rel = os.path.relpath(self.source, self.project_dir)
