@@ -12,6 +12,7 @@ Without it the result is incomplete: said on stderr, `unopenedEnvironments` in t
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from collections.abc import Sequence
@@ -87,3 +88,16 @@ def supply(
     elif environments:
         print(warning(source, environments), file=sys.stderr, flush=True)
     return config, list(secret_keys)
+
+
+def add_argument(parser: argparse.ArgumentParser) -> None:
+    """--esc-values, the same for every command that reads a stack file offline."""
+    parser.add_argument(
+        "--esc-values",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="the opened Pulumi ESC environments the stack file imports (the JSON of `esc open ORG/PROJECT/ENV`); "
+        "their pulumiConfig goes under the stack file's config, held secret; repeatable, a later file wins",
+    )

@@ -18,6 +18,7 @@ import json
 import sys
 from pathlib import Path
 
+from mldiag import esc
 from mldiag.diff import (
     EXIT_ERROR,
     GITHUB_COMMENT_LIMIT,
@@ -79,15 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--format", choices=FORMATS, default="table")
     p.add_argument("--output", type=Path, help="write the report here instead of stdout")
-    p.add_argument(
-        "--esc-values",
-        type=Path,
-        action="append",
-        default=[],
-        metavar="FILE",
-        help="the opened Pulumi ESC environments the stacks import (the JSON of `esc open ORG/PROJECT/ENV`); "
-        "repeatable, a later file wins",
-    )
+    esc.add_argument(p)
     p.add_argument("--project-dir", type=Path, default=ROOT, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     stacks = args.stacks or all_stacks(args.project_dir)

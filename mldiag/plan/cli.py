@@ -206,15 +206,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         type=Path,
         help="policy pack config instead of the stack's (mldiag policy-config STACK)",
     )
-    p.add_argument(
-        "--esc-values",
-        type=Path,
-        action="append",
-        default=[],
-        metavar="FILE",
-        help="the opened Pulumi ESC environments the stack file imports (the JSON of `esc open ORG/PROJECT/ENV`); "
-        "their pulumiConfig goes under the stack file's config, held secret; repeatable, a later file wins",
-    )
+    esc.add_argument(p)
     p.add_argument("--format", choices=plan_render.FORMATS, default="table")
     p.add_argument(
         "--from-json",

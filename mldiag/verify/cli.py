@@ -23,6 +23,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
+from mldiag import esc
 from mldiag.verify import report
 from mldiag.verify.report import TargetResult, Unreachable
 from program.config import ConfigError, StackConfig
@@ -64,7 +65,6 @@ def read_config(
     opens the stack's ESC environments itself. From the stack file they come from `esc_values`
     (mldiag/esc.py); returned with the config: the environments it imports that were not supplied.
     """
-    from mldiag import esc
     from mldiag.common import PROJECT
     from program import config as stack_config
     from program import stack_file
@@ -173,15 +173,7 @@ def parse_args(argv: list[str] | None) -> Options:
         help="the Pulumi project whose stack --pulumi-stack or --stack reads (default: this repository; --stack: "
         "the current directory)",
     )
-    p.add_argument(
-        "--esc-values",
-        type=Path,
-        action="append",
-        default=[],
-        metavar="FILE",
-        help="the opened Pulumi ESC environments the stack file imports (the JSON of `esc open ORG/PROJECT/ENV`); "
-        "repeatable, a later file wins",
-    )
+    esc.add_argument(p)
     p.add_argument("--format", choices=("table", "json", "markdown"), default="table")
     p.add_argument("--output", type=Path, help="write the report to this file instead of stdout")
     p.add_argument("--wait", type=float, default=0.0, metavar="SECONDS", help="poll until every check passes")
