@@ -120,6 +120,10 @@ class Project:
             except OSError:
                 shutil.copy2(bin_dir / name, wrappers / name)
         self.cli = wrappers / "pulumi"
+        # The Kubernetes provider writes the stack's kubeconfig to a temporary file it never removes: each
+        # run's temporary files go beside the project (not in it, where tests look for stack files), and with it.
+        scratch = root.with_name(root.name + ".tmp")
+        scratch.mkdir(exist_ok=True)
         self.env = {
             **os.environ,
             "PATH": os.pathsep.join([str(wrappers), str(bin_dir), os.environ.get("PATH", "")]),
@@ -131,6 +135,7 @@ class Project:
             "PULUMI_PYTHON_CMD": str(venv / "bin" / "python"),
             "KUBECONFIG": os.devnull,  # only the stack's kubeconfig may be used
             "NO_COLOR": "1",
+            "TMPDIR": str(scratch),
         }
         for var in ("PULUMI_ACCESS_TOKEN", "PULUMI_BACKEND_URL", "GOOGLE_APPLICATION_CREDENTIALS"):
             self.env.pop(var, None)
