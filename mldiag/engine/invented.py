@@ -99,6 +99,7 @@ class Inventory:
         self.by_prefix: dict[str, list[str]] = {}  # distinctive strings by their first characters
         self.sources: set[str] = set()
         self.invokes = False
+        self._seen: dict[str, tuple[str, ...]] = {}
         for source, values in made:
             for s in values:
                 if s in known or len(s) < MIN_EXACT_LENGTH or (source is None and not distinctive(s)):
@@ -122,15 +123,22 @@ class Inventory:
 
     def found_in(self, text: str, allowed: set[str] | None) -> bool:
         """`text` is or contains an invented string from an allowed source (None: any source)."""
-        if text in self.exact and self._from(text, allowed):
-            return True
-        if len(text) < DISTINCTIVE_LENGTH:
-            return False
-        for i in range(len(text) - DISTINCTIVE_LENGTH + 1):
-            for s in self.by_prefix.get(text[i : i + DISTINCTIVE_LENGTH], ()):
-                if text.startswith(s, i) and self._from(s, allowed):
-                    return True
-        return False
+        return any(self._from(s, allowed) for s in self._contained(text))
+
+    def _contained(self, text: str) -> tuple[str, ...]:
+        # Memoized: a plan's texts repeat (thousands of leaves, a few dozen distinct strings).
+        found = self._seen.get(text)
+        if found is None:
+            hits = [text] if text in self.exact else []
+            if len(text) >= DISTINCTIVE_LENGTH:
+                for i in range(len(text) - DISTINCTIVE_LENGTH + 1):
+                    hits += (
+                        s
+                        for s in self.by_prefix.get(text[i : i + DISTINCTIVE_LENGTH], ())
+                        if text.startswith(s, i)
+                    )
+            found = self._seen[text] = tuple(dict.fromkeys(hits))
+        return found
 
 
 def _leaves(masked: Any, plain: Any, path: str = "") -> Iterator[tuple[str, Any, bool]]:
