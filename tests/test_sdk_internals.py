@@ -7,6 +7,9 @@ import ast
 import importlib.metadata
 from pathlib import Path
 
+import pulumi
+from pulumi import _types
+
 from mldiag.engine import sdk
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -35,6 +38,20 @@ def test_a_run_to_completion_and_no_stack_traces():
     with sdk.without_stack_traces():
         assert resource._get_stack_trace() == type(resource._get_stack_trace())()
     assert resource._get_stack_trace is before
+
+
+class Annotated(pulumi.ComponentResource):
+    endpoint: pulumi.Output[str]
+
+
+def test_resource_types_are_derived_once_per_class_during_a_run_and_as_before_after():
+    before = _types.resource_types
+    with sdk.resource_types_cached():
+        first = _types.resource_types(Annotated)
+        assert first == before(Annotated) == {"endpoint": str}
+        assert _types.resource_types(Annotated) is first
+        assert _types.resource_types(pulumi.ComponentResource) == before(pulumi.ComponentResource)
+    assert _types.resource_types is before
 
 
 def internal_uses(source: str) -> list[str]:
