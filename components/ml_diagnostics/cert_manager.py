@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pulumi
-from pulumi_kubernetes.helm.v3 import Release, ReleaseArgs, RepositoryOptsArgs
+from pulumi_kubernetes.helm.v3 import Release
 
 from ml_diagnostics import compat, lifecycle, verify_record
 from ml_diagnostics.args import CertManagerArgs
@@ -63,16 +63,14 @@ class CertManager(Component[CertManagerSpec]):
             )
         self.release = Release(
             f"{name}-release",
-            ReleaseArgs(
-                name=compat.CERT_MANAGER_RELEASE,
-                chart=compat.CERT_MANAGER_CHART,
-                version=version,
-                repository_opts=RepositoryOptsArgs(repo=spec.repository),
-                namespace=compat.CERT_MANAGER_NAMESPACE,
-                create_namespace=True,
-                values=cert_manager_values(version, spec.values),
-                timeout=compat.CERT_MANAGER_TIMEOUT_SECONDS,
-            ),
+            name=compat.CERT_MANAGER_RELEASE,
+            chart=compat.CERT_MANAGER_CHART,
+            version=version,
+            repository_opts={"repo": spec.repository},
+            namespace=compat.CERT_MANAGER_NAMESPACE,
+            create_namespace=True,
+            values=cert_manager_values(version, spec.values),
+            timeout=compat.CERT_MANAGER_TIMEOUT_SECONDS,
             opts=pulumi.ResourceOptions(
                 parent=self,
                 depends_on=list(release_after),

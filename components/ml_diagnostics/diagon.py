@@ -14,7 +14,7 @@ from typing import Any
 import pulumi
 from pulumi_kubernetes.apps import v1 as apps
 from pulumi_kubernetes.core import v1 as core
-from pulumi_kubernetes.meta.v1 import LabelSelectorArgs, ObjectMetaArgs
+from pulumi_kubernetes.meta.v1 import ObjectMetaArgsDict
 
 from ml_diagnostics import compat, docs, lifecycle, verify_record
 from ml_diagnostics.args import DiagonArgs
@@ -59,21 +59,15 @@ def node_placement(args: DiagonArgs) -> dict[str, Any]:
     labels = node_labels(args)
     if not labels:
         return {}
-    terms = [
-        core.NodeSelectorTermArgs(
-            match_expressions=[core.NodeSelectorRequirementArgs(key=k, operator="Exists")]
-        )
-        for k in labels
+    terms: list[core.NodeSelectorTermArgsDict] = [
+        {"match_expressions": [{"key": k, "operator": "Exists"}]} for k in labels
     ]
-    return {
-        "affinity": core.AffinityArgs(
-            node_affinity=core.NodeAffinityArgs(
-                required_during_scheduling_ignored_during_execution=core.NodeSelectorArgs(
-                    node_selector_terms=terms
-                )
-            )
-        )
+    affinity: core.AffinityArgsDict = {
+        "node_affinity": {
+            "required_during_scheduling_ignored_during_execution": {"node_selector_terms": terms}
+        }
     }
+    return {"affinity": affinity}
 
 
 def _max_unavailable(value: Any) -> int | str:
@@ -140,9 +134,10 @@ class Diagon(Component[DiagonSpec]):
             return spec.namespace
         self._namespace = core.Namespace(
             f"{name}-namespace",
-            metadata=ObjectMetaArgs(
-                name=spec.namespace, labels={**(self._labels(spec) or {}), **POD_SECURITY_LABELS}
-            ),
+            metadata={
+                "name": spec.namespace,
+                "labels": {**(self._labels(spec) or {}), **POD_SECURITY_LABELS},
+            },
             opts=self._adopted(spec, spec.namespace),
         )
         return self._namespace.metadata.name
@@ -151,66 +146,66 @@ class Diagon(Component[DiagonSpec]):
         self, name: str, spec: DiagonSpec, namespace: pulumi.Input[str]
     ) -> core.ServiceAccount:
         """The daemon's ServiceAccount, bound to a Google service account by Workload Identity when given."""
-        gsa = spec.gcp_service_account
+        metadata: ObjectMetaArgsDict = {"name": spec.service_account, "namespace": namespace}
+        if spec.gcp_service_account:
+            metadata["annotations"] = {WORKLOAD_IDENTITY_ANNOTATION: spec.gcp_service_account}
+        labels = self._labels(spec)
+        if labels is not None:
+            metadata["labels"] = labels
         return core.ServiceAccount(
             f"{name}-service-account",
-            metadata=ObjectMetaArgs(
-                name=spec.service_account,
-                namespace=namespace,
-                annotations={WORKLOAD_IDENTITY_ANNOTATION: gsa} if gsa else None,
-                labels=self._labels(spec),
-            ),
+            metadata=metadata,
             opts=self._adopted(spec, lifecycle.k8s_id(spec.namespace, spec.service_account)),
         )
 
     def _make_daemon_set(self, name: str, spec: DiagonSpec, namespace: pulumi.Input[str]) -> apps.DaemonSet:
         """The vendor's DaemonSet, with the image, placement and update strategy of the Spec."""
         pod_labels = {"name": DAEMON_NAME}
+        pod: core.PodSpecArgsDict = {
+            "host_network": True,
+            "dns_policy": "ClusterFirstWithHostNet",
+            # The plain name, not the ServiceAccount's output: the DaemonSet controller retries pod creation
+            # until the account exists, so the two deploy in parallel (one step less).
+            "service_account_name": spec.service_account,
+            "termination_grace_period_seconds": 30,
+            "tolerations": [
+                {"operator": "Exists", "effect": "NoSchedule"},
+                {"operator": "Exists", "effect": "NoExecute"},
+            ],
+            "containers": [
+                {
+                    "name": DAEMON_NAME,
+                    "image": spec.image,
+                    "image_pull_policy": _pull_policy(spec.image),
+                    "command": DAEMON_COMMAND,
+                    "security_context": {"privileged": True},
+                    "resources": {
+                        "requests": {"cpu": "10m", "memory": "32Mi"},
+                        "limits": {"memory": "256Mi"},  # no CPU limit
+                    },
+                }
+            ],
+        }
+        placement = _placement(spec)
+        if "node_selector" in placement:
+            pod["node_selector"] = placement["node_selector"]
+        if "affinity" in placement:
+            pod["affinity"] = placement["affinity"]
         return apps.DaemonSet(
             f"{name}-daemonset",
-            metadata=ObjectMetaArgs(
-                name=DAEMON_NAME,
-                namespace=namespace,
-                labels={"app.kubernetes.io/name": DAEMON_NAME, "app.kubernetes.io/part-of": "diagon"},
-            ),
-            spec=apps.DaemonSetSpecArgs(
-                selector=LabelSelectorArgs(match_labels=pod_labels),
-                update_strategy=apps.DaemonSetUpdateStrategyArgs(
-                    type="RollingUpdate",
-                    rolling_update=apps.RollingUpdateDaemonSetArgs(
-                        max_unavailable=_max_unavailable(spec.max_unavailable)
-                    ),
-                ),
-                template=core.PodTemplateSpecArgs(
-                    metadata=ObjectMetaArgs(labels=pod_labels),
-                    spec=core.PodSpecArgs(
-                        host_network=True,
-                        dns_policy="ClusterFirstWithHostNet",
-                        # The plain name, not the ServiceAccount's output: the DaemonSet controller retries
-                        # pod creation until the account exists, so the two deploy in parallel (one step less).
-                        service_account_name=spec.service_account,
-                        termination_grace_period_seconds=30,
-                        tolerations=[
-                            core.TolerationArgs(operator="Exists", effect="NoSchedule"),
-                            core.TolerationArgs(operator="Exists", effect="NoExecute"),
-                        ],
-                        containers=[
-                            core.ContainerArgs(
-                                name=DAEMON_NAME,
-                                image=spec.image,
-                                image_pull_policy=_pull_policy(spec.image),
-                                command=DAEMON_COMMAND,
-                                security_context=core.SecurityContextArgs(privileged=True),
-                                resources=core.ResourceRequirementsArgs(
-                                    requests={"cpu": "10m", "memory": "32Mi"},
-                                    limits={"memory": "256Mi"},  # no CPU limit
-                                ),
-                            )
-                        ],
-                        **_placement(spec),
-                    ),
-                ),
-            ),
+            metadata={
+                "name": DAEMON_NAME,
+                "namespace": namespace,
+                "labels": {"app.kubernetes.io/name": DAEMON_NAME, "app.kubernetes.io/part-of": "diagon"},
+            },
+            spec={
+                "selector": {"match_labels": pod_labels},
+                "update_strategy": {
+                    "type": "RollingUpdate",
+                    "rolling_update": {"max_unavailable": _max_unavailable(spec.max_unavailable)},
+                },
+                "template": {"metadata": {"labels": pod_labels}, "spec": pod},
+            },
             opts=self._adopted(spec, lifecycle.k8s_id(spec.namespace, DAEMON_NAME)),
         )
 

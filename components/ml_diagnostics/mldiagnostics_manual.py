@@ -13,8 +13,8 @@ from typing import Any
 
 import pulumi
 from pulumi_kubernetes.core import v1 as core
-from pulumi_kubernetes.helm.v3 import Release, ReleaseArgs, RepositoryOptsArgs
-from pulumi_kubernetes.meta.v1 import ObjectMetaArgs
+from pulumi_kubernetes.helm.v3 import Release
+from pulumi_kubernetes.meta.v1 import ObjectMetaArgsDict
 
 from ml_diagnostics import compat, lifecycle, rules, verify_record
 from ml_diagnostics.args import ChartArgs, ConnectionOperatorArgs, MlDiagnosticsManualArgs
@@ -168,12 +168,12 @@ class MlDiagnosticsManual(Component[MlDiagnosticsManualSpec]):
         # Adopted: the namespace `helm --create-namespace` made has no annotations; only the mark the policy
         # pack reads (cert-manager pre-installed) is added by the update that follows the import.
         mark = "preinstalled" if preinstalled else None if spec.adopt else "release"
+        metadata: ObjectMetaArgsDict = {"name": compat.MLDIAGNOSTICS_NAMESPACE}
+        if mark:
+            metadata["annotations"] = {compat.CERT_MANAGER_ANNOTATION: mark}
         return core.Namespace(
             f"{name}-namespace",
-            metadata=ObjectMetaArgs(
-                name=compat.MLDIAGNOSTICS_NAMESPACE,
-                annotations={compat.CERT_MANAGER_ANNOTATION: mark} if mark else None,
-            ),
+            metadata=metadata,
             opts=pulumi.ResourceOptions(
                 parent=self, import_=compat.MLDIAGNOSTICS_NAMESPACE if spec.adopt else None
             ),
@@ -200,14 +200,12 @@ class MlDiagnosticsManual(Component[MlDiagnosticsManualSpec]):
         chart, repo = chart_source(default_chart, repository, given)
         return Release(
             f"{name}-{part}",
-            ReleaseArgs(
-                name=release,
-                chart=chart,
-                repository_opts=RepositoryOptsArgs(repo=repo) if repo else None,
-                version=version,
-                namespace=self._namespace.metadata.name,
-                values=values,
-            ),
+            name=release,
+            chart=chart,
+            repository_opts={"repo": repo} if repo else None,
+            version=version,
+            namespace=self._namespace.metadata.name,
+            values=values,
             opts=pulumi.ResourceOptions(
                 parent=self, depends_on=depends_on, import_=_release_id(release, adopt)
             ),

@@ -9,7 +9,6 @@ from typing import Any
 
 import pulumi
 from pulumi_kubernetes.core import v1 as core
-from pulumi_kubernetes.meta.v1 import ObjectMetaArgs, ObjectMetaPatchArgs
 
 from ml_diagnostics import compat, docs, verify_record
 from ml_diagnostics.args import WorkloadNamespaceArgs, WorkloadOptInArgs
@@ -45,18 +44,18 @@ class WorkloadOptIn(Component[WorkloadOptInSpec]):
         if ns.create:
             return core.Namespace(
                 f"{name}-{ns.name}",
-                metadata=ObjectMetaArgs(name=ns.name, labels={**ns.labels, **OPT_IN}),
+                metadata={"name": ns.name, "labels": {**ns.labels, **OPT_IN}},
                 # Adopted: what `kubectl create namespace` + `kubectl label namespace` made.
                 opts=pulumi.ResourceOptions(parent=self, import_=ns.name if ns.adopt else None),
             )
         return core.NamespacePatch(
             f"{name}-{ns.name}",
-            metadata=ObjectMetaPatchArgs(
-                name=ns.name,
-                labels=OPT_IN,
+            metadata={
+                "name": ns.name,
+                "labels": OPT_IN,
                 # The component owns this one label: take it over from kubectl label / other managers.
-                annotations={"pulumi.com/patchForce": "true"},
-            ),
+                "annotations": {"pulumi.com/patchForce": "true"},
+            },
             opts=pulumi.ResourceOptions(parent=self),
         )
 
