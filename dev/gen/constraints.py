@@ -20,7 +20,8 @@ from typing import Any
 import annotated_types
 from pydantic import BaseModel
 
-from dev.gen.args import ROOTS, _models, args_name
+from dev.gen import parts
+from dev.gen.args import _models, args_name, roots
 from ml_diagnostics.rules import sources
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -88,7 +89,7 @@ def type_rule(annotation: Any, metadata: list[Any]) -> str | None:
 def rows() -> list[tuple[str, list[tuple[str, str, str]]]]:
     """(Args name, [(field, rule, source)]) of each Spec, fields where they are declared."""
     models: list[type[BaseModel]] = []
-    for root in ROOTS:
+    for root in roots(parts.discover()):
         _models(root, models)
     seen: set[str] = set()
     missing: list[str] = []
