@@ -102,10 +102,8 @@ def test_the_exports_and_the_record_sections_are_the_parts():
     from ml_diagnostics import verify_record
 
     found = parts.discover()
-    assert set(ml_diagnostics.__all__) == {
-        name.rpartition(":")[2] for f in found for name in f.part.exports
-    }
-    assert verify_record.SECTIONS == tuple(section for section, _ in parts.sections(found))
+    assert set(ml_diagnostics.__all__) == {name.rpartition(":")[2] for f in found for name in f.part.exports}
+    assert tuple(section for section, _ in parts.sections(found)) == verify_record.SECTIONS
     for section, record in parts.sections(found):
         assert verify_record.VerifyRecord.model_fields[section].annotation == record | None
 
