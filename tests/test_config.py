@@ -45,9 +45,7 @@ def test_unknown_top_level_key_lists_allowed_keys():
     out = problems({f"{NS}:environment": "dev", f"{NS}:gkeCluster": []})
     allowed = ", ".join(sorted(["environment", "extraRegions", *KIND_KEYS, *CLOUD_KEYS]))
     assert out == [f"{NS}:gkeCluster: unknown key (did you mean 'gkeClusters'?); allowed keys: {allowed}"]
-    assert allowed.startswith(
-        "azureMl, environment, extraRegions, gkeClusters, googleApi, kubernetesClusters"
-    )
+    assert {"azureMl", "gkeClusters", "googleApi", "kubernetesClusters"} <= set(allowed.split(", "))
 
 
 def test_other_namespaces_are_left_to_their_providers():

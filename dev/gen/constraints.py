@@ -1,7 +1,7 @@
 """Writes docs/constraints.md: every field of every component's Args (the Specs dev.gen.args writes Args from),
 the rule the library applies to it and the document the rule comes from. A field's rule is its type's (a
 closed set, a range, true or false, a nested Spec) or the one components/ml_diagnostics/rules/sources.py
-writes for it; a free field says why it is free there. A field with neither is an error: nothing is left
+writes for it (a Spec's source: its SPEC_SOURCES entry, or the Spec's own `SOURCE`); a free field says why it is free there. A field with neither is an error: nothing is left
 unaudited.
 
     python -m dev.gen.constraints --write
@@ -102,7 +102,8 @@ def rows() -> list[tuple[str, list[tuple[str, str, str]]]]:
             if ref in seen:
                 continue
             seen.add(ref)
-            spec_source = sources.SPEC_SOURCES.get(owner.__name__, "")
+            # a Spec of a newer part may name its source itself (`SOURCE`) instead of a line in sources.py
+            spec_source = sources.SPEC_SOURCES.get(owner.__name__) or getattr(owner, "SOURCE", "")
             derived = type_rule(field.annotation, list(field.metadata))
             if ref in sources.FIELD_RULES:
                 rule, source = sources.FIELD_RULES[ref]
@@ -115,7 +116,7 @@ def rows() -> list[tuple[str, list[tuple[str, str, str]]]]:
             else:
                 missing.append(ref)
             if not spec_source:
-                missing.append(f"{owner.__name__} (no SPEC_SOURCES entry)")
+                missing.append(f"{owner.__name__} (no SPEC_SOURCES entry or SOURCE)")
         if table:
             out.append((args_name(model), table))
     stale = sorted((set(sources.FIELD_RULES) | set(sources.FREE)) - seen)
