@@ -15,10 +15,6 @@ COMPONENTS = ("GkeCluster",)
 
 
 def rebuild(top: Resource, descendants: list[Resource]) -> tuple[dict[str, Any] | None, str]:
-    return _gke_from(top, descendants)
-
-
-def _gke_from(top: Resource, descendants: list[Resource]) -> tuple[dict[str, Any] | None, str]:
     mode = top.outputs.get("mode")
     created = next((r for r in descendants if r.type == GKE_CLUSTER), None)
     flag = next((r for r in descendants if r.type.endswith(":ManagedMlDiagnostics")), None)
