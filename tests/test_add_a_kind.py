@@ -141,6 +141,7 @@ def test_a_kind_is_its_own_folders(names: Names, tmp_path: Path, record_property
 
     kind_tests = [f"tests/test_kind_{names.kind}.py", f"tests/test_policies_{names.kind}.py"]
     run(tree, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-x", *REGISTRY_TESTS, *kind_tests)
+    run(tree / "policies", "-m", "pytest", "-p", "no:cacheprovider", "-q", "-x", "tests")  # the pack's own
     run(tree, "-m", "ruff", "check", "-q", ".")
     run(tree, "-m", "ruff", "format", "--check", "-q", ".")
 
