@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from dev.gen import args as gen_args
 from dev.gen import parts
 from ml_diagnostics import plugin
@@ -117,3 +119,13 @@ def test_a_stale_generated_file_fails_the_check(monkeypatch, capsys):
     assert capsys.readouterr().out == (
         "components/ml_diagnostics/_record.py is stale: run python -m dev.gen.args --write\n"
     )
+
+
+def test_two_parts_of_one_order_are_refused(monkeypatch):
+    import dataclasses
+
+    from ml_diagnostics import diagon
+
+    monkeypatch.setattr(diagon, "PART", dataclasses.replace(diagon.PART, order=10))
+    with pytest.raises(ValueError, match="have the same order 10"):
+        parts.discover()
