@@ -9,9 +9,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from program.clouds import clouds_of
 from program.config import PLACEHOLDER_SECRET, ConfigError, is_placeholder, parse
+from program.kinds.table import KINDS
 
 NS = "ml-diagnostics"
+# The stack file's keys: the kinds' lists and their clouds' settings (program/kinds/table.py), and these.
+KIND_KEYS = [k.key for k in KINDS]
+CLOUD_KEYS = [c.settings.key for c in clouds_of(KINDS) if c.settings is not None]
 
 
 def problems(raw: dict, secret_keys: tuple[str, ...] = ()) -> list[str]:
@@ -23,7 +28,7 @@ def problems(raw: dict, secret_keys: tuple[str, ...] = ()) -> list[str]:
 def test_minimal_config_parses():
     cfg = parse({f"{NS}:environment": "dev"})
     assert cfg.environment == "dev"
-    assert cfg.gke_clusters == [] and cfg.azure_ml == []
+    assert all(getattr(cfg, k.field) == [] for k in KINDS)
 
 
 def test_environment_names_allowed_values():
@@ -38,11 +43,9 @@ def test_missing_environment():
 
 def test_unknown_top_level_key_lists_allowed_keys():
     out = problems({f"{NS}:environment": "dev", f"{NS}:gkeCluster": []})
-    assert out == [
-        f"{NS}:gkeCluster: unknown key (did you mean 'gkeClusters'?); allowed keys: azureMl, environment, "
-        "extraRegions, gkeClusters, googleApi, "
-        "kubernetesClusters, modelDevelopmentClusters"
-    ]
+    allowed = ", ".join(sorted(["environment", "extraRegions", *KIND_KEYS, *CLOUD_KEYS]))
+    assert out == [f"{NS}:gkeCluster: unknown key (did you mean 'gkeClusters'?); allowed keys: {allowed}"]
+    assert {"azureMl", "gkeClusters", "googleApi", "kubernetesClusters"} <= set(allowed.split(", "))
 
 
 def test_other_namespaces_are_left_to_their_providers():
@@ -112,17 +115,7 @@ wrong_values = st.recursive(
     ),
     max_leaves=4,
 )
-keys = st.sampled_from(
-    [
-        "environment",
-        "gkeClusters",
-        "kubernetesClusters",
-        "azureMl",
-        "modelDevelopmentClusters",
-        "googleApi",
-        "bogus",
-    ]
-)
+keys = st.sampled_from(["environment", *KIND_KEYS, *CLOUD_KEYS, "bogus"])
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -172,7 +165,7 @@ def test_fuzz_shaped_targets_only_ever_raise_config_error(data):
 
     kinds = {f.alias: f for f in StackConfig.model_fields.values()}
     raw = {f"{NS}:environment": data.draw(st.sampled_from(["dev", "prod", "qa"]))}
-    for kind in ("gkeClusters", "kubernetesClusters", "azureMl", "modelDevelopmentClusters"):
+    for kind in KIND_KEYS:
         import typing
 
         (model,) = typing.get_args(kinds[kind].annotation)

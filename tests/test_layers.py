@@ -21,6 +21,8 @@ from pathlib import Path
 
 import pytest
 
+from dev.gen import parts
+
 ROOT = Path(__file__).resolve().parent.parent
 
 _PROBE = textwrap.dedent(
@@ -102,17 +104,8 @@ def _top(m: str) -> str:
     return m.split(".")[0]
 
 
-COMPONENT_MODULES = {
-    "ml_diagnostics.azure_ml",
-    "ml_diagnostics.cert_manager",
-    "ml_diagnostics.cluster_ml_diagnostics",
-    "ml_diagnostics.diagon",
-    "ml_diagnostics.gke_cluster",
-    "ml_diagnostics.kubernetes_cluster",
-    "ml_diagnostics.mldiagnostics_manual",
-    "ml_diagnostics.model_development",
-    "ml_diagnostics.workload_opt_in",
-}
+# The modules that hold a component, as the library's parts say (dev/gen/parts.py finds them).
+COMPONENT_MODULES = {f"ml_diagnostics.{f.module}" for f in parts.components(parts.discover())}
 
 
 # Each layer and what it may import: itself and the layers before it. The old-path shims are the library's.
@@ -291,8 +284,21 @@ def test_base_layer_imports_nothing_above_it(imports):
     loaded = set(imports["program.config_base"]["loaded"])
     assert loaded - {"program", "program.config_base"} <= {
         m for m in loaded if m.startswith(("ml_diagnostics.rules", "ml_diagnostics.specs"))
-    } | {"ml_diagnostics", "ml_diagnostics.compat", "ml_diagnostics.lifecycle"}
+    } | {"ml_diagnostics", "ml_diagnostics._exports", "ml_diagnostics.compat", "ml_diagnostics.lifecycle"}
     assert not loaded & COMPONENT_MODULES
+
+
+def test_the_parts_are_found():
+    assert {
+        "ml_diagnostics.cluster_ml_diagnostics",
+        "ml_diagnostics.gke_cluster",
+        "ml_diagnostics.model_development",
+    } <= COMPONENT_MODULES
+
+
+def test_importing_the_package_imports_no_component(imports):
+    """The package reads its generated export table; the components are imported on first use."""
+    assert set(imports["ml_diagnostics"]["loaded"]) == {"ml_diagnostics._exports"}
 
 
 def test_kind_models_and_the_stack_config_import_no_component(imports):

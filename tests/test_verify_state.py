@@ -18,9 +18,12 @@ from dev.fakes.arm_api import FakeArm
 from dev.fakes.gke_api import FakeGkeApi
 from dev.fakes.k8s_api import FakeKubeApi
 from dev.fakes.vertex_api import FakeVertexApi
+from ml_diagnostics import verify_record
+from ml_diagnostics.rules.base import alias_of
 from mldiag.engine.runtime import run_config
 from mldiag.plan.cli import read_stack_file
 from mldiag.verify import cli, state
+from program.kinds.table import BY_KEY, KINDS
 from tests.fixtures.verify import IMAGE, lab_target, stack_file
 from tests.test_verify_cloud import (  # noqa: F401 (fixtures)
     MDC_NAME,
@@ -77,12 +80,23 @@ def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, dict[str, 
     return code, (json.loads(out) if out.strip() else {}), err
 
 
-# The program's kinds and the components their targets are: <prefix>-<name>.
+def same_target(target: str) -> str:
+    """A target of the config route (`<key>/<name>`) as the state route names it: its kind's component and
+    `<prefix>-<name>` (program/kinds/table.py)."""
+    key, name = target.split("/", 1)
+    kind = BY_KEY[key]
+    return f"{kind.component.removeprefix(state.TOKEN)}/{kind.prefix}-{name}"
+
+
+# The world's targets, one of each kind it runs.
 SAME_TARGET = {
-    "kubernetesClusters/lab": "KubernetesCluster/k8s-lab",
-    "gkeClusters/shared-train": "GkeCluster/gke-shared-train",
-    "modelDevelopmentClusters/cpu": "ModelDevelopmentCluster/mdc-cpu",
-    "azureMl/ml": "AzureMlExtension/azureml-ml",
+    t: same_target(t)
+    for t in (
+        "kubernetesClusters/lab",
+        "gkeClusters/shared-train",
+        "modelDevelopmentClusters/cpu",
+        "azureMl/ml",
+    )
 }
 
 
@@ -99,7 +113,7 @@ def test_a_stack_of_this_program_verifies_the_same_from_its_config_and_from_its_
     from_state = run(capsys, "--stack", STACK, "--arm-endpoint", arm.url)
     assert from_config[0] == from_state[0] == 0, (from_config[1], from_state[1])
     config_targets, state_targets = by_target(from_config[1]), by_target(from_state[1])
-    assert sorted(state_targets) == sorted(SAME_TARGET[t] for t in config_targets)
+    assert sorted(state_targets) == sorted(same_target(t) for t in config_targets)
     for target, component in SAME_TARGET.items():
         assert state_targets[component] == config_targets[target], target
     assert len([c for _, checks in config_targets.values() for c in checks]) >= 25
@@ -255,12 +269,13 @@ def test_a_record_of_another_shape_or_a_newer_version_is_not_a_pass() -> None:
             }
         )
     )
+    sections = ", ".join(alias_of(s) for s in verify_record.SECTIONS)
     assert [t.problem for t in found] == [
         "its verifyRecord cannot be read: Value error, recorded by a newer ml-diagnostics (record version 9; this "
         "one reads up to 1): upgrade mldiag",
-        "its verifyRecord cannot be read: Value error, must hold exactly one of inCluster, gke, azureMl, "
-        "modelDevelopment",
+        f"its verifyRecord cannot be read: Value error, must hold exactly one of {sections}",
     ]
+    assert sections.startswith("inCluster, gke, azureMl, modelDevelopment")
     (result, _) = state.run_once(found, cli.default_options())
     assert (result.checks[0].name, result.checks[0].ok) == ("verify.record", False)
 
@@ -297,3 +312,28 @@ def test_the_cli_takes_a_stack_name_or_a_state_not_both(capsys: pytest.CaptureFi
     assert (
         "--stack reads the stack's state: --config-file and --pulumi-stack read a stack file's config" in err
     )
+
+
+@pytest.mark.parametrize("kind", KINDS, ids=lambda k: k.key)
+def test_each_kind_reads_its_records_and_its_older_states_by_its_own_hook(kind) -> None:
+    """Verify from a state asks the kinds: each kind's section is a section of the record, and its state hook
+    (program/kinds/<kind>/state.py, when it has one) rebuilds the components it names or reaches its
+    clusters."""
+    assert kind.section in verify_record.SECTIONS
+    if kind.from_state is None:
+        return
+    hook = kind.from_state.load()
+    assert callable(getattr(hook, "access", None)) or (hook.COMPONENTS and callable(hook.rebuild))
+    for other in KINDS:
+        if other is not kind and other.from_state is not None:
+            assert not set(getattr(hook, "COMPONENTS", ())) & set(
+                getattr(other.from_state.load(), "COMPONENTS", ())
+            )
+
+
+def test_verify_from_a_state_names_no_component_and_no_section() -> None:
+    """No switch on type tokens or sections in mldiag/verify/state.py: the kinds' hooks say."""
+    text = Path(state.__file__).read_text()
+    assert "{TOKEN}" not in text
+    for section in verify_record.SECTIONS:
+        assert f'"{section}"' not in text

@@ -18,6 +18,8 @@ from ml_diagnostics import docs, lifecycle, verify_record
 from ml_diagnostics.args import AzureClusterArgs, AzureMlExtensionArgs, InferenceArgs
 from ml_diagnostics.compat import arm_location
 from ml_diagnostics.component import Component, known
+from ml_diagnostics.parts import Part
+from ml_diagnostics.records import AzureMlRecord
 from ml_diagnostics.rules.azure_ml import MIN_HA_NODES, AzureMlExtensionSpec
 
 EXTENSION_TYPE = "Microsoft.AzureML.Kubernetes"
@@ -362,6 +364,21 @@ class AzureMlExtension(Component[AzureMlExtensionSpec]):
 
 
 docs.document(AzureMlExtension, AzureMlExtensionArgs)
+
+PART = Part(
+    order=100,
+    component="AzureMlExtension",
+    spec=AzureMlExtensionSpec,
+    exports=("AzureMlExtension", "AzureClusterArgs", "InferenceArgs"),
+    record=AzureMlRecord,
+    section="azure_ml",
+    readme=(
+        "`AzureMlExtension`",
+        "the Azure Machine Learning extension on an AKS or Arc cluster, with the settings `az k8s-extension "
+        "create` sends (and the Azure Relay Arc needs)",
+    ),
+)
+
 
 __all__ = [
     "AzureClusterArgs",

@@ -16,6 +16,7 @@ from pulumi_kubernetes.helm.v3 import Release
 from ml_diagnostics import compat, lifecycle, verify_record
 from ml_diagnostics.args import CertManagerArgs
 from ml_diagnostics.component import Component
+from ml_diagnostics.parts import Part
 from ml_diagnostics.rules.in_cluster import CertManagerSpec
 
 
@@ -87,6 +88,9 @@ class CertManager(Component[CertManagerSpec]):
         self.register_outputs(
             {verify_record.OUTPUT: record, "releaseName": self.release.name, "version": version}
         )
+
+
+PART = Part(order=20, component="CertManager", spec=CertManagerSpec, exports=("CertManagerArgs",))
 
 
 __all__ = ["CertManager", "CertManagerArgs", "cert_manager_values"]

@@ -21,6 +21,8 @@ from ml_diagnostics.cert_manager import CertManager
 from ml_diagnostics.component import Component
 from ml_diagnostics.diagon import Diagon
 from ml_diagnostics.mldiagnostics_manual import MlDiagnosticsManual
+from ml_diagnostics.parts import Part
+from ml_diagnostics.records import InClusterRecord
 from ml_diagnostics.rules.in_cluster import (
     ClusterMlDiagnosticsSpec,
     MlDiagnosticsMode,
@@ -186,5 +188,21 @@ class ClusterMlDiagnostics(Component[ClusterMlDiagnosticsSpec]):
 
 
 docs.document(ClusterMlDiagnostics, ClusterMlDiagnosticsArgs)
+
+PART = Part(
+    order=70,
+    component="ClusterMlDiagnostics",
+    spec=ClusterMlDiagnosticsSpec,
+    exports=("ClusterMlDiagnostics", "ClusterMlDiagnosticsArgs"),
+    record=InClusterRecord,
+    section="in_cluster",
+    readme=(
+        "`ClusterMlDiagnostics`",
+        "ML Diagnostics inside one Kubernetes cluster: managed (GKE runs it) or manual (cert-manager, the "
+        "injection-webhook and the connection-operator as Helm releases), the `managed-mldiagnostics-gke=true` "
+        "namespace opt-in and the Diagon profiling DaemonSet",
+    ),
+)
+
 
 __all__ = ["ClusterMlDiagnostics", "ClusterMlDiagnosticsArgs"]

@@ -13,6 +13,7 @@ import pulumi
 from pydantic import BaseModel
 
 from ml_diagnostics import rules
+from ml_diagnostics.parts import Part
 from ml_diagnostics.rules.base import is_output
 
 S = TypeVar("S", bound=BaseModel)
@@ -88,3 +89,9 @@ class Component(pulumi.ComponentResource, Generic[S]):
 
     def _build(self, name: str, spec: S, **extra: Any) -> None:
         raise NotImplementedError
+
+
+PART = Part(
+    order=0, exports=("rules.base:InvalidArgsError", "lifecycle:DeletionPolicy", "DeletionPolicyInput")
+)
+"""What every component shares: its refusal of bad arguments, its deletion policy."""

@@ -19,6 +19,7 @@ from pulumi_kubernetes.meta.v1 import ObjectMetaArgsDict
 from ml_diagnostics import compat, docs, lifecycle, verify_record
 from ml_diagnostics.args import DiagonArgs
 from ml_diagnostics.component import Component
+from ml_diagnostics.parts import Part
 from ml_diagnostics.rules.in_cluster import DiagonSpec
 
 DAEMON_NAME = "diagon-daemon"
@@ -220,5 +221,14 @@ def _placement(spec: DiagonSpec) -> dict[str, Any]:
 
 
 docs.document(Diagon, DiagonArgs)
+
+PART = Part(
+    order=40,
+    component="Diagon",
+    spec=DiagonSpec,
+    exports=("Diagon", "DiagonArgs"),
+    readme=("`Diagon`, `WorkloadOptIn`", "the Diagon DaemonSet alone; the namespace opt-in alone"),
+)
+
 
 __all__ = ["Diagon", "DiagonArgs", "node_labels", "node_placement"]

@@ -34,7 +34,9 @@ from ml_diagnostics.args import (
 from ml_diagnostics.cluster_ml_diagnostics import ClusterMlDiagnostics
 from ml_diagnostics.component import Component, known
 from ml_diagnostics.google_api import exec_env, gcp_provider_args, rest_inputs
+from ml_diagnostics.parts import Part
 from ml_diagnostics.providers.gke_managed_diagnostics import ManagedMlDiagnostics
+from ml_diagnostics.records import GkeRecord
 from ml_diagnostics.rules.gke import GkeClusterSpec
 from ml_diagnostics.rules.in_cluster import ClusterMlDiagnosticsSpec, InClusterSpec, MlDiagnosticsMode
 
@@ -413,6 +415,30 @@ def _diagnostics_spec(
 
 
 docs.document(GkeCluster, GkeClusterArgs)
+
+PART = Part(
+    order=90,
+    component="GkeCluster",
+    spec=GkeClusterSpec,
+    exports=(
+        "GkeCluster",
+        "GkeClusterArgs",
+        "GkeAutoscalingArgs",
+        "GkeGuestAcceleratorArgs",
+        "GkeNodePoolArgs",
+        "GkeTaintArgs",
+        "GoogleApiArgs",
+        "RetryArgs",
+    ),
+    record=GkeRecord,
+    section="gke",
+    readme=(
+        "`GkeCluster`",
+        "a GKE Standard cluster created (node pools, GPU/TPU pools, Workload Identity) or adopted, its managed "
+        "ML Diagnostics flag, and `ClusterMlDiagnostics` in it",
+    ),
+)
+
 
 __all__ = [
     "GkeAutoscalingArgs",

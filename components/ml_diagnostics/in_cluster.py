@@ -12,7 +12,13 @@ from ml_diagnostics.args import (
     VerifyRbacArgs,
     WorkloadNamespaceArgs,
 )
-from ml_diagnostics.rules.in_cluster import MlDiagnosticsMode
+from ml_diagnostics.parts import Part
+from ml_diagnostics.rules.in_cluster import InClusterSpec, MlDiagnosticsMode
+
+PART = Part(
+    order=60, spec=InClusterSpec, exports=("InClusterArgs", "MlDiagnosticsMode", "MlDiagnosticsModeInput")
+)
+
 
 __all__ = [
     "CertManagerArgs",

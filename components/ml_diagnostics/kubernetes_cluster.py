@@ -11,6 +11,7 @@ from ml_diagnostics import docs, verify_record
 from ml_diagnostics.args import KubernetesClusterArgs
 from ml_diagnostics.cluster_ml_diagnostics import ClusterMlDiagnostics
 from ml_diagnostics.component import Component
+from ml_diagnostics.parts import Part
 from ml_diagnostics.rules.in_cluster import ClusterMlDiagnosticsSpec, InClusterSpec, MlDiagnosticsMode
 from ml_diagnostics.rules.kubernetes import KubernetesClusterSpec
 
@@ -59,5 +60,17 @@ class KubernetesCluster(Component[KubernetesClusterSpec]):
 
 
 docs.document(KubernetesCluster, KubernetesClusterArgs)
+
+PART = Part(
+    order=80,
+    component="KubernetesCluster",
+    spec=KubernetesClusterSpec,
+    exports=("KubernetesCluster", "KubernetesClusterArgs"),
+    readme=(
+        "`KubernetesCluster`",
+        "a self-managed cluster (the manual install) from its kubeconfig or context",
+    ),
+)
+
 
 __all__ = ["KubernetesCluster", "KubernetesClusterArgs"]

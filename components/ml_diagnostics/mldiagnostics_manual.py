@@ -19,6 +19,7 @@ from pulumi_kubernetes.meta.v1 import ObjectMetaArgsDict
 from ml_diagnostics import compat, lifecycle, rules, verify_record
 from ml_diagnostics.args import ChartArgs, ConnectionOperatorArgs, MlDiagnosticsManualArgs
 from ml_diagnostics.component import Component
+from ml_diagnostics.parts import Part
 from ml_diagnostics.rules.in_cluster import ChartSpec, MlDiagnosticsManualSpec
 
 
@@ -220,6 +221,14 @@ def _operator_values(spec: MlDiagnosticsManualSpec) -> tuple[str, dict[str, Any]
     if op.args is not None:
         args["connection_operator"]["args"] = op.args
     return connection_operator_values(args)  # type: ignore[arg-type]
+
+
+PART = Part(
+    order=30,
+    component="MlDiagnosticsManual",
+    spec=MlDiagnosticsManualSpec,
+    exports=("MlDiagnosticsManualArgs", "ChartArgs", "ConnectionOperatorArgs"),
+)
 
 
 __all__ = [

@@ -15,7 +15,9 @@ from ml_diagnostics import docs, lifecycle, verify_record
 from ml_diagnostics.args import ModelDevelopmentClusterArgs
 from ml_diagnostics.component import Component, known
 from ml_diagnostics.google_api import rest_inputs
+from ml_diagnostics.parts import Part
 from ml_diagnostics.providers.model_development_cluster import ModelDevelopmentCluster as ClusterResource
+from ml_diagnostics.records import ModelDevelopmentRecord
 from ml_diagnostics.rules.model_development import ModelDevelopmentClusterSpec
 from ml_diagnostics.specs.model_development import DEFAULT_OPERATION_TIMEOUT_MINUTES
 
@@ -125,5 +127,19 @@ def _cluster_inputs(spec: ModelDevelopmentClusterSpec) -> dict[str, Any]:
 
 
 docs.document(ModelDevelopmentCluster, ModelDevelopmentClusterArgs)
+
+PART = Part(
+    order=110,
+    component="ModelDevelopmentCluster",
+    spec=ModelDevelopmentClusterSpec,
+    exports=("ModelDevelopmentCluster", "ModelDevelopmentClusterArgs", "GoogleApiArgs", "RetryArgs"),
+    record=ModelDevelopmentRecord,
+    section="model_development",
+    readme=(
+        "`ModelDevelopmentCluster`",
+        "a Vertex AI Model Development Cluster (Slurm) through its REST API, with safe partial updates",
+    ),
+)
+
 
 __all__ = ["ModelDevelopmentCluster", "ModelDevelopmentClusterArgs"]

@@ -22,6 +22,8 @@ from pulumi_kubernetes.rbac import v1 as rbac
 from ml_diagnostics import compat
 from ml_diagnostics.diagon import DAEMON_NAME
 from ml_diagnostics.in_cluster import InClusterArgs, MlDiagnosticsMode, VerifyRbacArgs
+from ml_diagnostics.parts import Part
+from ml_diagnostics.rules.in_cluster import VerifyRbacSpec
 
 DEFAULT_NAME = "ml-diagnostics-verify"
 
@@ -203,3 +205,8 @@ class VerifyRbac(pulumi.ComponentResource):
                 opts=waits,
             )
         self.register_outputs({"name": rb_name, "namespaces": sorted(namespaced)})
+
+
+PART = Part(
+    order=50, component="VerifyRbac", spec=VerifyRbacSpec, exports=("VerifyRbacArgs", "RbacSubjectArgs")
+)

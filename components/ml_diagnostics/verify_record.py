@@ -11,112 +11,31 @@ says which checks apply:
 - `gke`: the cluster's identity and mode, how its API is called, and its `inCluster` section;
 - `azureMl`: the extension's identity, pin and the workloads it runs;
 - `modelDevelopment`: the cluster's full resource name and how the API is called.
+
+A component module declares its section (`PART.record`, ml_diagnostics/parts.py); `VerifyRecord` and
+`SECTIONS` are generated from those (`_record.py`), the section classes live in `records.py`.
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal
-
-from pydantic import model_validator
+from typing import Any
 
 from ml_diagnostics import compat
+from ml_diagnostics._record import SECTIONS, VerifyRecord
+from ml_diagnostics.records import (
+    OUTPUT,
+    VERSION,
+    AzureMlRecord,
+    DiagonRecord,
+    GkeRecord,
+    InClusterRecord,
+    ModelDevelopmentRecord,
+    ReleaseRecord,
+)
 from ml_diagnostics.rules.azure_ml import AzureClusterSpec, AzureMlExtensionRules
-from ml_diagnostics.rules.base import Spec, alias_of
+from ml_diagnostics.rules.base import Spec
 from ml_diagnostics.rules.google_api import GoogleApiSpec
 from ml_diagnostics.rules.in_cluster import InClusterSpec, MlDiagnosticsManualSpec
-
-OUTPUT = "verifyRecord"
-"""The output every component records its verify record under."""
-VERSION = 1
-
-
-class ReleaseRecord(Spec):
-    """A Helm release the component deployed: verify reads Helm's own release Secrets."""
-
-    release: str
-    namespace: str
-    chart_version: str
-    """Empty: any version (the chart's default, resolved when it was installed)."""
-
-
-class DiagonRecord(Spec):
-    namespace: str
-    image: str
-
-
-class InClusterRecord(Spec):
-    """What runs inside one cluster."""
-
-    releases: list[ReleaseRecord] = []
-    webhook: bool = False
-    """The injection-webhook's MutatingWebhookConfiguration must exist with its CA injected (manual mode)."""
-    preinstalled_cert_manager: bool = False
-    """Manual mode on a cluster that already runs cert-manager: its Deployments must be available."""
-    workload_namespaces: list[str] = []
-    """Each must carry the opt-in label."""
-    diagon: DiagonRecord | None = None
-
-
-class GkeRecord(Spec):
-    project: str
-    location: str
-    cluster_name: str
-    mode: Literal["managed", "manual"]
-    google_api: GoogleApiSpec = GoogleApiSpec()
-    in_cluster: InClusterRecord
-
-
-class AzureMlRecord(Spec):
-    cluster: AzureClusterSpec
-    extension_name: str
-    version: str | None = None
-    """The pinned extension version (unset: whatever ARM runs)."""
-    training: bool = False
-    inference: bool = False
-    install_prom_op: bool | None = None
-    install_volcano: bool | None = None
-    install_dcgm_exporter: bool | None = None
-    install_nvidia_device_plugin: bool | None = None
-    """The install flags as given (unset: the extension's default)."""
-    nginx_ingress_controller: str | None = None
-
-
-class ModelDevelopmentRecord(Spec):
-    project: str
-    region: str
-    cluster_id: str
-    google_api: GoogleApiSpec = GoogleApiSpec()
-
-
-class VerifyRecord(Spec):
-    """One component's record: its version and exactly one section."""
-
-    version: int
-    in_cluster: InClusterRecord | None = None
-    gke: GkeRecord | None = None
-    azure_ml: AzureMlRecord | None = None
-    model_development: ModelDevelopmentRecord | None = None
-
-    @model_validator(mode="after")
-    def _one_section(self) -> VerifyRecord:
-        if self.version > VERSION:
-            raise ValueError(
-                f"recorded by a newer ml-diagnostics (record version {self.version}; this one reads up to "
-                f"{VERSION}): upgrade mldiag"
-            )
-        given = [name for name in SECTIONS if getattr(self, name) is not None]
-        if len(given) != 1:
-            raise ValueError(f"must hold exactly one of {', '.join(alias_of(n) for n in SECTIONS)}")
-        return self
-
-    @property
-    def section(self) -> str:
-        """The section's name (its field: in_cluster, gke, azure_ml, model_development)."""
-        return next(name for name in SECTIONS if getattr(self, name) is not None)
-
-
-SECTIONS = tuple(name for name in VerifyRecord.model_fields if name != "version")
-"""The sections a record may hold: every field of VerifyRecord but its version."""
 
 
 def manual_releases(manual: MlDiagnosticsManualSpec) -> list[ReleaseRecord]:
@@ -241,6 +160,7 @@ __all__ = [
     "InClusterRecord",
     "ModelDevelopmentRecord",
     "ReleaseRecord",
+    "SECTIONS",
     "VerifyRecord",
     "read",
     "record",

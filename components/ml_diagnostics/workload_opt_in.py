@@ -13,6 +13,7 @@ from pulumi_kubernetes.core import v1 as core
 from ml_diagnostics import compat, docs, verify_record
 from ml_diagnostics.args import WorkloadNamespaceArgs, WorkloadOptInArgs
 from ml_diagnostics.component import Component
+from ml_diagnostics.parts import Part
 from ml_diagnostics.rules.in_cluster import WorkloadNamespaceSpec, WorkloadOptInSpec
 
 OPT_IN = {compat.OPT_IN_LABEL: "true"}
@@ -61,5 +62,13 @@ class WorkloadOptIn(Component[WorkloadOptInSpec]):
 
 
 docs.document(WorkloadOptIn, WorkloadOptInArgs)
+
+PART = Part(
+    order=10,
+    component="WorkloadOptIn",
+    spec=WorkloadOptInSpec,
+    exports=("WorkloadOptIn", "WorkloadOptInArgs", "WorkloadNamespaceArgs"),
+)
+
 
 __all__ = ["WorkloadNamespaceArgs", "WorkloadOptIn", "WorkloadOptInArgs"]

@@ -1,7 +1,7 @@
 """Writes docs/constraints.md: every field of every component's Args (the Specs dev.gen.args writes Args from),
 the rule the library applies to it and the document the rule comes from. A field's rule is its type's (a
 closed set, a range, true or false, a nested Spec) or the one components/ml_diagnostics/rules/sources.py
-writes for it; a free field says why it is free there. A field with neither is an error: nothing is left
+writes for it (a Spec's source: its SPEC_SOURCES entry, or the Spec's own `SOURCE`); a free field says why it is free there. A field with neither is an error: nothing is left
 unaudited.
 
     python -m dev.gen.constraints --write
@@ -20,7 +20,8 @@ from typing import Any
 import annotated_types
 from pydantic import BaseModel
 
-from dev.gen.args import ROOTS, _models, args_name
+from dev.gen import parts
+from dev.gen.args import _models, args_name, roots
 from ml_diagnostics.rules import sources
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -88,7 +89,7 @@ def type_rule(annotation: Any, metadata: list[Any]) -> str | None:
 def rows() -> list[tuple[str, list[tuple[str, str, str]]]]:
     """(Args name, [(field, rule, source)]) of each Spec, fields where they are declared."""
     models: list[type[BaseModel]] = []
-    for root in ROOTS:
+    for root in roots(parts.discover()):
         _models(root, models)
     seen: set[str] = set()
     missing: list[str] = []
@@ -101,7 +102,8 @@ def rows() -> list[tuple[str, list[tuple[str, str, str]]]]:
             if ref in seen:
                 continue
             seen.add(ref)
-            spec_source = sources.SPEC_SOURCES.get(owner.__name__, "")
+            # a Spec of a newer part may name its source itself (`SOURCE`) instead of a line in sources.py
+            spec_source = sources.SPEC_SOURCES.get(owner.__name__) or getattr(owner, "SOURCE", "")
             derived = type_rule(field.annotation, list(field.metadata))
             if ref in sources.FIELD_RULES:
                 rule, source = sources.FIELD_RULES[ref]
@@ -114,7 +116,7 @@ def rows() -> list[tuple[str, list[tuple[str, str, str]]]]:
             else:
                 missing.append(ref)
             if not spec_source:
-                missing.append(f"{owner.__name__} (no SPEC_SOURCES entry)")
+                missing.append(f"{owner.__name__} (no SPEC_SOURCES entry or SOURCE)")
         if table:
             out.append((args_name(model), table))
     stale = sorted((set(sources.FIELD_RULES) | set(sources.FREE)) - seen)

@@ -9,14 +9,14 @@ way the stack reaches it: the kubeconfig and context of the Kubernetes provider 
 cluster's endpoint and CA from the GKE API, as the config route does).
 
 A component deployed before it recorded `verifyRecord` is checked from what its resources' inputs and its
-older outputs say exactly (the in-cluster components, GKE, Model Development Clusters); where they do not
-(an Azure ML extension), the target fails with what to do, never a pass.
+older outputs say exactly, by the state hook of the kind that declares one (program/kinds/<kind>/state.py:
+the in-cluster components, GKE, Model Development Clusters); where they do not (an Azure ML extension), the
+target fails with what to do, never a pass. The same hooks say how a cluster is reached.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,19 +24,12 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from ml_diagnostics import compat, plugin, verify_record
-from ml_diagnostics.rules.base import alias_of
+from ml_diagnostics import plugin, verify_record
 from ml_diagnostics.verify_record import VerifyRecord
+from program.verify.from_state import TOKEN, Resource
 from program.verify.result import TargetResult, Unreachable
 
-TOKEN = "mldiag:index:"
 SECRET_SIG = "4dabf18193072939515e22adb298388d"
-K8S_PROVIDER = "pulumi:providers:kubernetes"
-RELEASE = "kubernetes:helm.sh/v3:Release"
-NAMESPACE_TYPES = ("kubernetes:core/v1:Namespace", "kubernetes:core/v1:NamespacePatch")
-DAEMON_SET = "kubernetes:apps/v1:DaemonSet"
-GKE_CLUSTER = "gcp:container/cluster:Cluster"
-GCP_PROVIDER = "pulumi:providers:gcp"
 UPGRADE_FIX = (
     "run `pulumi up` for this stack with ml-diagnostics {version} or later (it records what verify needs in the "
     "component's verifyRecord output, changing no resource), then verify again"
@@ -45,21 +38,6 @@ UPGRADE_FIX = (
 
 class StateUnavailable(Exception):
     """The stack's state cannot be read (the Pulumi CLI failed, no such stack, not a state export)."""
-
-
-@dataclass
-class Resource:
-    urn: str
-    type: str
-    parent: str | None
-    custom: bool
-    inputs: dict[str, Any]
-    outputs: dict[str, Any]
-    provider: str | None
-
-    @property
-    def name(self) -> str:
-        return self.urn.rsplit("::", 1)[-1]
 
 
 @dataclass
@@ -159,9 +137,10 @@ def targets(found: list[Resource]) -> list[Target]:
         descendants = [r for r in found if top in ancestors(r)]
         target = _with_record(top, descendants)
         target.descendants = descendants
-        if target.record is not None and target.record.section == "in_cluster":
+        access = _access(target.record.section) if target.record is not None else None
+        if access is not None:
             try:
-                target.access = kube_access(descendants, by_urn)
+                target.access = access(descendants, by_urn)
             except Unreachable as e:
                 target.access = e
         out.append(target)
@@ -187,222 +166,34 @@ def _with_record(top: Resource, descendants: list[Resource]) -> Target:
     return Target(top, verify_record.read(rebuilt), from_inputs=True)
 
 
-IN_CLUSTER_TYPES = {
-    f"{TOKEN}{name}"
-    for name in (
-        "ClusterMlDiagnostics",
-        "KubernetesCluster",
-        "Diagon",
-        "WorkloadOptIn",
-        "MlDiagnosticsManual",
-        "CertManager",
-    )
-}
-
-
 def _from_resources(top: Resource, descendants: list[Resource]) -> tuple[dict[str, Any] | None, str]:
-    """The record of a component from before verifyRecord, from what is exact in the state; else why not."""
-    if top.type in IN_CLUSTER_TYPES:
-        return verify_record.record(inCluster=_in_cluster_from(top, descendants)), ""
-    if top.type == f"{TOKEN}GkeCluster":
-        return _gke_from(top, descendants)
-    if top.type == f"{TOKEN}ModelDevelopmentCluster":
-        return _mdc_from(descendants)
+    """The record of a component from before verifyRecord, by the state hook of the kind that rebuilds it
+    (program/kinds/<kind>/state.py), from what is exact in the state; else why not."""
+    for hook in _hooks():
+        if top.type.removeprefix(TOKEN) in getattr(hook, "COMPONENTS", ()) and top.type.startswith(TOKEN):
+            rebuilt: tuple[dict[str, Any] | None, str] = hook.rebuild(top, descendants)
+            return rebuilt
     return None, (
         f"deployed before ml-diagnostics recorded what verify needs ({verify_record.OUTPUT}), and its resources do "
         "not say it exactly"
     )
 
 
-def _in_cluster_from(top: Resource, descendants: list[Resource]) -> dict[str, Any]:
-    mine = [top, *descendants]
-    releases = [
-        {
-            "release": r.inputs.get("name", ""),
-            "namespace": r.inputs.get("namespace", "default"),
-            "chartVersion": r.inputs.get("version") or "",
-        }
-        for r in mine
-        if r.type == RELEASE and r.inputs.get("name")
-    ]
-    # In the order the components record them (the order they install in), whatever order the state keeps.
-    order = [
-        compat.CERT_MANAGER_RELEASE,
-        compat.INJECTION_WEBHOOK_RELEASE,
-        compat.CONNECTION_OPERATOR_RELEASE,
-    ]
-    releases.sort(
-        key=lambda r: (order.index(r["release"]) if r["release"] in order else len(order), r["release"])
-    )
-    out: dict[str, Any] = {"releases": releases}
-    manual_namespace = next(
-        (
-            r
-            for r in mine
-            if r.type == "kubernetes:core/v1:Namespace"
-            and (r.inputs.get("metadata") or {}).get("name") == compat.MLDIAGNOSTICS_NAMESPACE
-        ),
-        None,
-    )
-    if any(r["release"] == compat.INJECTION_WEBHOOK_RELEASE for r in releases):
-        out["webhook"] = True
-        annotations = (
-            ((manual_namespace.inputs.get("metadata") or {}).get("annotations") or {})
-            if manual_namespace
-            else {}
-        )
-        out["preinstalledCertManager"] = annotations.get(compat.CERT_MANAGER_ANNOTATION) == "preinstalled"
-    by_urn = {r.urn: r for r in mine}
-    opt_in = [
-        (r.inputs.get("metadata") or {}).get("name")
-        for r in mine
-        if r.type in NAMESPACE_TYPES
-        and r.parent in by_urn
-        and by_urn[r.parent].type == f"{TOKEN}WorkloadOptIn"
-    ]
-    opt_in_component = next((r for r in mine if r.type == f"{TOKEN}WorkloadOptIn"), None)
-    recorded = opt_in_component.outputs.get("namespaces") if opt_in_component is not None else None
-    if isinstance(recorded, list) and sorted(recorded) == sorted(n for n in opt_in if n):
-        opt_in = recorded  # its own outputs keep the config's order
-    out["workloadNamespaces"] = [n for n in opt_in if n]
-    daemon = next(
-        (
-            r
-            for r in mine
-            if r.type == DAEMON_SET and r.parent in by_urn and by_urn[r.parent].type == f"{TOKEN}Diagon"
-        ),
-        None,
-    )
-    if daemon is not None:
-        containers = (((daemon.inputs.get("spec") or {}).get("template") or {}).get("spec") or {}).get(
-            "containers"
-        ) or []
-        namespace = (daemon.inputs.get("metadata") or {}).get("namespace")
-        if containers and namespace:
-            out["diagon"] = verify_record.diagon_record(namespace, containers[0].get("image", ""))
-    return out
+def _hooks() -> list[Any]:
+    """The kinds' state hooks (program/verify/from_state.py), in the table's order."""
+    from program.kinds.table import KINDS
+
+    return [k.from_state.load() for k in KINDS if k.from_state is not None]
 
 
-def _gke_from(top: Resource, descendants: list[Resource]) -> tuple[dict[str, Any] | None, str]:
-    mode = top.outputs.get("mode")
-    created = next((r for r in descendants if r.type == GKE_CLUSTER), None)
-    flag = next((r for r in descendants if r.type.endswith(":ManagedMlDiagnostics")), None)
-    google_api: dict[str, Any] = {}
-    if created is not None:
-        project, location, name = (created.inputs.get(k) for k in ("project", "location", "name"))
-        gcp = next((r for r in descendants if r.type == GCP_PROVIDER), None)
-        if gcp is not None:
-            if gcp.inputs.get("impersonateServiceAccount"):
-                google_api["impersonateServiceAccount"] = gcp.inputs["impersonateServiceAccount"]
-            if gcp.inputs.get("billingProject"):
-                google_api["quotaProject"] = gcp.inputs["billingProject"]
-    elif flag is not None:
-        project, location, name = (flag.inputs.get(k) for k in ("project", "location", "cluster"))
-        google_api = _google_api_from(flag.inputs, "container")
-    else:
-        return None, "neither the GKE cluster nor its managed-diagnostics flag resource is in the state"
-    if mode not in ("managed", "manual") or not (project and location and name):
-        return None, "the state does not say the cluster's project, location, name and mode"
-    inner = next((r for r in descendants if r.type == f"{TOKEN}ClusterMlDiagnostics"), None)
-    inside_of = [r for r in descendants if inner is not None and _under(r, inner, descendants)]
-    inside = _in_cluster_from(inner, inside_of) if inner is not None else {}
-    return verify_record.record(
-        gke={
-            "project": project,
-            "location": location,
-            "clusterName": name,
-            "mode": mode,
-            "googleApi": google_api,
-            "inCluster": inside,
-        }
-    ), ""
+def _access(section: str) -> Any:
+    """How the cluster of a record of this section is reached, when its kind's state hook says."""
+    from program.kinds.table import KINDS
 
-
-def _mdc_from(descendants: list[Resource]) -> tuple[dict[str, Any] | None, str]:
-    cluster = next((r for r in descendants if r.type.endswith(":ModelDevelopmentCluster") and r.custom), None)
-    if cluster is None:
-        return None, "its cluster resource is not in the state"
-    ident = [_input(cluster.inputs, k) for k in ("project", "region", "model_development_cluster_id")]
-    if not all(isinstance(v, str) and v for v in ident):
-        return None, "the cluster resource's inputs do not name its project, region and id"
-    project, region, cluster_id = ident
-    return verify_record.record(
-        modelDevelopment={
-            "project": project,
-            "region": region,
-            "clusterId": cluster_id,
-            "googleApi": _google_api_from(cluster.inputs, "aiplatform"),
-        }
-    ), ""
-
-
-def _google_api_from(inputs: dict[str, Any], api: str) -> dict[str, Any]:
-    """The googleApi a dynamic resource's client inputs were made from (ml_diagnostics.google_api.rest_inputs)."""
-    out: dict[str, Any] = {}
-    endpoints = {}
-    if _input(inputs, "api_endpoint"):
-        endpoints[api] = _input(inputs, "api_endpoint")
-    if _input(inputs, "iam_endpoint"):
-        endpoints["iamcredentials"] = _input(inputs, "iam_endpoint")
-    if endpoints:
-        out["endpoints"] = endpoints
-    for key in ("quota_project", "impersonate_service_account"):
-        if _input(inputs, key):
-            out[alias_of(key)] = _input(inputs, key)
-    if _input(inputs, "emulator"):
-        out["emulator"] = True
-    return out
-
-
-def _input(inputs: dict[str, Any], key: str) -> Any:
-    """A dynamic resource's input: the engine keeps the SDK's camelCase of the Python keys."""
-    return inputs.get(alias_of(key), inputs.get(key))
-
-
-def _under(r: Resource, top: Resource, everything: list[Resource]) -> bool:
-    by_urn = {x.urn: x for x in everything}
-    seen: set[str] = set()
-    while r.parent and r.parent not in seen:
-        if r.parent == top.urn:
-            return True
-        seen.add(r.parent)
-        if r.parent not in by_urn:
-            return False
-        r = by_urn[r.parent]
-    return False
-
-
-def kube_access(descendants: list[Resource], by_urn: dict[str, Resource]) -> Any:
-    """The kubeconfig and context of the Kubernetes provider the component's resources use (the stack's own
-    way into the cluster); its default provider's, or the ambient kubeconfig, when it names none."""
-    from program.kinds.kubernetes.verify import KubeAccess
-
-    ref = next(
-        (r.provider for r in descendants if r.custom and r.type.startswith("kubernetes:") and r.provider),
-        None,
-    )
-    provider = by_urn.get(ref) if ref else None
-    if provider is None or provider.type != K8S_PROVIDER:
-        return KubeAccess()
-    kubeconfig = provider.inputs.get("kubeconfig")
-    context = provider.inputs.get("context")
-    if (
-        isinstance(kubeconfig, str)
-        and kubeconfig
-        and "\n" not in kubeconfig
-        and not kubeconfig.lstrip().startswith("{")
-    ):
-        path = Path(os.path.expanduser(kubeconfig))  # the provider takes a path as well as the text
-        try:
-            kubeconfig = path.read_text()
-        except OSError as e:
-            raise Unreachable(
-                f"the stack's Kubernetes provider {provider.name} reads kubeconfig {path}: {e.strerror}"
-            ) from None
-    return KubeAccess(
-        kubeconfig if isinstance(kubeconfig, str) and kubeconfig else None,
-        context if isinstance(context, str) and context else None,
-    )
+    for k in KINDS:
+        if k.section == section and k.from_state is not None:
+            return getattr(k.from_state.load(), "access", None)
+    return None
 
 
 def run_once(found: list[Target], options: dict[str, Any]) -> list[TargetResult]:

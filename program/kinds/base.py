@@ -11,6 +11,7 @@ cloud SDK.
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
@@ -95,7 +96,7 @@ class TargetKind(Generic[T]):
     """Its texts in README, docs/verify.md, docs/lifecycle.md and the new-stack template."""
     package: str = ""
     """The kind's package (its entry passes `__name__`): build, verify, check and mock_answers default to its
-    modules build.py (`build`), verify.py (`verify`, `check`) and mocks.py."""
+    modules build.py (`build`), verify.py (`verify`, `check`) and mocks.py, from_state to its state.py."""
     order: int = 0
     """Where the kind stands in the table, which the registry sorts by (program/kinds/table.py): the order
     targets are built in."""
@@ -109,6 +110,10 @@ class TargetKind(Generic[T]):
     own API says)."""
     mock_answers: Lazy = DERIVED
     """The offline plan's answers: {"invokes": {token: fn(args)}, "outputs": {type: fn(name, inputs)}}."""
+    from_state: Lazy | None = DERIVED
+    """Its state hook for `mldiag verify --stack` (program/verify/from_state.py): its package's module
+    state.py, when it has one (None: a record of its section needs no access, and older states of its
+    components are not rebuilt)."""
     costly: tuple[Costly, ...] = ()
     """The resource types of this kind whose replacement or deletion the offline diff puts first."""
     # dataclasses.field by its module: the attribute `field` above shadows the bare name for mypy
@@ -127,6 +132,9 @@ class TargetKind(Generic[T]):
         for attr, ref in (("build", "build:build"), ("verify", "verify:verify"), ("check", "verify:check")):
             self._derive(attr, ref)
         self._derive("mock_answers", "mocks")
+        if self.from_state is DERIVED:
+            found = self.package and importlib.util.find_spec(f"{self.package}.state") is not None
+            object.__setattr__(self, "from_state", Lazy(f"{self.package}.state") if found else None)
 
     def _derive(self, attr: str, ref: str) -> None:
         if getattr(self, attr) is not DERIVED:
