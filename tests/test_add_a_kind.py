@@ -140,7 +140,21 @@ def test_a_kind_is_its_own_folders(names: Names, tmp_path: Path, record_property
         print(f"{names.kind}: {key} ({len(value)}): {', '.join(value)}")
 
     kind_tests = [f"tests/test_kind_{names.kind}.py", f"tests/test_policies_{names.kind}.py"]
+    rule = names.values()["rule"]
+    corpus = ["tests/test_policies_cases.py", "tests/test_policies_stacks.py::test_corpus_covers_every_rule"]
     run(tree, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-x", *REGISTRY_TESTS, *kind_tests)
+    run(
+        tree,
+        "-m",
+        "pytest",
+        "-p",
+        "no:cacheprovider",
+        "-q",
+        "-x",
+        "-k",
+        f"counts or {rule} or corpus",
+        *corpus,
+    )
     run(tree / "policies", "-m", "pytest", "-p", "no:cacheprovider", "-q", "-x", "tests")  # the pack's own
     run(tree, "-m", "ruff", "check", "-q", ".")
     run(tree, "-m", "ruff", "format", "--check", "-q", ".")

@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import copy
 from collections import Counter
-from dataclasses import dataclass
 
 import pytest
 import yaml
 
+from tests.fixtures import policy_corpus
 from tests.fixtures.policies import EXPECTED, K8S_PROVIDER, body, env_config, res
+from tests.fixtures.policy_corpus import CASES, case, claims
 from tests.test_policies_azure_ml import HTTPS, OTHER_SUB, PEMS, TRAINING, aks, extension
 from tests.test_policies_gke import ADOPTED, CLUSTER, PARENT, adopted, cluster
 from tests.test_policies_kubernetes import JAX08_ARGS, cert_manager, diagon, operator, plain_ds, webhook
@@ -34,22 +35,6 @@ MC = "azure-native:containerservice:ManagedCluster"
 MC_V = "azure-native:containerservice/v20240801:ManagedCluster"
 POOL = "azure-native:containerservice:AgentPool"
 PROVIDER = "pulumi:providers:kubernetes"
-
-
-@dataclass(frozen=True)
-class Case:
-    rule: str
-    expect: str  # "violation" | "pass"
-    form: str
-    label: str
-    resources: tuple
-
-
-CASES: list[Case] = []
-
-
-def case(rule: str, expect: str, form: str, label: str, *resources) -> None:
-    CASES.append(Case(rule, expect, form, label, resources))
 
 
 def ds_forms(rule: str, expect: str, label: str, obj: dict) -> None:
@@ -729,7 +714,7 @@ case(R, "pass", MDC, "ABANDON", res(MDC, "m", {**spec(), "deletion_policy": "ABA
 
 # Forms each rule claims (README rows say the same).
 DS_FORMS = {DS, DS_BETA, f"{CG} objs", f"{CG} yaml", CF, DS_PATCH}
-CLAIMS = {
+for _rule, _forms in {
     **{r: DS_FORMS for r in ("k8s-images-pinned", "k8s-images-allowed-registries", "k8s-privileged-only-diagon",
                              "k8s-daemonset-memory-limit", "k8s-diagon-no-cpu-limit", "k8s-host-network-dns-policy")},
     "k8s-opt-in-label-value": {NS, NS_PATCH, JOBSET, f"{CG} yaml", f"{CG} objs"},
@@ -742,7 +727,9 @@ CLAIMS = {
     "azureml-inference-router-ha": {MC, MC_V, POOL, EXT_V},
     **{r: {MC, MC_V} for r in EXPECTED if r.startswith("aks-")},
     **{r: {MDC} for r in EXPECTED if r.startswith("mdc-")},
-}  # fmt: skip
+}.items():  # fmt: skip
+    claims(_rule, *_forms)
+policy_corpus.load()  # the cases and claims of rules whose own test files bring them
 
 
 def test_counts_every_rule_has_its_cases_and_forms(capsys):
@@ -750,7 +737,8 @@ def test_counts_every_rule_has_its_cases_and_forms(capsys):
     for rule, cases in by_rule.items():
         kinds = Counter(c.expect for c in cases)
         assert kinds["violation"] >= 1 and kinds["pass"] >= 2, (rule, kinds)
-        assert CLAIMS[rule] <= {c.form for c in cases}, (rule, CLAIMS[rule] - {c.form for c in cases})
+        claimed = policy_corpus.CLAIMS.get(rule, set())
+        assert claimed <= {c.form for c in cases}, (rule, claimed - {c.form for c in cases})
     forms = {c.form for c in CASES}
     with capsys.disabled():
         print(

@@ -15,12 +15,14 @@ import pytest
 
 from mldiag.engine.runtime import ROOT, run_config
 from mldiag.plan import cli as plan
+from tests.fixtures import policy_corpus
 from tests.fixtures.policies import EXPECTED, res
+from tests.fixtures.policy_corpus import NOT_EXPRESSIBLE, not_expressible
 from tests.fixtures.stacks import STACK_NAMES
 from tests.test_policies_kubernetes import webhook
 
 BAD = ROOT / "tests" / "bad_stacks"
-NOT_EXPRESSIBLE = {
+for _rule, _reason in {
     "k8s-daemonset-memory-limit": "the Diagon component fixes the seed's 256Mi limit; no config changes it",
     "helm-chart-version-pinned": "the config loader refuses chart versions that are not exact semver",
     "helm-mldiagnostics-requires-cert-manager": "the components always depend on cert-manager or mark it "
@@ -45,7 +47,9 @@ NOT_EXPRESSIBLE = {
     "aks-no-pod-identity": "no component declares AKS clusters (they are attached, not created)",
     "aks-node-size-minimum": "no component declares AKS clusters (they are attached, not created)",
     "aks-authorized-ip-ranges": "no component declares AKS clusters (they are attached, not created)",
-}
+}.items():
+    not_expressible(_rule, _reason)
+policy_corpus.load()  # the reasons of rules whose own test files give them
 
 
 def run_plan(capsys, stack: str, config_file: Path | None = None) -> tuple[int, dict]:
