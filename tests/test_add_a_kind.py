@@ -2,13 +2,14 @@
 (dev/templates/kind), it needs its own files and, on a new cloud, its pins; everything else that names the
 kinds is generated or reads the registries.
 
-For each addition the test copies the tree (`git ls-files`), writes the kind's files (`python -m
-dev.templates`: its library module and Spec with its record section, its program folder, its policy rule and
-the rule's test file, its own test file; on a new cloud its `program/clouds/<cloud>.py` and a pin line in each
-pin file), runs every generator, then the tests that read the registries, the generators' checks and the
-kind's own tests in the copy. It records three lists: the existing files edited by hand (asserted: none for a
-flavour, the pin files only for a new cloud), the existing files the generators rewrote, and the new files.
-README "Add a target kind" quotes them.
+The test copies the tree (`git ls-files`). For each addition, a flavour and then a kind on a new cloud, it
+writes the kind's files (`python -m dev.templates`: its library module and Spec with its record section, its
+program folder, its policy rule and the rule's test file, its own test file; on a new cloud its
+`program/clouds/<cloud>.py` and a pin line in each pin file) and runs every generator; then the tests that read
+the registries, the generators' checks, the kinds' own tests, the policy corpus and the pack's own tests run
+in the copy holding both. Per addition it records three lists: the existing files edited by hand (asserted:
+none for a flavour, the pin files only for a new cloud), the existing files the generators rewrote, and the
+new files. README "Add a target kind" quotes them.
 """
 
 from __future__ import annotations
@@ -19,8 +20,6 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
-
-import pytest
 
 from dev.templates import Names, instantiate
 
@@ -118,10 +117,9 @@ def add_pins(root: Path) -> None:
         f.write("# stubs of the aws cloud's client, at its package's version\nboto3-stubs==1.40.0\n")
 
 
-@pytest.mark.parametrize("names", [FLAVOUR, NEW_CLOUD], ids=["flavour", "new-cloud"])
-def test_a_kind_is_its_own_folders(names: Names, tmp_path: Path, record_property) -> None:
-    tree = tmp_path / "tree"
-    copy_tree(tree)
+def add(tree: Path, names: Names, record_property) -> tuple[list[str], list[str], list[str]]:
+    """Adds one kind to `tree` and runs the generators: (hand-edited, generated, new) files, each against the
+    tree as it was before this kind."""
     before = snapshot(tree)
     new_cloud = names is NEW_CLOUD
     written = instantiate(tree, names, new_cloud=new_cloud)
@@ -131,57 +129,43 @@ def test_a_kind_is_its_own_folders(names: Names, tmp_path: Path, record_property
     for generator in GENERATORS:
         run(tree, "-m", *generator)
     after = snapshot(tree)
-
     hand_edited = changed(before, by_hand)
     generated = changed(by_hand, after)
     new = sorted(set(after) - set(before))
     for key, value in (("hand_edited", hand_edited), ("generated", generated), ("new", new)):
-        record_property(key, value)
+        record_property(f"{names.kind}.{key}", value)
         print(f"{names.kind}: {key} ({len(value)}): {', '.join(value)}")
+    assert set(new) == {str(p) for p in written}, "the generators write no new file"
+    return hand_edited, generated, new
 
-    kind_tests = [f"tests/test_kind_{names.kind}.py", f"tests/test_policies_{names.kind}.py"]
-    rule = names.values()["rule"]
+
+def test_a_flavour_and_a_kind_on_a_new_cloud_are_their_own_folders(tmp_path: Path, record_property) -> None:
+    """Both kinds go into one copy, one after the other (each measured against the tree before it), and the
+    tests run once over the tree holding both."""
+    tree = tmp_path / "tree"
+    copy_tree(tree)
+    flavour = add(tree, FLAVOUR, record_property)
+    new_cloud = add(tree, NEW_CLOUD, record_property)
+
+    assert flavour[0] == []
+    assert set(new_cloud[0]) <= set(PINS) and new_cloud[0]
+    for _, generated, _ in (flavour, new_cloud):
+        assert {
+            "components/ml_diagnostics/args.py",
+            "components/ml_diagnostics/_exports.py",
+            "components/ml_diagnostics/_record.py",
+            "components/ml_diagnostics/schema.json",
+            "components/README.md",
+            "README.md",
+        } <= set(generated)
+
+    kinds = (FLAVOUR, NEW_CLOUD)
+    kind_tests = [f"tests/test_{part}_{k.kind}.py" for k in kinds for part in ("kind", "policies")]
+    rules = " or ".join(k.values()["rule"] for k in kinds)
     corpus = ["tests/test_policies_cases.py", "tests/test_policies_stacks.py::test_corpus_covers_every_rule"]
-    # not the config fuzzers (13 s): they read no registry
-    run(
-        tree,
-        "-m",
-        "pytest",
-        "-p",
-        "no:cacheprovider",
-        "-q",
-        "-x",
-        "-k",
-        "not fuzz",
-        *REGISTRY_TESTS,
-        *kind_tests,
-    )
-    run(
-        tree,
-        "-m",
-        "pytest",
-        "-p",
-        "no:cacheprovider",
-        "-q",
-        "-x",
-        "-k",
-        f"counts or {rule} or corpus",
-        *corpus,
-    )
-    run(tree / "policies", "-m", "pytest", "-p", "no:cacheprovider", "-q", "-x", "tests")  # the pack's own
+    pytest_run = ("-m", "pytest", "-p", "no:cacheprovider", "-q", "-x")
+    run(tree, *pytest_run, "-k", "not fuzz", *REGISTRY_TESTS, *kind_tests)  # not the fuzzers: no registry
+    run(tree, *pytest_run, "-k", f"counts or corpus or {rules}", *corpus)
+    run(tree / "policies", *pytest_run, "tests")  # the pack's own
     run(tree, "-m", "ruff", "check", "-q", ".")
     run(tree, "-m", "ruff", "format", "--check", "-q", ".")
-
-    assert set(new) == {str(p) for p in written}, "the generators write no new file"
-    if new_cloud:
-        assert set(hand_edited) <= set(PINS) and hand_edited
-    else:
-        assert hand_edited == []
-    assert {
-        "components/ml_diagnostics/args.py",
-        "components/ml_diagnostics/_exports.py",
-        "components/ml_diagnostics/_record.py",
-        "components/ml_diagnostics/schema.json",
-        "components/README.md",
-        "README.md",
-    } <= set(generated)
