@@ -13,9 +13,12 @@ mldiag = @$(MLDIAG) $(1) || { code=$$?; echo "mldiag $(firstword $(1)) exited $$
 
 venv: .venv/.installed
 
+# pip byte-compiles what it installs on one core (about a minute for the cloud SDKs); compileall does it on
+# every core. Compiled up front, so the e2e tier's many program processes never compile the SDKs themselves.
 .venv/.installed: requirements.txt requirements-dev.txt pyproject.toml mldiag/launcher/pyproject.toml
 	@test -x $(PY) || python3 -m venv .venv >&2
-	@$(PY) -m pip install -q -r requirements-dev.txt >&2
+	@$(PY) -m pip install -q --no-compile -r requirements-dev.txt >&2
+	@$(PY) -m compileall -qq -j 0 .venv/lib >&2
 	@touch $@
 
 plan: venv
