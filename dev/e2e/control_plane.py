@@ -40,6 +40,7 @@ import requests
 import yaml
 
 READY_TIMEOUT_SECONDS = 120.0
+STOP_GRACE_SECONDS = 2.0
 STAGES = Path(__file__).resolve().parent / "kwok" / "stages.yaml"
 REPO = Path(__file__).resolve().parents[2]
 
@@ -310,7 +311,9 @@ class ControlPlane:
                     os.killpg(proc.pid, signal.SIGTERM)
         for _, proc, log in reversed(self.procs):
             try:
-                proc.wait(timeout=15)
+                # kube-apiserver's graceful stop waits about 11 s for its in-flight connections once a
+                # cluster has served pods; a throwaway plane loses nothing by being killed after a moment
+                proc.wait(timeout=STOP_GRACE_SECONDS)
             except subprocess.TimeoutExpired:
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(proc.pid, signal.SIGKILL)
