@@ -25,17 +25,31 @@ plan: venv
 	$(call mldiag,plan $(STACK) --format $(FORMAT) $(if $(CONFIG_FILE),--config-file $(CONFIG_FILE)))
 
 # mypy per layer (pyproject.toml [tool.mypy]): the library, the program with the product CLI, and the pack
-# from its own directory, as it runs standalone (its cache kept out of it: tests copy the directory).
+# from its own directory, as it runs standalone (its cache kept out of it: tests copy the directory). The
+# checks run side by side, but the program's mypy after the library's: it reuses the library's cache (one
+# cache shared by two concurrent runs would race on it).
+LINTERS := ruff mypy-library mypy-program mypy-policies
+.PHONY: $(LINTERS)
 lint: venv
+	@$(MAKE) --no-print-directory -j 2 --output-sync=target $(LINTERS)
+
+ruff: venv
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
+
+mypy-library: venv
 	$(PY) -m mypy -p ml_diagnostics
+
+mypy-program: mypy-library
 	$(PY) -m mypy program mldiag __main__.py
+
+mypy-policies: venv
 	cd policies && ../$(PY) -m mypy --config-file ../pyproject.toml --cache-dir ../.mypy_cache/policies mldiag_policy __main__.py
 
 # The unit tier, on every core (TEST_JOBS=1 runs it in one process); tests/e2e is `make e2e`.
 TEST_JOBS ?= auto
-test: lint mermaid-deps
+test: venv
+	@$(MAKE) --no-print-directory -j 2 --output-sync=target $(LINTERS) mermaid-deps
 	$(PY) -m pytest -n $(TEST_JOBS) --ignore=tests/e2e
 
 bench: venv
