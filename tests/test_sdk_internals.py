@@ -4,7 +4,9 @@ what the engine expects of them. An SDK upgrade that moves one fails here, by na
 from __future__ import annotations
 
 import ast
+import asyncio
 import importlib.metadata
+import threading
 from pathlib import Path
 
 import pulumi
@@ -38,6 +40,33 @@ def test_a_run_to_completion_and_no_stack_traces():
     with sdk.without_stack_traces():
         assert resource._get_stack_trace() == type(resource._get_stack_trace())()
     assert resource._get_stack_trace is before
+
+
+def test_monitor_calls_go_to_one_thread_of_their_own_during_a_run_and_the_loop_gets_its_executor_back():
+    loop = asyncio.new_event_loop()
+    try:
+        before = loop._default_executor
+
+        async def calls() -> set[threading.Thread]:
+            done = await asyncio.gather(
+                *(loop.run_in_executor(None, threading.current_thread) for _ in range(20))
+            )
+            return set(done)
+
+        with sdk.monitor_calls_on_one_thread(loop):
+            (worker,) = loop.run_until_complete(calls())
+        assert worker is not threading.current_thread() and worker.name.startswith("mock-monitor")
+        assert not worker.is_alive()  # the pool was shut down with the run
+        assert loop._default_executor is before
+    finally:
+        loop.close()
+
+
+def test_a_plan_leaves_no_monitor_thread_behind():
+    from mldiag.engine.runtime import run_config
+
+    run_config({"ml-diagnostics:environment": "dev"}, (), stack="dev")
+    assert not [t for t in threading.enumerate() if t.name.startswith("mock-monitor")]
 
 
 class Annotated(pulumi.ComponentResource):
