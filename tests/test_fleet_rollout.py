@@ -253,6 +253,28 @@ def test_two_rollouts_of_one_environment_never_run_at_once(tmp_path: Path) -> No
     assert clock.slept == [2.0] * 60  # polled every 2 s for 120 s
 
 
+def test_a_coordination_stack_another_rollout_is_creating_is_read_again_a_few_times(tmp_path: Path) -> None:
+    """Two rollouts started together on a file backend: the second read the coordination stack's checkpoint
+    while the first was writing it. It reads again, finds the first one's lease and names it."""
+    plan = make_plan(tmp_path, "  - {name: one, targets: [a]}\n", "a")
+    clock = SimulatedClock()
+    sim = SimulatedExecutor(clock=clock, lease_in_flux=2)
+    sim.lease = progress.lease_value(progress.Holder("other", "ci-runner-7", 4242), T0 - 60, 3600)
+    report = run(plan, sim, clock)
+    assert (report.exit_code, report.message.split(":")[0]) == (3, "another rollout holds this environment")
+    assert clock.slept == [2.0, 2.0] and sim.deployed() == []
+    # a state that never reads whole is the backend's error, after five reads
+    sim = SimulatedExecutor(clock=clock, lease_in_flux=99)
+    clock.slept.clear()
+    report = run(plan, sim, clock)
+    assert (report.exit_code, report.message) == (
+        3,
+        "the lease of prod could not be taken: the lease stack prod.fleet could not be updated: failed to load "
+        "checkpoint: EOF",
+    )
+    assert clock.slept == [2.0] * 4 and sim.lease_in_flux == 94 and sim.deployed() == []
+
+
 def test_an_expired_lease_is_taken_and_a_long_rollout_renews_its_own(tmp_path: Path) -> None:
     plan = make_plan(tmp_path, "  - {name: one, targets: [a], soak: 2h}\n", "a")
     clock = SimulatedClock()

@@ -19,7 +19,7 @@ from urllib.parse import urlsplit
 from dev.fakes.k8s_api import FakeKubeApi, Request, _status
 from mldiag.fleet.planner import Member
 from mldiag.fleet.progress import Lock
-from mldiag.fleet.rollout import Check, DeployFailed, LockConflict, OtherWay, StackUnavailable
+from mldiag.fleet.rollout import Check, DeployFailed, LockConflict, OtherWay, StackUnavailable, StateInFlux
 
 
 class SimulatedCrash(BaseException):
@@ -78,6 +78,7 @@ class SimulatedExecutor:
         lease_locks: tuple[Lock, ...] = (),
         own_resources: int = 0,
         lease_unavailable: bool = False,
+        lease_in_flux: int = 0,
         on_call: Callable[[str, str], None] | None = None,
     ) -> None:
         self.scripts = scripts or {}
@@ -92,6 +93,8 @@ class SimulatedExecutor:
         """With `lease_locks`: they go away by themselves after this many more conflicts (a live rollout)."""
         self.own_resources = own_resources
         self.lease_unavailable = lease_unavailable
+        self.lease_in_flux = lease_in_flux
+        """The coordination stack's state reads half-written this many more times (another rollout creating it)."""
         """The coordination stack cannot be written (a backend that takes no write)."""
         """Resources the environment stack itself manages (deployed by `pulumi up -s <env>`)."""
         self.calls: list[tuple[str, str]] = []
@@ -170,6 +173,11 @@ class SimulatedExecutor:
                 with self._lock:
                     self.calls.append(("lease locked", ""))
                 raise LockConflict("the coordination stack is locked by another update", self.lease_locks)
+        if self.lease_in_flux > 0:
+            self.lease_in_flux -= 1
+            raise StateInFlux(
+                "the lease stack prod.fleet could not be updated: failed to load checkpoint: EOF"
+            )
         if self.lease_unavailable:
             raise StackUnavailable(
                 "the lease stack prod.fleet could not be updated: simulated: operation not permitted"

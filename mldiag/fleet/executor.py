@@ -32,7 +32,7 @@ import yaml
 from mldiag.common import PROJECT
 from mldiag.fleet import progress, recovery, testhook
 from mldiag.fleet.planner import EnvironmentError, Member, Plan, environment_stack_file
-from mldiag.fleet.rollout import Check, DeployFailed, LockConflict, OtherWay, StackUnavailable
+from mldiag.fleet.rollout import Check, DeployFailed, LockConflict, OtherWay, StackUnavailable, StateInFlux
 from program import fleet_member
 from program.config_base import NAMESPACE
 from program.stack_file import SecretLeaf, StackFileError
@@ -161,6 +161,10 @@ def _write(path: Path, text: str) -> None:
         tmp = path.with_suffix(path.suffix + f".{os.getpid()}.{threading.get_ident()}.tmp")
         tmp.write_text(text)
         tmp.replace(path)
+
+
+# A file backend's checkpoint read while another process writes it (two rollouts started together).
+_IN_FLUX = "failed to load checkpoint: EOF"
 
 
 def _error_lines(e: Exception, limit: int = 6) -> str:
@@ -422,9 +426,8 @@ class AutomationExecutor:
         try:
             return _select(name, create, project_name=PROJECT, program=program, opts=opts)
         except auto.CommandError as e:
-            raise StackUnavailable(
-                f"the lease stack {name} could not be selected: {_error_lines(e)}"
-            ) from None
+            unavailable = StateInFlux if _IN_FLUX in str(e) else StackUnavailable
+            raise unavailable(f"the lease stack {name} could not be selected: {_error_lines(e)}") from None
 
     def mark(self) -> dict[str, Any]:
         """What the coordination stack records for the environment's own program (program/fleet_member.py):
@@ -469,9 +472,8 @@ class AutomationExecutor:
             except auto.CommandError as e:
                 if "held" in box:
                     raise box["held"] from None
-                raise StackUnavailable(
-                    f"the lease stack {name} could not be updated: {_error_lines(e)}"
-                ) from None
+                unavailable = StateInFlux if _IN_FLUX in str(e) else StackUnavailable
+                raise unavailable(f"the lease stack {name} could not be updated: {_error_lines(e)}") from None
         return box.get("lease")
 
     def _coordinator_outputs(self) -> dict[str, Any]:

@@ -41,6 +41,8 @@ LEASE_TTL = 3600.0
 LEASE_LOCK_WAIT = 120.0
 """How long a rollout waits for the coordination stack's lock while another rollout writes its lease."""
 LEASE_LOCK_POLL = 2.0
+STATE_IN_FLUX_TRIES = 5
+"""How often a rollout reads the coordination stack again when another process was writing its state."""
 
 
 class DeployFailed(Exception):
@@ -61,6 +63,11 @@ class OtherWay(Exception):
 
 class StackUnavailable(Exception):
     """The stack could not be created, selected, read or run (backend, login, secrets provider)."""
+
+
+class StateInFlux(StackUnavailable):
+    """The stack's state could not be read because another process was creating or writing it (a file
+    backend's checkpoint read empty: `failed to load checkpoint: EOF`); reading it again a moment later works."""
 
 
 @dataclass
@@ -261,9 +268,16 @@ class Lease:
         deadline = self.clock.now() + LEASE_LOCK_WAIT
         cleared: set[Lock] = set()
         forced = False
+        in_flux = 0
         while True:
             try:
                 return write()
+            except StateInFlux:
+                # two rollouts started together: the other one is creating the coordination stack
+                in_flux += 1
+                if in_flux >= STATE_IN_FLUX_TRIES:
+                    raise
+                self.clock.sleep(LEASE_LOCK_POLL)
             except LockConflict as e:
                 stale = [lock for lock in e.locks if self._gone(lock)]
                 if e.locks and len(stale) == len(e.locks) and not cleared.issuperset(stale):
