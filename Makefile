@@ -14,11 +14,13 @@ mldiag = @$(MLDIAG) $(1) || { code=$$?; echo "mldiag $(firstword $(1)) exited $$
 venv: .venv/.installed
 
 # pip byte-compiles what it installs on one core (about a minute for the cloud SDKs); compileall does it on
-# every core. Compiled up front, so the e2e tier's many program processes never compile the SDKs themselves.
+# every core. Compiled up front, so the e2e tier's many program processes never compile the SDKs themselves;
+# of the GCP and Azure SDKs (650 MB) only the modules the program imports (13 s instead of 26 s here).
+SDK_MODULES_NOT_IMPORTED := pulumi_(azure_native|gcp)/(?!(kubernetesconfiguration|relay|containerservice|container|config)/)[a-z0-9_]+/
 .venv/.installed: requirements.txt requirements-dev.txt pyproject.toml mldiag/launcher/pyproject.toml
 	@test -x $(PY) || python3 -m venv .venv >&2
 	@$(PY) -m pip install -q --no-compile -r requirements-dev.txt >&2
-	@$(PY) -m compileall -qq -j 0 .venv/lib >&2
+	@$(PY) -m compileall -qq -j 0 -x '$(SDK_MODULES_NOT_IMPORTED)' .venv/lib >&2
 	@touch $@
 
 plan: venv
