@@ -92,11 +92,11 @@ class SimulatedExecutor:
         self.lock_for: int | None = None
         """With `lease_locks`: they go away by themselves after this many more conflicts (a live rollout)."""
         self.own_resources = own_resources
+        """Resources the environment stack itself manages (deployed by `pulumi up -s <env>`)."""
         self.lease_unavailable = lease_unavailable
+        """The coordination stack cannot be written (a backend that takes no write)."""
         self.lease_in_flux = lease_in_flux
         """The coordination stack's state reads half-written this many more times (another rollout creating it)."""
-        """The coordination stack cannot be written (a backend that takes no write)."""
-        """Resources the environment stack itself manages (deployed by `pulumi up -s <env>`)."""
         self.calls: list[tuple[str, str]] = []
         self.attempts: dict[tuple[str, str], int] = {}
         self.running = 0

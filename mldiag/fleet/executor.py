@@ -167,6 +167,12 @@ def _write(path: Path, text: str) -> None:
 _IN_FLUX = "failed to load checkpoint: EOF"
 
 
+def _lease_stack_unavailable(message: str, e: Exception) -> StackUnavailable:
+    """The coordination stack's failed command: StateInFlux when its state was being written, read again."""
+    unavailable = StateInFlux if _IN_FLUX in str(e) else StackUnavailable
+    return unavailable(f"{message}: {_error_lines(e)}")
+
+
 def _error_lines(e: Exception, limit: int = 6) -> str:
     """The engine's error lines of a failed command (never its whole output: that may be long)."""
     text = str(e)
@@ -426,8 +432,7 @@ class AutomationExecutor:
         try:
             return _select(name, create, project_name=PROJECT, program=program, opts=opts)
         except auto.CommandError as e:
-            unavailable = StateInFlux if _IN_FLUX in str(e) else StackUnavailable
-            raise unavailable(f"the lease stack {name} could not be selected: {_error_lines(e)}") from None
+            raise _lease_stack_unavailable(f"the lease stack {name} could not be selected", e) from None
 
     def mark(self) -> dict[str, Any]:
         """What the coordination stack records for the environment's own program (program/fleet_member.py):
@@ -472,8 +477,7 @@ class AutomationExecutor:
             except auto.CommandError as e:
                 if "held" in box:
                     raise box["held"] from None
-                unavailable = StateInFlux if _IN_FLUX in str(e) else StackUnavailable
-                raise unavailable(f"the lease stack {name} could not be updated: {_error_lines(e)}") from None
+                raise _lease_stack_unavailable(f"the lease stack {name} could not be updated", e) from None
         return box.get("lease")
 
     def _coordinator_outputs(self) -> dict[str, Any]:
