@@ -7,7 +7,10 @@ policy. With 29 resource policies that is 29 conversions of each resource, most 
 
 `share_conversions()` (called by `__main__.py` before it builds the PolicyPack) makes each Analyze and
 AnalyzeStack call convert each Struct once: every policy of the call gets the same deserialized dict and
-the same proxy (the SDK builds a fresh `ResourceValidationArgs` per policy around them, as before). During
+the same proxy, and an Analyze call's policies the same resource options and provider (the SDK builds a
+fresh `ResourceValidationArgs` per policy around them, as before). AnalyzeStack builds the stack's
+`PolicyResource` graph once for all stack policies, where the SDK rebuilt it per policy (each policy gets
+its own list of the same resources). During
 such a call `plain(proxy)` is the deserialized dict the proxy was built from, which is what copying through
 the proxy produces, and `once()` keeps other per-resource work (the forms expansion) for the call's other
 policies. Outside a call (the pack's tests call rules directly) everything works as without it. With
@@ -16,7 +19,8 @@ of another type would return at once, but the SDK's work around each policy (its
 provider, report callback) was most of what a call cost.
 
 This is the one place the pack relies on pulumi-policy's internals: it wraps the private servicer's
-(`pulumi_policy.policy._PolicyAnalyzerServicer`) Analyze and AnalyzeStack, and replaces the three names that
+(`pulumi_policy.policy._PolicyAnalyzerServicer`) Analyze, its two per-request builders and AnalyzeStack (whose
+loop it replaces: same policies, levels, config, diagnostics and order), and replaces the three names that
 module converts with. `share_conversions()` installs nothing unless pulumi-policy is the pinned version and
 those names are what it expects. tests/test_serving.py checks that it is installed, that the diagnostics
 are the SDK's own (same messages, same order), that each Struct is converted once per call, and that no
@@ -25,18 +29,25 @@ rule writes to the inputs it now shares with the other policies.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import gc
+import inspect
 import threading
 import types
 from collections.abc import Callable
 from typing import Any
 
 from google.protobuf import json_format
+from pulumi.runtime.proto import analyzer_pb2
+from pulumi_policy import EnforcementLevel, PolicyResource, StackValidationArgs, StackValidationPolicy
 from pulumi_policy import policy as _sdk
+from pulumi_policy.proxy import UnknownValueError
 from pulumi_policy.version import VERSION
 
 from .values import plain as _copy
+
+_PRIVATE = "_PolicyAnalyzerServicer__"  # the servicer's name-mangled attributes
 
 MayCheck = Callable[[Any, str], bool]
 SDK_VERSION = "1.21.0"  # the pulumi-policy whose servicer this was written against (requirements.txt)
@@ -131,7 +142,7 @@ def _proxy(props: Any) -> Any:
     return proxied
 
 
-_POLICIES = "_PolicyAnalyzerServicer__policies"  # the servicer's (name-mangled) list of policies
+_POLICIES = _PRIVATE + "policies"
 
 
 def _policies_of_the_call() -> property:
@@ -183,6 +194,87 @@ def _per_call(
     return serve
 
 
+def _once_per_call(stage: str, method: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
+    """A servicer method of one request (its options, its provider) computed once per call and request."""
+
+    @functools.wraps(method)
+    def shared(self: Any, request: Any) -> Any:
+        return once(stage, request, lambda: method(self, request))
+
+    return shared
+
+
+def _stack_resources(servicer: Any, request: Any) -> list[Any]:
+    """The stack's resources as the SDK gives them to a stack policy: parents, dependencies and property
+    dependencies linked to the resources of the request, in the request's order."""
+    made: dict[str, Any] = {}
+    built = []
+    for r in request.resources:
+        props = _proxy(_deserialize(_JsonFormat.MessageToDict(r.properties)))
+        options, provider = servicer._get_resource_options(r), servicer._get_provider_resource(r)
+        resource = PolicyResource(r.type, props, r.urn, r.name, options, provider, None, [], {})
+        made[r.urn] = resource
+        built.append((resource, r))
+    for resource, r in built:
+        if r.parent in made:
+            resource.parent = made[r.parent]
+        resource.dependencies.extend(made[u] for u in r.dependencies if u in made)
+        for key, urns in r.propertyDependencies.items():
+            resource.property_dependencies[key] = [made[u] for u in urns.urns if u in made]
+    return [resource for resource, _ in built]
+
+
+def _analyze_stack(self: Any, request: Any, _context: Any) -> Any:
+    """The SDK's AnalyzeStack (1.21.0) with the resources built once for every stack policy."""
+    self._configure_runtime_settings()
+    response = analyzer_pb2.AnalyzeResponse()
+    resources: list[Any] | None = None
+    pack, version = (
+        getattr(self, _PRIVATE + "policy_pack_name"),
+        getattr(self, _PRIVATE + "policy_pack_version"),
+    )
+    for policy in getattr(self, _POLICIES):
+        level = self._get_enforcement_level(policy)
+        if level == EnforcementLevel.DISABLED or not isinstance(policy, StackValidationPolicy):
+            continue
+        if level == EnforcementLevel.REMEDIATE:  # a stack policy cannot remediate
+            level = EnforcementLevel.MANDATORY
+        report = self._create_report_violation(
+            response, policy.name, policy.description, level, policy.severity
+        )
+        if resources is None:
+            resources = _stack_resources(self, request)
+        args = StackValidationArgs(
+            list(resources), self._get_policy_config(policy.name), getattr(self, _PRIVATE + "stack_tags")
+        )
+        try:
+            result = policy.validate(args, report)
+            if inspect.isawaitable(result):
+                loop = asyncio.new_event_loop()
+                try:
+                    loop.run_until_complete(result)
+                finally:
+                    loop.close()
+        except UnknownValueError as e:
+            response.diagnostics.append(
+                analyzer_pb2.AnalyzeDiagnostic(
+                    policyName=policy.name,
+                    policyPackName=pack,
+                    policyPackVersion=version,
+                    message=f"can't run policy '{policy.name}' from policy pack '{pack}@v{version}' during "
+                    f"preview: {e.message}",
+                    urn="",
+                    description=policy.description,
+                    enforcementLevel=self._map_enforcement_level(EnforcementLevel.ADVISORY),
+                )
+            )
+        except _sdk._NotApplicableError as e:
+            response.not_applicable.append(
+                analyzer_pb2.PolicyNotApplicable(policy_name=policy.name, reason=e.reason or "")
+            )
+    return response
+
+
 def share_conversions(may_check: MayCheck | None = None) -> bool:
     """Installs the per-call conversion (idempotent); True when it is in place. It installs nothing, and
     the SDK converts per policy as it ships, unless the SDK is the one it was written against.
@@ -207,8 +299,11 @@ def share_conversions(may_check: MayCheck | None = None) -> bool:
     if may_check is not None:
         setattr(servicer, _POLICIES, _policies_of_the_call())
     servicer.Analyze = _per_call(servicer.Analyze, may_check=may_check)
+    servicer._get_resource_options = _once_per_call("options", servicer._get_resource_options)
+    servicer._get_provider_resource = _once_per_call("provider", servicer._get_provider_resource)
     # One AnalyzeStack call holds every resource of the stack at once; the collector's full passes over that
     # growing heap made the call superlinear (2/3 of it at 9,000 resources), so it pauses for the call.
-    servicer.AnalyzeStack = _per_call(servicer.AnalyzeStack, pause_gc=True)
+    _ORIGINAL["AnalyzeStack"] = servicer.AnalyzeStack
+    servicer.AnalyzeStack = _per_call(_analyze_stack, pause_gc=True)
     servicer._mldiag_shared_conversions = True
     return True

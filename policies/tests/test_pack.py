@@ -110,8 +110,9 @@ def test_pack_serves_the_analyzer_protocol_from_its_own_directory():
         proc.stderr.close()
 
 
-# serving.py wraps the pinned SDK's servicer (guarded by version; without it the pack works, only slower)
-PRIVATE_SDK_USE = {"serving.py": {"_PolicyAnalyzerServicer"}}
+# serving.py wraps the pinned SDK's servicer and replaces its AnalyzeStack loop, which answers a policy's
+# not-applicable error as the SDK does (guarded by version; without it the pack works, only slower)
+PRIVATE_SDK_USE = {"serving.py": {"_PolicyAnalyzerServicer", "_NotApplicableError"}}
 
 
 def _private_sdk_names(tree) -> set[str]:

@@ -3,6 +3,7 @@ SDK's own per-policy conversions, converts each Struct once, and no rule writes 
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import gc
 
@@ -118,7 +119,7 @@ def test_the_answers_are_the_sdks_own(servicer):
     cls = type(servicer)
     shared = [_answers(servicer.Analyze, r) for r in REQUESTS] + [_answers(servicer.AnalyzeStack, STACK)]
     own = [_answers(lambda r, c: cls.Analyze.__wrapped__(servicer, r, c), r) for r in REQUESTS]
-    own.append(_answers(lambda r, c: cls.AnalyzeStack.__wrapped__(servicer, r, c), STACK))
+    own.append(_answers(lambda r, c: serving._ORIGINAL["AnalyzeStack"](servicer, r, c), STACK))
     assert shared == own
     assert sum(map(len, shared)) > 30  # the resources violate something: the comparison means something
 
@@ -146,21 +147,33 @@ def test_analyze_runs_only_the_policies_that_may_check_the_type(servicer, monkey
     assert skipped > len(REQUESTS)
 
 
-def test_each_struct_is_converted_once_per_call(servicer, monkeypatch):
+def test_each_struct_and_each_requests_options_are_made_once_per_call(servicer, monkeypatch):
     calls = []
 
     def counting(message, *args, **kwargs):
         calls.append(message)
         return json_format.MessageToDict(message, *args, **kwargs)
 
+    made = []
+
+    class Options(sdk.PolicyResourceOptions):
+        def __init__(self, *args):
+            made.append(self)
+            super().__init__(*args)
+
     monkeypatch.setitem(serving._ORIGINAL, "MessageToDict", counting)
+    monkeypatch.setattr(sdk, "PolicyResourceOptions", Options)
     for r, (_, _, _, provider) in zip(REQUESTS, RESOURCES, strict=True):
         calls.clear()
+        made.clear()
         servicer.Analyze(r, None)
         assert len(calls) == (2 if provider else 1)
+        assert len(made) == 1  # the request's options, for every policy of the call
     calls.clear()
+    made.clear()
     servicer.AnalyzeStack(STACK, None)
     assert len(calls) == len(RESOURCES) + sum(1 for *_, p in RESOURCES if p)
+    assert len(made) == len(RESOURCES)
 
 
 def test_no_rule_writes_to_the_shared_inputs(servicer, monkeypatch):
@@ -219,3 +232,119 @@ def test_another_sdk_version_gets_the_sdks_own_servicer_untouched():
     pack = Path(serving.__file__).resolve().parent.parent
     out = subprocess.run([sys.executable, "-c", code], cwd=pack, capture_output=True, text=True, timeout=60)
     assert out.stdout.strip() == "untouched", out.stderr
+
+
+def _stack_graph() -> analyzer_pb2.AnalyzeStackRequest:
+    """A stack with what AnalyzeStack links: parents, dependencies and property dependencies (in the request
+    and outside it), options, a provider and an unknown value."""
+    ns, ds = (
+        "urn:pulumi:dev::p::kubernetes:core/v1:Namespace::ns",
+        "urn:pulumi:dev::p::kubernetes:apps/v1:DaemonSet::d",
+    )
+    parent, gone = (
+        "urn:pulumi:dev::p::mldiag:index:Diagon::diagon",
+        "urn:pulumi:dev::p::kubernetes:core/v1:Secret::gone",
+    )
+    described = [
+        _described("kubernetes:core/v1:Namespace", "ns", {"metadata": {"name": "diagon"}}, K8S_PROVIDER),
+        _described(
+            "kubernetes:apps/v1:DaemonSet", "d", {"spec": _pod({"name": "d", "image": DIAGON})}, K8S_PROVIDER
+        ),
+        _described("kubernetes:core/v1:ConfigMap", "c", {"data": {"k": UNKNOWN_STRING_VALUE}}, None),
+    ]
+    described[0]["parent"] = parent
+    described[1].update(
+        parent=parent,
+        dependencies=[ns, gone],
+        propertyDependencies={"metadata": analyzer_pb2.AnalyzerPropertyDependencies(urns=[ns, gone])},
+        options=analyzer_pb2.AnalyzerResourceOptions(
+            protect=True, ignoreChanges=["spec"], parent=parent,
+            customTimeouts=analyzer_pb2.AnalyzerResourceOptions.CustomTimeouts(create=60),
+        ),
+    )  # fmt: skip
+    described[2].update(parent=ns, dependencies=[ds])
+    return analyzer_pb2.AnalyzeStackRequest(resources=[analyzer_pb2.AnalyzerResource(**d) for d in described])
+
+
+def _seen(args) -> list:
+    """What a stack policy can read of its arguments, in plain data."""
+    urn = lambda r: r.urn if r is not None else None  # noqa: E731
+    o = lambda r: (r.opts.protect, list(r.opts.ignore_changes), r.opts.parent,  # noqa: E731
+                   r.opts.custom_timeouts.create_seconds)  # fmt: skip
+    return [
+        (r.resource_type, r.urn, r.name, urn(r.parent), [d.urn for d in r.dependencies],
+         {k: [d.urn for d in v] for k, v in r.property_dependencies.items()}, o(r),
+         urn(r.provider), r.provider and serving.plain(r.provider.props), list(r.props))
+        for r in args.resources
+    ] + [args.get_config(), dict(args.stack_tags)]  # fmt: skip
+
+
+def test_analyze_stack_answers_as_the_sdks_own_loop_for_every_kind_of_stack_policy():
+    """Levels (remediate reported as mandatory, disabled skipped), config, stack tags, the linked graph, an
+    unknown value, not-applicable and async policies: the replaced loop against the SDK's, diagnostics and
+    what each policy saw."""
+    seen: list = []
+
+    def looking(args, report):
+        seen.append(_seen(args))
+        report("d is looked at", args.resources[1].urn)
+
+    def reading_unknown(args, report):
+        report("never", args.resources[2].props["data"]["k"])
+
+    async def later(args, report):
+        await asyncio.sleep(0)
+        report("after an await")
+
+    def stack(name, validate, level=EnforcementLevel.MANDATORY, **kw):
+        return sdk.StackValidationPolicy(
+            name=name, description=f"{name}.", validate=validate, enforcement_level=level, **kw
+        )
+
+    policies = [
+        stack("looks", looking, config_schema=sdk.PolicyConfigSchema({"limit": {"type": "number"}})),
+        stack("unknown", reading_unknown, EnforcementLevel.ADVISORY),
+        stack("not-here", lambda args, report: args.not_applicable("no cluster of that kind")),
+        stack("async", later),
+        stack(
+            "remediates",
+            lambda args, report: report("remediate is mandatory here"),
+            EnforcementLevel.REMEDIATE,
+        ),
+        stack("off", lambda args, report: report("never"), EnforcementLevel.DISABLED),
+        sdk.ResourceValidationPolicy(name="resource", description="r.", validate=lambda a, r: r("never")),
+    ]
+    assert serving.share_conversions(may_check)
+    servicer = sdk._PolicyAnalyzerServicer("edge", "1.2.3", policies, EnforcementLevel.ADVISORY)
+    servicer.ConfigureStack(analyzer_pb2.AnalyzerStackConfigureRequest(tags={"team": "ml"}), None)
+    config = {
+        "looks": analyzer_pb2.PolicyConfig(
+            enforcementLevel=analyzer_pb2.MANDATORY, properties=_struct({"limit": 3})
+        )
+    }
+    servicer.Configure(analyzer_pb2.ConfigureAnalyzerRequest(policyConfig=config), None)
+    request = _stack_graph()
+
+    ours = servicer.AnalyzeStack(request, None)
+    ours_seen = seen[:]
+    seen.clear()
+    theirs = serving._ORIGINAL["AnalyzeStack"](servicer, request, None)
+
+    assert json_format.MessageToDict(ours) == json_format.MessageToDict(theirs)
+    assert ours_seen == seen and len(seen) == 1
+    resources = seen[0][:-2]
+    assert [r[3] for r in resources] == [None, None, "urn:pulumi:dev::p::kubernetes:core/v1:Namespace::ns"]
+    assert resources[1][4:6] == (["urn:pulumi:dev::p::kubernetes:core/v1:Namespace::ns"],
+                                 {"metadata": ["urn:pulumi:dev::p::kubernetes:core/v1:Namespace::ns"]})  # fmt: skip
+    assert resources[1][6] == (True, ["spec"], "urn:pulumi:dev::p::mldiag:index:Diagon::diagon", 60)
+    assert resources[2][4] == ["urn:pulumi:dev::p::kubernetes:apps/v1:DaemonSet::d"]
+    assert seen[0][-2:] == [{"limit": 3}, {"team": "ml"}]
+    answers = json_format.MessageToDict(ours)
+    assert [(d["policyName"], d.get("enforcementLevel", "ADVISORY")) for d in answers["diagnostics"]] == [
+        ("looks", "MANDATORY"), ("unknown", "ADVISORY"), ("async", "MANDATORY"), ("remediates", "MANDATORY"),
+    ]  # fmt: skip
+    assert (
+        "can't run policy 'unknown' from policy pack 'edge@v1.2.3' during preview"
+        in answers["diagnostics"][1]["message"]
+    )
+    assert answers["notApplicable"] == [{"policyName": "not-here", "reason": "no cluster of that kind"}]
