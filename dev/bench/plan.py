@@ -4,9 +4,9 @@ For each size N it generates a stack with N self-managed Kubernetes targets (man
 an opted-in namespace) and measures, every figure in fresh subprocesses:
 
 - plan:  the real program (config validation, components, typed SDK resources);
-- plain: a bare program registering the same resources (types, names, parents and inputs replayed from
-         the plan's recording) as plain `CustomResource`/`ComponentResource` objects: the SDK floor for
-         that many registrations;
+- plain: a bare program registering the same resources (types, names, parents, providers, dependencies
+         and inputs replayed from the plan's recording) as plain `CustomResource`/`ComponentResource`
+         objects: the SDK floor for that many registrations;
 - typed: the same replay through the typed SDK classes (`DaemonSet`, `Release`, ...) from a flat loop:
          what the SDK costs for these resource types with none of our code around it;
 - pack:  the policy pack over the Analyzer protocol, as the CLI drives it: Analyze once per analyzed
@@ -97,7 +97,12 @@ def snake(key):
 
 made = {}
 for r in json.load(open(os.environ["BENCH_SHAPE"])):
-    opts = pulumi.ResourceOptions(parent=made.get(r["parent"]))
+    # each registration as the plan sent it: its parent, its provider and what it depends on
+    opts = pulumi.ResourceOptions(
+        parent=made.get(r["parent"]),
+        provider=made.get(r["provider"]) if r["custom"] else None,
+        depends_on=[made[u] for u in r["dependencies"] if u in made] or None,
+    )
     if not r["custom"]:
         made[r["urn"]] = c = pulumi.ComponentResource(r["type"], r["name"], None, opts=opts)
         c.register_outputs({})
@@ -157,6 +162,8 @@ def _shape(result) -> list[dict]:
             "name": r.name,
             "custom": r.custom,
             "parent": r.parent,
+            "provider": r.provider,
+            "dependencies": r.dependencies,
             "inputs": {k: v for k, v in r.unmasked_inputs.items() if k != "__provider"},
         }
         for r in result.resources
