@@ -28,7 +28,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
-from dev.gen import parts
+from dev.gen import field_docs, parts
 from ml_diagnostics.rules.base import INPUT
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -144,7 +144,7 @@ def _default(field: FieldInfo) -> str | None:
 
 
 def field_doc(model: type[BaseModel], name: str, field: FieldInfo, note: str | None) -> str:
-    desc = " ".join((field.description or f"`{field.alias or name}`.").split())
+    desc = " ".join((field_docs.description(model, name) or f"`{field.alias or name}`.").split())
     default = _default(field)
     extras = [x for x in (note, None if default is None else f"default {default}") if x]
     if extras:

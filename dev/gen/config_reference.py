@@ -3,8 +3,8 @@
     python -m dev.gen.config_reference           # print the reference (Markdown)
     python -m dev.gen.config_reference --write   # rewrite the block between the markers of docs/configuration.md
 
-Each key's description is the attribute docstring under the field in the model's source (the base model
-sets pydantic's `use_attribute_docstrings`), or an explicit `Field(description=...)`.
+Each key's description is an explicit `Field(description=...)`, or the attribute docstring under the field in
+the model's source (dev/gen/field_docs.py).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, SecretStr
 from pydantic_core import PydanticUndefined
 
+from dev.gen import field_docs
 from program.config import StackModel as StackConfig
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -28,8 +29,8 @@ END = "<!-- config-reference:end -->"
 
 
 def _description(model: type[BaseModel], name: str) -> str:
-    """The field's attribute docstring (pydantic `use_attribute_docstrings`), on one line."""
-    return " ".join((model.model_fields[name].description or "").split())
+    """The field's description (field_docs.py), on one line."""
+    return " ".join((field_docs.description(model, name) or "").split())
 
 
 def _type_name(ann: Any) -> str:

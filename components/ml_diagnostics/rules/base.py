@@ -168,7 +168,6 @@ class Spec(BaseModel):
         strict=True,
         str_strip_whitespace=True,
         hide_input_in_errors=True,
-        use_attribute_docstrings=True,
         arbitrary_types_allowed=True,
     )
 

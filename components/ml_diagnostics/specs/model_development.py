@@ -73,7 +73,6 @@ class SpecModel(BaseModel):
         frozen=True,
         str_strip_whitespace=True,
         hide_input_in_errors=True,
-        use_attribute_docstrings=True,
         # no coercion: "3", 3.0 and true are not the integer 3; the provider normalizes engine numbers itself
         strict=True,
     )
