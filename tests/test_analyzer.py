@@ -8,6 +8,7 @@ import pytest
 from pulumi.runtime.proto import analyzer_pb2
 
 from mldiag.engine.analyzer import PolicyConfigError, PolicyPackProcess, build_configure_request
+from mldiag.engine.runtime import RecordedResource
 
 
 def _alive(pid: int) -> bool:
@@ -102,3 +103,45 @@ def test_configure_rejects_bad_levels_types_and_unknown_names():
     assert "a.mode: 'z' is not one of ['x', 'y']" in text
     assert "a.extra: unknown property; allowed: cap, mode" in text
     assert "b: enforcement level 'fatal' must be one of advisory, mandatory, remediate, disabled" in text
+
+
+def _daemon_set(i: int, image: str) -> RecordedResource:
+    inputs = {
+        "metadata": {"name": f"agent-{i}", "namespace": "ops"},
+        "spec": {
+            "template": {"spec": {"containers": [{"name": "a", "image": image}], "hostPID": i % 2 == 0}}
+        },
+    }
+    urn = f"urn:pulumi:dev::ml-diagnostics::kubernetes:apps/v1:DaemonSet::agent-{i}"
+    return RecordedResource(
+        urn, "kubernetes:apps/v1:DaemonSet", f"agent-{i}", True, None, None, [], {}, inputs, inputs
+    )
+
+
+def test_requests_sent_ahead_are_answered_as_one_at_a_time_in_order(monkeypatch):
+    """Analyze requests sent IN_FLIGHT ahead: the same violations, each with its resource, in the same order."""
+    from mldiag.engine import analyzer
+
+    resources = [
+        _daemon_set(i, "busybox:latest" if i % 3 else "busybox@sha256:" + "0" * 64) for i in range(50)
+    ]
+    with PolicyPackProcess() as pack:
+        pack.configure(pack.info(), {})
+        ahead = pack.analyze(resources)
+        monkeypatch.setattr(analyzer, "IN_FLIGHT", 1)
+        one_by_one = pack.analyze(resources)
+    assert ahead == one_by_one
+    pinned = [v.urn for v in ahead if v.policy == "k8s-images-pinned"]
+    assert pinned == [r.urn for i, r in enumerate(resources) if i % 3]
+    assert len(ahead) > 2 * analyzer.IN_FLIGHT
+
+
+def test_a_pack_that_fails_mid_analysis_is_reported_and_nothing_is_left_running(monkeypatch):
+    import grpc
+
+    with PolicyPackProcess() as pack:
+        pack.configure(pack.info(), {})
+        pack.proc.kill()
+        pack.proc.wait()
+        with pytest.raises(grpc.RpcError):
+            pack.analyze([_daemon_set(i, "busybox:latest") for i in range(40)])

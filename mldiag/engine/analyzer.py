@@ -12,6 +12,7 @@ import selectors
 import subprocess
 import sys
 import time
+from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,10 @@ LEVELS = {
     "disabled": analyzer_pb2.DISABLED,
 }
 LEVEL_NAMES = {v: k for k, v in LEVELS.items()}
+# Analyze requests sent before the first answer is read. One at a time (as the CLI sends them), each call waited
+# on a thread handoff on both sides: 16 ahead take 2,000 resources' calls from 1.4 to 0.8 s, and a quarter
+# less CPU, with at most 16 requests alive.
+IN_FLIGHT = 16
 
 
 class PolicyConfigError(Exception):
@@ -165,12 +170,25 @@ class PolicyPackProcess:
         return levels
 
     def analyze(self, resources: list[RecordedResource]) -> list[Violation]:
+        """Analyze per custom resource, then AnalyzeStack; the violations in that order. Up to IN_FLIGHT
+        Analyze requests are sent ahead of the answers read, each answer read in the order sent."""
         assert self.stub
         by_urn = {r.urn: r for r in resources}
         analyzed = [r for r in resources if r.custom]
         out: list[Violation] = []
-        for r in analyzed:  # one request alive at a time
-            out += _violations(self.stub.Analyze(_analyze_request(r, by_urn)), r.urn)
+        sent: deque[tuple[str, Any]] = deque()
+        try:
+            for r in analyzed:
+                sent.append((r.urn, self.stub.Analyze.future(_analyze_request(r, by_urn))))
+                if len(sent) >= IN_FLIGHT:
+                    urn, answer = sent.popleft()
+                    out += _violations(answer.result(), urn)
+            while sent:
+                urn, answer = sent.popleft()
+                out += _violations(answer.result(), urn)
+        finally:
+            for _, answer in sent:  # after a failed call: nothing left running
+                answer.cancel()
         out += _violations(self.stub.AnalyzeStack(_stack_request(analyzed, by_urn)), "")
         return out
 
