@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import asyncio
+import gc
 import importlib.metadata
 import threading
 from pathlib import Path
@@ -81,6 +82,60 @@ def test_resource_types_are_derived_once_per_class_during_a_run_and_as_before_af
         assert _types.resource_types(Annotated) is first
         assert _types.resource_types(pulumi.ComponentResource) == before(pulumi.ComponentResource)
     assert _types.resource_types is before
+
+
+def _values_to_check() -> list:
+    unknown = pulumi.output.Unknown()
+    shared = {"a": [1, "x", None]}
+    looped: dict = {"k": 1}
+    looped["self"] = looped
+
+    class Shadowing(dict):  # an SDK output type: a dict whose properties shadow dict's methods
+        values = None
+
+    shadowing = Shadowing(values={"v": unknown})
+    return [
+        None, 3, "s", unknown, [], {}, [1, [2, [3, unknown]]], {"a": {"b": [unknown]}}, {"a": {"b": [1]}},
+        [shared, shared, {"deep": shared}], looped, {"x": looped, "y": [unknown]}, (unknown,), {unknown},
+        pulumi.Output.from_input(1), [pulumi.Output.from_input(unknown)], shadowing,
+    ]  # fmt: skip
+
+
+def test_unknowns_are_found_as_the_sdk_finds_them_and_leave_no_garbage():
+    from pulumi.runtime import rpc
+
+    values = _values_to_check()
+    assert [sdk.contains_unknowns(v) for v in values] == [rpc.contains_unknowns(v) for v in values]
+    assert [sdk.contains_unknowns(v) for v in values].count(True) == 5  # tuples and sets are not looked into
+    gc.collect()
+    gc.disable()
+    try:
+        for v in values * 10:
+            rpc.contains_unknowns(v)
+        assert gc.collect() > 0  # the SDK's leaves cycles: the check can see them
+        for v in values * 10:
+            sdk.contains_unknowns(v)
+        assert gc.collect() == 0
+    finally:
+        gc.enable()
+
+
+def test_the_sdks_unknowns_check_is_replaced_for_a_run_only():
+    from pulumi.runtime import rpc
+
+    from mldiag.engine.runtime import run_config
+
+    before, seen = rpc.contains_unknowns, []
+    original = sdk.contains_unknowns
+    sdk.contains_unknowns = lambda v: seen.append(v) or original(v)  # type: ignore[assignment]
+    try:
+        run_config({"ml-diagnostics:environment": "dev"}, (), stack="dev")
+    finally:
+        sdk.contains_unknowns = original  # type: ignore[assignment]
+    assert seen and rpc.contains_unknowns is before
+    with sdk.no_cycle_per_unknowns_check():
+        assert rpc.contains_unknowns is sdk.contains_unknowns
+    assert rpc.contains_unknowns is before
 
 
 def internal_uses(source: str) -> list[str]:

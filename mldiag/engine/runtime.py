@@ -356,7 +356,12 @@ def run_config(
     loop = _ensure_loop()
     restore_gc = gc_policy()
     try:
-        with sdk.without_stack_traces(), sdk.resource_types_cached(), sdk.monitor_calls_on_one_thread(loop):
+        with (
+            sdk.without_stack_traces(),
+            sdk.resource_types_cached(),
+            sdk.no_cycle_per_unknowns_check(),
+            sdk.monitor_calls_on_one_thread(loop),
+        ):
             sdk.run_to_completion(run_pulumi_func(body))
             outputs_wire = sdk.run_to_completion(_serialize_outputs(sdk.root_resource()))
     finally:
