@@ -161,7 +161,7 @@ def test_each_struct_and_each_requests_options_are_made_once_per_call(servicer, 
             made.append(self)
             super().__init__(*args)
 
-    monkeypatch.setitem(serving._ORIGINAL, "MessageToDict", counting)
+    monkeypatch.setattr(serving, "_convert", counting)
     monkeypatch.setattr(sdk, "PolicyResourceOptions", Options)
     for r, (_, _, _, provider) in zip(REQUESTS, RESOURCES, strict=True):
         calls.clear()
@@ -174,6 +174,24 @@ def test_each_struct_and_each_requests_options_are_made_once_per_call(servicer, 
     servicer.AnalyzeStack(STACK, None)
     assert len(calls) == len(RESOURCES) + sum(1 for *_, p in RESOURCES if p)
     assert len(made) == len(RESOURCES)
+
+
+def test_a_struct_reads_as_json_format_reads_it():
+    values = [
+        {}, {"a": None, "b": True, "c": False, "d": 0, "e": 3, "f": -2.5, "g": 1e300, "h": 2**53 + 1},
+        {"s": "", "u": "ünï ✓", "list": [], "mixed": [1, "x", None, [True, {"k": []}], {"n": {"m": {}}}]},
+        {"deep": {"a": {"b": {"c": [[[{"d": "e"}]]]}}}}, {UNKNOWN_STRING_VALUE: UNKNOWN_STRING_VALUE},
+    ]  # fmt: skip
+    for value in values:
+        s = _struct(value)
+        ours, theirs = serving._convert(s), json_format.MessageToDict(s)
+        assert ours == theirs
+        assert repr(ours) == repr(theirs)  # key order and number types (3.0, not 3) too
+    for number in (float("nan"), float("inf"), -float("inf")):
+        s = _struct({"a": [{"b": 1}], "z": 0})
+        s["z"] = number
+        with pytest.raises(ValueError, match="Fail to serialize"):
+            serving._convert(s)
 
 
 def test_no_rule_writes_to_the_shared_inputs(servicer, monkeypatch):
