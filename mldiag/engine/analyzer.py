@@ -177,15 +177,18 @@ class PolicyPackProcess:
         analyzed = [r for r in resources if r.custom]
         out: list[Violation] = []
         sent: deque[tuple[str, Any]] = deque()
+
+        def read_first() -> None:
+            urn, answer = sent.popleft()
+            out.extend(_violations(answer.result(), urn))
+
         try:
             for r in analyzed:
                 sent.append((r.urn, self.stub.Analyze.future(_analyze_request(r, by_urn))))
                 if len(sent) >= IN_FLIGHT:
-                    urn, answer = sent.popleft()
-                    out += _violations(answer.result(), urn)
+                    read_first()
             while sent:
-                urn, answer = sent.popleft()
-                out += _violations(answer.result(), urn)
+                read_first()
         finally:
             for _, answer in sent:  # after a failed call: nothing left running
                 answer.cancel()
