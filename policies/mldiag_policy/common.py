@@ -156,9 +156,8 @@ class _StackView:
 
 def _forms(resource: Any) -> tuple[list[forms.Form], list[str]]:
     """forms.expand of a resource's plain props; once per call for all policies (serving.py)."""
-    return serving.once(
-        "forms", resource.props, lambda: forms.expand(resource.resource_type, serving.plain(resource.props))
-    )
+    props = serving.inputs(resource)
+    return serving.once("forms", props, lambda: forms.expand(resource.resource_type, props))
 
 
 def _normalised(args: Any, report: Report, validate: Validate, types: Collection[str] | None) -> None:

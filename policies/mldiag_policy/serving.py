@@ -5,26 +5,25 @@ pulumi-policy (1.21.0, pinned) converts a request's properties for every policy 
 provider's properties the same way; AnalyzeStack converts every resource of the stack once per stack
 policy. With 29 resource policies that is 29 conversions of each resource, most of an Analyze call.
 
-`share_conversions()` (called by `__main__.py` before it builds the PolicyPack) makes each Analyze and
-AnalyzeStack call convert each Struct once: every policy of the call gets the same deserialized dict and
-the same proxy, and an Analyze call's policies the same resource options and provider (the SDK builds a
-fresh `ResourceValidationArgs` per policy around them, as before). AnalyzeStack builds the stack's
-`PolicyResource` graph once for all stack policies, where the SDK rebuilt it per policy (each policy gets
-its own list of the same resources). During
-such a call `plain(proxy)` is the deserialized dict the proxy was built from, which is what copying through
-the proxy produces, and `once()` keeps other per-resource work (the forms expansion) for the call's other
-policies. Outside a call (the pack's tests call rules directly) everything works as without it. With
-`may_check`, an Analyze call runs only the policies that may check the request's resource type: a policy
-of another type would return at once, but the SDK's work around each policy (its arguments, options,
-provider, report callback) was most of what a call cost.
+`share_conversions()` (called by `__main__.py` before it builds the PolicyPack) installs this module's
+Analyze and AnalyzeStack: the SDK's loops (same policies, levels, config, diagnostics and order) with each
+Struct converted once per call, every policy of the call getting the same deserialized dict, and an
+Analyze call's policies the same resource options and provider (each policy still gets its own
+`ResourceValidationArgs`). AnalyzeStack builds the stack's `PolicyResource` graph once for all stack
+policies, where the SDK rebuilt it per policy. The unknown-checking proxy, the SDK's `props`, is made the
+first time a policy reads `props`: the pack's rules read the deserialized dict (`inputs()`), so they never
+pay for it. `plain(proxy)` during a call is the dict the proxy was made from, and `once()` keeps other
+per-resource work (the forms expansion) for the call's other policies. Outside a call (the pack's tests
+call rules directly) everything works as without it. With `may_check`, an Analyze call runs only the
+policies that may check the request's resource type: a policy of another type would return at once, but
+the SDK's work around each policy (its arguments, report callback) was most of what a call cost.
 
-This is the one place the pack relies on pulumi-policy's internals: it wraps the private servicer's
-(`pulumi_policy.policy._PolicyAnalyzerServicer`) Analyze, its two per-request builders and AnalyzeStack (whose
-loop it replaces: same policies, levels, config, diagnostics and order), and replaces the three names that
-module converts with. `share_conversions()` installs nothing unless pulumi-policy is the pinned version and
-those names are what it expects. tests/test_serving.py checks that it is installed, that the diagnostics
-are the SDK's own (same messages, same order), that each Struct is converted once per call, and that no
-rule writes to the inputs it now shares with the other policies.
+This is the one place the pack relies on pulumi-policy's internals: the private servicer
+(`pulumi_policy.policy._PolicyAnalyzerServicer`), its name-mangled attributes and `_NotApplicableError`.
+`share_conversions()` installs nothing unless pulumi-policy is the pinned version. tests/test_serving.py
+checks that the answers are the SDK's own loops' (diagnostics, not-applicable entries and what each policy
+saw), that each Struct is converted once per call, and that no rule writes to the inputs it shares with
+the other policies.
 """
 
 from __future__ import annotations
@@ -35,28 +34,37 @@ import gc
 import inspect
 import math
 import threading
-import types
 from collections.abc import Callable
 from typing import Any
 
 from google.protobuf import json_format, struct_pb2
 from pulumi.runtime.proto import analyzer_pb2
-from pulumi_policy import EnforcementLevel, PolicyResource, StackValidationArgs, StackValidationPolicy
+from pulumi_policy import (
+    EnforcementLevel,
+    PolicyProviderResource,
+    PolicyResource,
+    ResourceValidationArgs,
+    ResourceValidationPolicy,
+    StackValidationArgs,
+    StackValidationPolicy,
+)
 from pulumi_policy import policy as _sdk
-from pulumi_policy.proxy import UnknownValueError
+from pulumi_policy.deserialize import deserialize_properties
+from pulumi_policy.proxy import UnknownValueError, unknown_checking_proxy
 from pulumi_policy.version import VERSION
 
 from .values import plain as _copy
 
 _PRIVATE = "_PolicyAnalyzerServicer__"  # the servicer's name-mangled attributes
+_POLICIES = _PRIVATE + "policies"
 
 MayCheck = Callable[[Any, str], bool]
 SDK_VERSION = "1.21.0"  # the pulumi-policy whose servicer this was written against (requirements.txt)
 _call = threading.local()  # gRPC serves calls on a thread pool: one memo per thread
 _ORIGINAL: dict[str, Callable[..., Any]] = {
     "MessageToDict": json_format.MessageToDict,
-    "deserialize_properties": _sdk.deserialize_properties,
-    "unknown_checking_proxy": _sdk.unknown_checking_proxy,
+    "deserialize_properties": deserialize_properties,
+    "unknown_checking_proxy": unknown_checking_proxy,
 }
 
 
@@ -130,67 +138,72 @@ def _convert(message: Any) -> Any:
     return _ORIGINAL["MessageToDict"](message)
 
 
-class _JsonFormat(types.ModuleType):
-    """`google.protobuf.json_format` as `pulumi_policy.policy` sees it: MessageToDict shared per call."""
+class _Inputs:
+    """A request's properties deserialized (Struct -> dict -> `deserialize_properties`), and the SDK's
+    `unknown_checking_proxy` of them, made the first time a policy reads `props`: the pack's own rules read
+    the deserialized dict (`inputs()`), so most calls never need the proxy."""
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(json_format, name)
+    __slots__ = ("value", "_proxied")
 
-    @staticmethod
-    def MessageToDict(message: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: N802 (protobuf's name)
-        memo = _memo()
-        if memo is None or args or kwargs:
-            return _ORIGINAL["MessageToDict"](message, *args, **kwargs)
-        found = memo.get("struct", message)  # after the first policy: the deserialized dict itself
-        if found is not None:
-            return found
-        raw = memo.put("struct", message, _convert(message))
-        memo.put("raw", raw, message)
-        return raw
+    def __init__(self, value: Any, proxied: Any = None) -> None:
+        self.value, self._proxied = value, proxied
 
-
-def _deserialize(props: Any, proxy_secrets: bool = False) -> Any:
-    memo = _memo()
-    if memo is None or proxy_secrets:
-        return _ORIGINAL["deserialize_properties"](props, proxy_secrets)
-    found = memo.get("deserialized", props)
-    if found is not None:
-        return found
-    value = _ORIGINAL["deserialize_properties"](props)
-    memo.put("deserialized", value, value)  # MessageToDict hands it back to the next policy
-    message = memo.get("raw", props)
-    if message is not None:  # the raw dict is not needed again
-        memo.put("struct", message, value)
-        del memo.values[("raw", id(props))]
-    return value
+    def proxied(self) -> Any:
+        if self._proxied is None:
+            self._proxied = _ORIGINAL["unknown_checking_proxy"](self.value)
+            memo = _memo()
+            if memo is not None:  # plain() of the proxy is the dict it was made from
+                memo.put("plain", self._proxied, self.value)
+        return self._proxied
 
 
-def _proxy(props: Any) -> Any:
-    memo = _memo()
-    if memo is None:
-        return _ORIGINAL["unknown_checking_proxy"](props)
-    found = memo.get("proxy", props)
-    if found is not None:
-        return found
-    proxied = memo.put("proxy", props, _ORIGINAL["unknown_checking_proxy"](props))
-    memo.put("plain", proxied, props)
-    return proxied
+class _LazyProps:
+    """`props` as the SDK's class has it (the unknown-checking proxy), made on first read from the `_Inputs`
+    the class's own __init__ assigns."""
+
+    _mldiag_inputs: _Inputs
+
+    @property
+    def props(self) -> Any:
+        return self._mldiag_inputs.proxied()
+
+    @props.setter
+    def props(self, value: Any) -> None:
+        self._mldiag_inputs = value if isinstance(value, _Inputs) else _Inputs(None, value)
 
 
-_POLICIES = _PRIVATE + "policies"
+class _Args(_LazyProps, ResourceValidationArgs):
+    pass
 
 
-def _policies_of_the_call() -> property:
-    """The servicer's policies: during an Analyze call those that may check the request's type."""
+class _Resource(_LazyProps, PolicyResource):
+    pass
 
-    def get(self: Any) -> Any:
-        only = getattr(_call, "policies", None)
-        return only if only is not None else self.__dict__[_POLICIES]
 
-    def put(self: Any, value: Any) -> None:
-        self.__dict__[_POLICIES] = value
+class _Provider(_LazyProps, PolicyProviderResource):
+    pass
 
-    return property(get, put)
+
+def inputs(resource: Any) -> Any:
+    """The plain properties of a policy's resource (or args): during a call the request's deserialized dict
+    itself, shared by every policy of the call (never to be written to); otherwise a plain copy."""
+    made = getattr(resource, "_mldiag_inputs", None)
+    if made is not None and made.value is not None:
+        return made.value
+    return plain(resource.props)
+
+
+def _inputs(struct: Any) -> Any:
+    """An `_Inputs`, typed as the props the SDK's classes take: their `_LazyProps` setter receives it."""
+    return _Inputs(_ORIGINAL["deserialize_properties"](_convert(struct)))
+
+
+def _provider(request: Any) -> Any:
+    """The SDK's `_get_provider_resource`, its properties converted by `_inputs`."""
+    if not request.HasField("provider"):
+        return None
+    p = request.provider
+    return _Provider(p.type, _inputs(p.properties), p.urn, p.name)
 
 
 def _per_call(
@@ -199,29 +212,27 @@ def _per_call(
     by_type: dict[tuple[int, str], list[Any]] = {}
 
     def policies_for(policies: list[Any], resource_type: str) -> list[Any]:
+        if may_check is None:
+            return policies
         key = (id(policies), resource_type)
         found = by_type.get(key)
         if found is None:
             if len(by_type) >= 4096:  # only a client sending many made-up types gets here
                 by_type.clear()
-            found = by_type[key] = [p for p in policies if may_check(p, resource_type)]  # type: ignore[misc]
+            found = by_type[key] = [p for p in policies if may_check(p, resource_type)]
         return found
 
     @functools.wraps(method)
     def serve(self: Any, request: Any, context: Any) -> Any:
-        if _memo() is not None:  # already inside a call on this thread
-            return method(self, request, context)
+        outer = _memo()
         _call.memo = _Memo()
-        if may_check is not None:
-            _call.policies = policies_for(self.__dict__[_POLICIES], request.type)
         collecting = pause_gc and gc.isenabled()
         if collecting:
             gc.disable()
         try:
-            return method(self, request, context)
+            return method(self, request, context, policies_for)
         finally:
-            _call.memo = None
-            _call.policies = None
+            _call.memo = outer
             if collecting:
                 gc.enable()
                 gc.collect(1)  # the call's own objects, once
@@ -229,14 +240,76 @@ def _per_call(
     return serve
 
 
-def _once_per_call(stage: str, method: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
-    """A servicer method of one request (its options, its provider) computed once per call and request."""
+def _unknown_diagnostic(self: Any, policy: Any, e: UnknownValueError) -> Any:
+    pack, version = (
+        getattr(self, _PRIVATE + "policy_pack_name"),
+        getattr(self, _PRIVATE + "policy_pack_version"),
+    )
+    return analyzer_pb2.AnalyzeDiagnostic(
+        policyName=policy.name,
+        policyPackName=pack,
+        policyPackVersion=version,
+        message=f"can't run policy '{policy.name}' from policy pack '{pack}@v{version}' during preview: "
+        f"{e.message}",
+        urn="",
+        description=policy.description,
+        enforcementLevel=self._map_enforcement_level(EnforcementLevel.ADVISORY),
+    )
 
-    @functools.wraps(method)
-    def shared(self: Any, request: Any) -> Any:
-        return once(stage, request, lambda: method(self, request))
 
-    return shared
+def _validate(self: Any, policy: Any, args: Any, report: Any, response: Any) -> None:
+    """`policy.validate` as the SDK runs it: awaited when it is a coroutine; an unknown value an advisory
+    diagnostic, not-applicable an entry of the response."""
+    try:
+        result = policy.validate(args, report)
+        if inspect.isawaitable(result):
+            loop = asyncio.new_event_loop()
+            try:
+                loop.run_until_complete(result)
+            finally:
+                loop.close()
+    except UnknownValueError as e:
+        response.diagnostics.append(_unknown_diagnostic(self, policy, e))
+    except _sdk._NotApplicableError as e:
+        response.not_applicable.append(
+            analyzer_pb2.PolicyNotApplicable(policy_name=policy.name, reason=e.reason or "")
+        )
+
+
+def _analyze(
+    self: Any, request: Any, _context: Any, policies_for: Callable[[list[Any], str], list[Any]]
+) -> Any:
+    """The SDK's Analyze (1.21.0) with the request's inputs, options and provider made once for every policy,
+    and only the policies that may check its type run."""
+    self._configure_runtime_settings()
+    response = analyzer_pb2.AnalyzeResponse()
+    made: tuple[Any, Any, Any] | None = None
+    tags = getattr(self, _PRIVATE + "stack_tags")
+    for policy in policies_for(getattr(self, _POLICIES), request.type):
+        level = self._get_enforcement_level(policy)
+        if level == EnforcementLevel.DISABLED or not isinstance(policy, ResourceValidationPolicy):
+            continue
+        if not policy.has_validation():
+            response.not_applicable.append(
+                analyzer_pb2.PolicyNotApplicable(
+                    policy_name=policy.name, reason="Policy does not implement validate"
+                )
+            )
+            continue
+        if level == EnforcementLevel.REMEDIATE:  # still violated after remediation: reported as mandatory
+            level = EnforcementLevel.MANDATORY
+        report = self._create_report_violation(
+            response, policy.name, policy.description, level, policy.severity
+        )
+        if made is None:
+            made = (_inputs(request.properties), self._get_resource_options(request), _provider(request))
+        props, options, provider = made
+        args = _Args(
+            request.type, props, request.urn, request.name, options, provider,
+            self._get_policy_config(policy.name), tags,
+        )  # fmt: skip
+        _validate(self, policy, args, report, response)
+    return response
 
 
 def _stack_resources(servicer: Any, request: Any) -> list[Any]:
@@ -245,9 +318,10 @@ def _stack_resources(servicer: Any, request: Any) -> list[Any]:
     made: dict[str, Any] = {}
     built = []
     for r in request.resources:
-        props = _proxy(_deserialize(_JsonFormat.MessageToDict(r.properties)))
-        options, provider = servicer._get_resource_options(r), servicer._get_provider_resource(r)
-        resource = PolicyResource(r.type, props, r.urn, r.name, options, provider, None, [], {})
+        options = servicer._get_resource_options(r)
+        resource = _Resource(
+            r.type, _inputs(r.properties), r.urn, r.name, options, _provider(r), None, [], {}
+        )
         made[r.urn] = resource
         built.append((resource, r))
     for resource, r in built:
@@ -259,15 +333,13 @@ def _stack_resources(servicer: Any, request: Any) -> list[Any]:
     return [resource for resource, _ in built]
 
 
-def _analyze_stack(self: Any, request: Any, _context: Any) -> Any:
+def _analyze_stack(
+    self: Any, request: Any, _context: Any, _policies_for: Callable[[list[Any], str], list[Any]]
+) -> Any:
     """The SDK's AnalyzeStack (1.21.0) with the resources built once for every stack policy."""
     self._configure_runtime_settings()
     response = analyzer_pb2.AnalyzeResponse()
     resources: list[Any] | None = None
-    pack, version = (
-        getattr(self, _PRIVATE + "policy_pack_name"),
-        getattr(self, _PRIVATE + "policy_pack_version"),
-    )
     for policy in getattr(self, _POLICIES):
         level = self._get_enforcement_level(policy)
         if level == EnforcementLevel.DISABLED or not isinstance(policy, StackValidationPolicy):
@@ -282,37 +354,14 @@ def _analyze_stack(self: Any, request: Any, _context: Any) -> Any:
         args = StackValidationArgs(
             list(resources), self._get_policy_config(policy.name), getattr(self, _PRIVATE + "stack_tags")
         )
-        try:
-            result = policy.validate(args, report)
-            if inspect.isawaitable(result):
-                loop = asyncio.new_event_loop()
-                try:
-                    loop.run_until_complete(result)
-                finally:
-                    loop.close()
-        except UnknownValueError as e:
-            response.diagnostics.append(
-                analyzer_pb2.AnalyzeDiagnostic(
-                    policyName=policy.name,
-                    policyPackName=pack,
-                    policyPackVersion=version,
-                    message=f"can't run policy '{policy.name}' from policy pack '{pack}@v{version}' during "
-                    f"preview: {e.message}",
-                    urn="",
-                    description=policy.description,
-                    enforcementLevel=self._map_enforcement_level(EnforcementLevel.ADVISORY),
-                )
-            )
-        except _sdk._NotApplicableError as e:
-            response.not_applicable.append(
-                analyzer_pb2.PolicyNotApplicable(policy_name=policy.name, reason=e.reason or "")
-            )
+        _validate(self, policy, args, report, response)
     return response
 
 
 def share_conversions(may_check: MayCheck | None = None) -> bool:
-    """Installs the per-call conversion (idempotent); True when it is in place. It installs nothing, and
-    the SDK converts per policy as it ships, unless the SDK is the one it was written against.
+    """Installs the servicer's Analyze and AnalyzeStack of this module (idempotent); True when they are in
+    place. It installs nothing, and the SDK serves as it ships, unless the SDK is the one they were written
+    against.
 
     `may_check(policy, type)`: False for a policy that would return at once on a resource of that type;
     Analyze then runs only the others (the SDK's per-policy work, most of a call, is skipped for the rest:
@@ -320,25 +369,12 @@ def share_conversions(may_check: MayCheck | None = None) -> bool:
     servicer = getattr(_sdk, "_PolicyAnalyzerServicer", None)
     if getattr(servicer, "_mldiag_shared_conversions", False):
         return True
-    expected = (
-        VERSION == SDK_VERSION
-        and _sdk.json_format is json_format
-        and _sdk.deserialize_properties is _ORIGINAL["deserialize_properties"]
-        and _sdk.unknown_checking_proxy is _ORIGINAL["unknown_checking_proxy"]
-    )
-    if servicer is None or not expected:
+    if servicer is None or VERSION != SDK_VERSION:
         return False
-    _sdk.json_format = _JsonFormat(json_format.__name__)
-    _sdk.deserialize_properties = _deserialize
-    _sdk.unknown_checking_proxy = _proxy
-    if may_check is not None:
-        setattr(servicer, _POLICIES, _policies_of_the_call())
-    servicer.Analyze = _per_call(servicer.Analyze, may_check=may_check)
-    servicer._get_resource_options = _once_per_call("options", servicer._get_resource_options)
-    servicer._get_provider_resource = _once_per_call("provider", servicer._get_provider_resource)
+    _ORIGINAL["Analyze"], _ORIGINAL["AnalyzeStack"] = servicer.Analyze, servicer.AnalyzeStack
+    servicer.Analyze = _per_call(_analyze, may_check=may_check)
     # One AnalyzeStack call holds every resource of the stack at once; the collector's full passes over that
     # growing heap made the call superlinear (2/3 of it at 9,000 resources), so it pauses for the call.
-    _ORIGINAL["AnalyzeStack"] = servicer.AnalyzeStack
     servicer.AnalyzeStack = _per_call(_analyze_stack, pause_gc=True)
     servicer._mldiag_shared_conversions = True
     return True

@@ -116,9 +116,8 @@ def _answers(call, request) -> list[dict]:
 
 
 def test_the_answers_are_the_sdks_own(servicer):
-    cls = type(servicer)
     shared = [_answers(servicer.Analyze, r) for r in REQUESTS] + [_answers(servicer.AnalyzeStack, STACK)]
-    own = [_answers(lambda r, c: cls.Analyze.__wrapped__(servicer, r, c), r) for r in REQUESTS]
+    own = [_answers(lambda r, c: serving._ORIGINAL["Analyze"](servicer, r, c), r) for r in REQUESTS]
     own.append(_answers(lambda r, c: serving._ORIGINAL["AnalyzeStack"](servicer, r, c), STACK))
     assert shared == own
     assert sum(map(len, shared)) > 30  # the resources violate something: the comparison means something
@@ -138,7 +137,7 @@ def test_analyze_runs_only_the_policies_that_may_check_the_type(servicer, monkey
     skipped = 0
     for request in REQUESTS:
         ran.clear()
-        cls.Analyze.__wrapped__(servicer, request, None)
+        serving._ORIGINAL["Analyze"](servicer, request, None)
         everything = list(ran)
         ran.clear()
         servicer.Analyze(request, None)
@@ -176,6 +175,35 @@ def test_each_struct_and_each_requests_options_are_made_once_per_call(servicer, 
     assert len(made) == len(RESOURCES)
 
 
+def test_the_proxy_is_made_only_for_a_policy_that_reads_props(servicer, monkeypatch):
+    """The pack's rules read the deserialized dict: serving a request makes no unknown-checking proxy of its
+    inputs; a policy that reads `props` gets the SDK's own proxy of them, the same one for every policy."""
+    made = []
+
+    def recording(value):
+        made.append(value)
+        return proxy(value)
+
+    proxy = serving._ORIGINAL["unknown_checking_proxy"]
+    monkeypatch.setitem(serving._ORIGINAL, "unknown_checking_proxy", recording)
+    for r in REQUESTS:
+        servicer.Analyze(r, None)
+    servicer.AnalyzeStack(STACK, None)
+    assert made == [
+        AZURE_PROVIDER[1]
+    ]  # the one rule that reads a provider's props, on the one Azure extension
+    got = []
+    reading = sdk.ResourceValidationPolicy(
+        name="reads", description="r.", validate=lambda args, report: got.append(args.props)
+    )
+    other = sdk._PolicyAnalyzerServicer("edge", "1.2.3", [reading, reading], EnforcementLevel.MANDATORY)
+    other.Analyze(REQUESTS[0], None)
+    assert len(made) == 2 and got[0] is got[1]
+    assert type(got[0]) is type(proxy({})) and serving.plain(got[0]) == json_format.MessageToDict(
+        REQUESTS[0].properties
+    )
+
+
 def test_a_struct_reads_as_json_format_reads_it():
     values = [
         {}, {"a": None, "b": True, "c": False, "d": 0, "e": 3, "f": -2.5, "g": 1e300, "h": 2**53 + 1},
@@ -210,13 +238,14 @@ def test_no_rule_writes_to_the_shared_inputs(servicer, monkeypatch):
     assert made and all(after == before for after, before in made)
 
 
-def test_outside_a_call_nothing_is_shared():
+def test_outside_a_call_nothing_is_shared(servicer):
     s = _struct({"a": {"b": 1}})
     assert serving._memo() is None
-    assert sdk.deserialize_properties(sdk.json_format.MessageToDict(s)) is not sdk.deserialize_properties(
-        sdk.json_format.MessageToDict(s)
-    )
     assert serving.once("x", s, dict) is not serving.once("x", s, dict)
+    proxied = serving._inputs(s).proxied()
+    assert serving.plain(proxied) == {"a": {"b": 1}} and serving.plain(proxied) is not serving.plain(proxied)
+    servicer.Analyze(REQUESTS[0], None)
+    assert serving._memo() is None  # a call leaves nothing behind
 
 
 def test_analyze_stack_gives_the_collector_back_as_it_found_it(servicer):
@@ -366,3 +395,95 @@ def test_analyze_stack_answers_as_the_sdks_own_loop_for_every_kind_of_stack_poli
         in answers["diagnostics"][1]["message"]
     )
     assert answers["notApplicable"] == [{"policyName": "not-here", "reason": "no cluster of that kind"}]
+
+
+def _seen_resource(args) -> list:
+    """What a resource policy can read of its arguments, in plain data."""
+    o = args.opts
+    return [args.resource_type, args.urn, args.name, serving.plain(args.props), o.protect, list(o.ignore_changes),
+            o.parent, o.custom_timeouts.create_seconds, o.delete_before_replace,
+            args.provider and (args.provider.resource_type, args.provider.urn, args.provider.name,
+                             serving.plain(args.provider.props)),
+            args.get_config(), dict(args.stack_tags)]  # fmt: skip
+
+
+def test_analyze_answers_as_the_sdks_own_loop_for_every_kind_of_resource_policy():
+    """Levels (remediate reported as mandatory, disabled skipped), a remediation-only policy, config, stack tags,
+    options, the provider, an unknown value, not-applicable and async policies: the replaced loop against the
+    SDK's, diagnostics and what each policy saw."""
+    seen: list = []
+
+    def looking(args, report):
+        seen.append(_seen_resource(args))
+        report("looked at", args.urn)
+
+    def reading_unknown(args, report):
+        report("never", args.props["spec"]["image"])
+
+    async def later(args, report):
+        await asyncio.sleep(0)
+        report("after an await")
+
+    def resource(name, level=EnforcementLevel.MANDATORY, **kw):
+        return sdk.ResourceValidationPolicy(name=name, description=f"{name}.", enforcement_level=level, **kw)
+
+    policies = [
+        resource(
+            "looks", validate=looking, config_schema=sdk.PolicyConfigSchema({"limit": {"type": "number"}})
+        ),
+        resource("unknown", EnforcementLevel.ADVISORY, validate=reading_unknown),
+        resource("not-here", validate=lambda args, report: args.not_applicable("not this kind")),
+        resource("async", validate=later),
+        resource("remediates", EnforcementLevel.REMEDIATE, validate=lambda args, report: report("still")),
+        resource("fixes-only", remediate=lambda args: None),
+        resource("off", EnforcementLevel.DISABLED, validate=lambda args, report: report("never")),
+        resource("looks-again", validate=looking),
+        sdk.StackValidationPolicy(name="stack", description="s.", validate=lambda a, r: r("never")),
+    ]
+    assert serving.share_conversions(may_check)
+    servicer = sdk._PolicyAnalyzerServicer("edge", "1.2.3", policies, EnforcementLevel.ADVISORY)
+    servicer.ConfigureStack(analyzer_pb2.AnalyzerStackConfigureRequest(tags={"team": "ml"}), None)
+    config = {
+        "looks": analyzer_pb2.PolicyConfig(
+            enforcementLevel=analyzer_pb2.MANDATORY, properties=_struct({"limit": 3})
+        )
+    }
+    servicer.Configure(analyzer_pb2.ConfigureAnalyzerRequest(policyConfig=config), None)
+    described = _described(
+        "kubernetes:apps/v1:DaemonSet", "d",
+        {"spec": {"image": UNKNOWN_STRING_VALUE, "n": 2, "on": True}}, K8S_PROVIDER,
+    )  # fmt: skip
+    described["options"] = analyzer_pb2.AnalyzerResourceOptions(
+        protect=True, ignoreChanges=["spec"], parent="urn:pulumi:dev::p::mldiag:index:Diagon::diagon",
+        deleteBeforeReplaceDefined=True, deleteBeforeReplace=True,
+        customTimeouts=analyzer_pb2.AnalyzerResourceOptions.CustomTimeouts(create=60),
+    )  # fmt: skip
+    request = analyzer_pb2.AnalyzeRequest(**described)
+
+    ours = servicer.Analyze(request, None)
+    ours_seen = seen[:]
+    seen.clear()
+    theirs = serving._ORIGINAL["Analyze"](servicer, request, None)
+
+    assert json_format.MessageToDict(ours) == json_format.MessageToDict(theirs)
+    assert ours_seen == seen and len(seen) == 2
+    assert seen[0] == [
+        "kubernetes:apps/v1:DaemonSet", described["urn"], "d", {"spec": {"image": UNKNOWN_STRING_VALUE, "n": 2.0,
+        "on": True}}, True, ["spec"], "urn:pulumi:dev::p::mldiag:index:Diagon::diagon", 60, True,
+        ("pulumi:providers:kubernetes", "urn:pulumi:dev::p::pulumi:providers:kubernetes::p", "p", {"context": "lab"}),
+        {"limit": 3}, {"team": "ml"},
+    ]  # fmt: skip
+    assert seen[1][-2:] == [{}, {"team": "ml"}]
+    answers = json_format.MessageToDict(ours)
+    assert [(d["policyName"], d.get("enforcementLevel", "ADVISORY")) for d in answers["diagnostics"]] == [
+        ("looks", "MANDATORY"), ("unknown", "ADVISORY"), ("async", "MANDATORY"), ("remediates", "MANDATORY"),
+        ("looks-again", "MANDATORY"),
+    ]  # fmt: skip
+    assert (
+        "can't run policy 'unknown' from policy pack 'edge@v1.2.3' during preview"
+        in answers["diagnostics"][1]["message"]
+    )
+    assert answers["notApplicable"] == [
+        {"policyName": "not-here", "reason": "not this kind"},
+        {"policyName": "fixes-only", "reason": "Policy does not implement validate"},
+    ]
