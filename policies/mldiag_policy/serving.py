@@ -113,7 +113,8 @@ def _value(v: Any) -> Any:
     if kind == "string_value":
         return v.string_value
     if kind == "struct_value":
-        return {key: _value(item) for key, item in v.struct_value.fields.items()}
+        fields = v.struct_value.fields
+        return {key: _value(fields[key]) for key in fields}  # a map's items() is a Python-level view
     if kind == "list_value":
         return [_value(item) for item in v.list_value.values]
     if kind == "bool_value":
@@ -132,7 +133,8 @@ def _convert(message: Any) -> Any:
     goes to json_format, which refuses it as before."""
     if isinstance(message, struct_pb2.Struct):
         try:
-            return {key: _value(item) for key, item in message.fields.items()}
+            fields = message.fields
+            return {key: _value(fields[key]) for key in fields}
         except _NotFinite:
             pass
     return _ORIGINAL["MessageToDict"](message)
@@ -207,19 +209,21 @@ def _provider(request: Any) -> Any:
 
 
 def _per_call(
-    method: Callable[..., Any], pause_gc: bool = False, may_check: MayCheck | None = None
+    method: Callable[..., Any], pause_gc: bool = False, runs: MayCheck | None = None
 ) -> Callable[..., Any]:
+    """`method` served with a memo for the call, and the servicer's policies that `runs(policy, type)` (by
+    default all of them), the list made once per resource type."""
     by_type: dict[tuple[int, str], list[Any]] = {}
 
     def policies_for(policies: list[Any], resource_type: str) -> list[Any]:
-        if may_check is None:
+        if runs is None:
             return policies
         key = (id(policies), resource_type)
         found = by_type.get(key)
         if found is None:
             if len(by_type) >= 4096:  # only a client sending many made-up types gets here
                 by_type.clear()
-            found = by_type[key] = [p for p in policies if may_check(p, resource_type)]
+            found = by_type[key] = [p for p in policies if runs(p, resource_type)]
         return found
 
     @functools.wraps(method)
@@ -372,7 +376,13 @@ def share_conversions(may_check: MayCheck | None = None) -> bool:
     if servicer is None or VERSION != SDK_VERSION:
         return False
     _ORIGINAL["Analyze"], _ORIGINAL["AnalyzeStack"] = servicer.Analyze, servicer.AnalyzeStack
-    servicer.Analyze = _per_call(_analyze, may_check=may_check)
+
+    def runs(policy: Any, resource_type: str) -> bool:  # Analyze runs resource policies only
+        return isinstance(policy, ResourceValidationPolicy) and (
+            may_check is None or may_check(policy, resource_type)
+        )
+
+    servicer.Analyze = _per_call(_analyze, runs=runs)
     # One AnalyzeStack call holds every resource of the stack at once; the collector's full passes over that
     # growing heap made the call superlinear (2/3 of it at 9,000 resources), so it pauses for the call.
     servicer.AnalyzeStack = _per_call(_analyze_stack, pause_gc=True)
