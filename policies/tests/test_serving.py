@@ -326,6 +326,21 @@ def _seen(args) -> list:
     ] + [args.get_config(), dict(args.stack_tags)]  # fmt: skip
 
 
+def _edge(policies: list) -> sdk._PolicyAnalyzerServicer:
+    """A servicer of `policies` (pack "edge" 1.2.3, advisory by default) with stack tags {"team": "ml"} and
+    the policy "looks" configured mandatory with {"limit": 3}."""
+    assert serving.share_conversions(may_check)
+    servicer = sdk._PolicyAnalyzerServicer("edge", "1.2.3", policies, EnforcementLevel.ADVISORY)
+    servicer.ConfigureStack(analyzer_pb2.AnalyzerStackConfigureRequest(tags={"team": "ml"}), None)
+    config = {
+        "looks": analyzer_pb2.PolicyConfig(
+            enforcementLevel=analyzer_pb2.MANDATORY, properties=_struct({"limit": 3})
+        )
+    }
+    servicer.Configure(analyzer_pb2.ConfigureAnalyzerRequest(policyConfig=config), None)
+    return servicer
+
+
 def test_analyze_stack_answers_as_the_sdks_own_loop_for_every_kind_of_stack_policy():
     """Levels (remediate reported as mandatory, disabled skipped), config, stack tags, the linked graph, an
     unknown value, not-applicable and async policies: the replaced loop against the SDK's, diagnostics and
@@ -361,15 +376,7 @@ def test_analyze_stack_answers_as_the_sdks_own_loop_for_every_kind_of_stack_poli
         stack("off", lambda args, report: report("never"), EnforcementLevel.DISABLED),
         sdk.ResourceValidationPolicy(name="resource", description="r.", validate=lambda a, r: r("never")),
     ]
-    assert serving.share_conversions(may_check)
-    servicer = sdk._PolicyAnalyzerServicer("edge", "1.2.3", policies, EnforcementLevel.ADVISORY)
-    servicer.ConfigureStack(analyzer_pb2.AnalyzerStackConfigureRequest(tags={"team": "ml"}), None)
-    config = {
-        "looks": analyzer_pb2.PolicyConfig(
-            enforcementLevel=analyzer_pb2.MANDATORY, properties=_struct({"limit": 3})
-        )
-    }
-    servicer.Configure(analyzer_pb2.ConfigureAnalyzerRequest(policyConfig=config), None)
+    servicer = _edge(policies)
     request = _stack_graph()
 
     ours = servicer.AnalyzeStack(request, None)
@@ -440,15 +447,7 @@ def test_analyze_answers_as_the_sdks_own_loop_for_every_kind_of_resource_policy(
         resource("looks-again", validate=looking),
         sdk.StackValidationPolicy(name="stack", description="s.", validate=lambda a, r: r("never")),
     ]
-    assert serving.share_conversions(may_check)
-    servicer = sdk._PolicyAnalyzerServicer("edge", "1.2.3", policies, EnforcementLevel.ADVISORY)
-    servicer.ConfigureStack(analyzer_pb2.AnalyzerStackConfigureRequest(tags={"team": "ml"}), None)
-    config = {
-        "looks": analyzer_pb2.PolicyConfig(
-            enforcementLevel=analyzer_pb2.MANDATORY, properties=_struct({"limit": 3})
-        )
-    }
-    servicer.Configure(analyzer_pb2.ConfigureAnalyzerRequest(policyConfig=config), None)
+    servicer = _edge(policies)
     described = _described(
         "kubernetes:apps/v1:DaemonSet", "d",
         {"spec": {"image": UNKNOWN_STRING_VALUE, "n": 2, "on": True}}, K8S_PROVIDER,
