@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 from typing import Any, TypeVar
 
 import pulumi
@@ -18,7 +19,7 @@ from ml_diagnostics.compat import arm_location, quote
 from ml_diagnostics.rules import names, regions
 from ml_diagnostics.rules.base import describe as describe_error
 from ml_diagnostics.rules.base import format_loc
-from program import checks, config_input, fleet_member
+from program import checks, config_input, fleet_member, stack_file
 from program.clouds import Cloud, clouds_of
 from program.clouds.google import GoogleApiSettings
 from program.config_base import (
@@ -287,14 +288,21 @@ def from_raw(
     secret_keys: Iterable[str],
     stack: str,
     secret_paths: set[Path_] | None = None,
+    project_dir: Path | None = None,
 ) -> StackConfig:
     """The one route from a stack's raw config to its StackConfig (the engine's, a stack file's, `pulumi
     config`'s): a fleet member's keeps its one target; `secure:` leaves are where `secret_paths` says, else
-    found in the stack file when the values carry no offline-plan placeholders. Raises ConfigError."""
+    found in the stack file when the values carry no offline-plan placeholders. `project_dir` (default: the
+    working directory, as the engine runs the program) holds the stack files. Raises ConfigError."""
     secret = set(secret_keys)
-    # A fleet member stack (program/fleet_member.py) holds its environment's config, stack file and all.
-    raw, member = fleet_member.take(raw)
-    paths = secret_paths
+    # A fleet member stack (program/fleet_member.py): its own target, or (derived by an older mldiag) its
+    # environment's config, stack file and all.
+    raw, member, member_paths = fleet_member.take(raw)
+    if member is not None and member.validated is not None:
+        return _member_config(raw, secret, member, member_paths, project_dir or Path.cwd())
+    if member_paths:
+        secret |= {str(p[0]) for p in member_paths}
+    paths = member_paths or secret_paths
     if paths is None and any(
         not config_input.has_placeholders(raw.get(k)) for k in secret if k.startswith(NAMESPACE + ":")
     ):
@@ -304,6 +312,46 @@ def from_raw(
             raise ConfigError([str(e)]) from None
     cfg = parse(raw, secret, paths)
     return fleet_member.keep(cfg, member) if member else cfg
+
+
+def _member_config(
+    raw: Mapping[str, Any],
+    secret: set[str],
+    member: fleet_member.FleetMember,
+    paths: set[Path_],
+    project_dir: Path,
+) -> StackConfig:
+    """A member derived from its validated environment: its own config validated alone while the program and
+    the environment's stack file are those it was derived from; otherwise the environment is validated as
+    `pulumi up -s <env>` validates it (its problems, if any, are this member's)."""
+    why = fleet_member.stale(member, project_dir)
+    if why is not None:
+        env_file = fleet_member.environment_file(project_dir, member.environment_stack)
+        try:
+            env_raw, env_secret = stack_file.offline_config(env_file, NAMESPACE)
+        except StackFileError as e:
+            raise ConfigError([f"{fleet_member.KEY}.validated: {why}, and {e}"]) from None
+        from_raw(env_raw, env_secret, member.environment_stack, project_dir=project_dir)
+        raise ConfigError(
+            [
+                f"{fleet_member.KEY}.validated: {why} ({_shown(env_file, project_dir)}): this member's config is "
+                "out of date; derive it again (`mldiag fleet run` does before every update; for the Kubernetes "
+                "operator, `mldiag fleet pko` writes the objects again)"
+            ]
+        )
+    secret |= {str(p[0]) for p in paths}
+    try:
+        cfg = parse(raw, secret, paths)
+    except ConfigError as e:
+        raise fleet_member.in_environment(e, member) from None
+    return fleet_member.keep(cfg, member)
+
+
+def _shown(path: Path, base: Path) -> str:
+    try:
+        return str(path.relative_to(base))
+    except ValueError:
+        return str(path)
 
 
 def load() -> StackConfig:

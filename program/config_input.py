@@ -53,9 +53,11 @@ def decode(raw: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
             continue
         if not key.startswith(NAMESPACE + ":"):
             continue
+        size = 0
         if isinstance(value, str) and value[:1] in ("[", "{"):
-            if len(value) > stack_file.MAX_FILE_BYTES:
-                problems.append(f"{key}: larger than {stack_file.MAX_FILE_BYTES // 1024} KiB")
+            size = len(value)
+            if size > stack_file.MAX_FILE_BYTES:
+                problems.append(f"{key}: larger than {stack_file.MAX_FILE_BYTES // (1024 * 1024)} MiB")
                 continue
             try:
                 value = json.loads(value)
@@ -64,7 +66,7 @@ def decode(raw: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
                 problems.append(f"{key}: not valid JSON ({msg})")
                 continue
         try:
-            stack_file.check_limits(key, value)
+            stack_file.check_limits(key, value, size)
         except StackFileError as e:
             problems.append(str(e))
             continue

@@ -1,8 +1,9 @@
 """The hardened stack-file reader shared by the offline plan and the config loader.
 
 A stack file may come from a fork's pull request: it is read as untrusted input. UTF-8 only, at most
-`MAX_FILE_BYTES`, nesting at most `MAX_DEPTH`, at most `MAX_NODES` values after alias expansion (a few
-hundred bytes of anchors cannot become gigabytes), no self-referencing anchors, no duplicate keys, no
+`MAX_FILE_BYTES`, nesting at most `MAX_DEPTH`, at most `value_budget(size)` values after alias expansion (a
+few hundred bytes of anchors cannot become gigabytes; the budget, and with it the time and memory a file
+can cost, grows with the file's size and stops at the size limit), no self-referencing anchors, no duplicate keys, no
 YAML 1.1 surprises (`yes`/`on` stay strings and timestamps stay strings, as in the Pulumi CLI's YAML 1.2
 reader), no tags beyond the standard scalars. Every problem is one `StackFileError` naming the line; a YAML
 error says what is wrong in words (`anchor 'x' defined twice: lines 12 and 40`), with both lines where the
@@ -34,9 +35,15 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from ml_diagnostics.compat import quote
 
-MAX_FILE_BYTES = 1024 * 1024
+# The environment of a fleet of 10,000 clusters is one stack file: its targets shaped like those of
+# stacks/Pulumi.prod.yaml take 978 (gkeClusters) to 2,113 bytes (modelDevelopmentClusters) each, 1,453 on
+# average, so 10,000 of the largest take 21.1 MB (docs/fleet.md, "An environment of 10,000 clusters").
+MAX_FILE_BYTES = 24 * 1024 * 1024
 MAX_DEPTH = 32
-MAX_NODES = 100_000
+MIN_VALUES = 100_000
+BYTES_PER_VALUE = 16
+"""The value budget: one value per 16 bytes of the file (those prod-shaped targets have one per 25 to 79
+bytes), and never fewer than MIN_VALUES (what a small file's anchors may expand to)."""
 MAX_INT = 2**63 - 1
 STACK_FILE_KEYS = ("config", "encryptedkey", "encryptionsalt", "environment", "secretsprovider")
 
@@ -67,6 +74,8 @@ class StackFile:
     environments: tuple[str, ...] = ()
     """The Pulumi ESC environments it imports (`environment:`): the engine merges their `pulumiConfig` under
     `config` at `pulumi up`; nothing here opens them."""
+    secrets_settings: dict[str, Any] = field(default_factory=dict)
+    """Its `encryptionsalt`, `secretsprovider` and `encryptedkey`, those it has."""
 
     @property
     def secret_keys(self) -> list[str]:
@@ -101,33 +110,58 @@ for tag, pattern, first in (
     )
 
 
-class _Loader(
-    yaml.reader.Reader, yaml.scanner.Scanner, yaml.parser.Parser, yaml.composer.Composer, _Resolver
-):
-    def __init__(self, text: str) -> None:
-        yaml.reader.Reader.__init__(self, text)
-        yaml.scanner.Scanner.__init__(self)
-        yaml.parser.Parser.__init__(self)
+def value_budget(size: int) -> int:
+    """How many values (after alias expansion) a document of `size` bytes may hold."""
+    return max(MIN_VALUES, size // BYTES_PER_VALUE)
+
+
+def _too_many(line: int, budget: int) -> StackFileError:
+    return StackFileError(
+        f"line {line}: more than {budget:,} values after expanding aliases (at most one per {BYTES_PER_VALUE} "
+        f"bytes of the file, and {MIN_VALUES:,} in a small one: anchors repeated too often, or values packed "
+        "denser than any stack file needs); write the values out or use fewer aliases"
+    )
+
+
+class _Composing(yaml.composer.Composer):
+    """PyYAML's composer, bounded: nesting (before Python's own recursion limit) and the nodes it makes (a
+    key and its value are two; aliases are not expanded here), so a dense or hostile file stops before its
+    node graph is built whole."""
+
+    def __init__(self, budget: int) -> None:
         yaml.composer.Composer.__init__(self)
-        _Resolver.__init__(self)
         self.depth = 0
+        self.nodes = 0
+        self.node_budget = 2 * budget
 
     def compose_node(self, parent: Node | None, index: Any) -> Node | None:
-        # Composing recurses per nesting level: bound it before Python's own recursion limit does. The
-        # limit of the document is the builder's (MAX_DEPTH, whichever loader composed): this guard trips
-        # only past _C_SAFE_DEPTH, which the C loader is never given, so both loaders agree on every file.
+        # The limit of the document is the builder's (MAX_DEPTH): this guard trips only past _C_SAFE_DEPTH,
+        # which libyaml's parser is never given, so both parsers agree on every file.
         self.depth += 1
+        self.nodes += 1
         try:
             if self.depth > _C_SAFE_DEPTH + 1:
                 mark = self.peek_event().start_mark
                 raise StackFileError(f"line {mark.line + 1}: nested deeper than {MAX_DEPTH} levels")
+            if self.nodes > self.node_budget:
+                raise _too_many(self.peek_event().start_mark.line + 1, self.node_budget // 2)
             return super().compose_node(parent, index)
         finally:
             self.depth -= 1
 
 
-# libyaml composes recursively in C: used only when a linear pre-scan bounds the nesting well below what
-# its stack takes; otherwise the pure-Python loader (whose composer counts depth exactly) reads the file.
+class _Loader(yaml.reader.Reader, yaml.scanner.Scanner, yaml.parser.Parser, _Composing, _Resolver):
+    def __init__(self, text: str, budget: int) -> None:
+        yaml.reader.Reader.__init__(self, text)
+        yaml.scanner.Scanner.__init__(self)
+        yaml.parser.Parser.__init__(self)
+        _Composing.__init__(self, budget)
+        _Resolver.__init__(self)
+
+
+# libyaml's parser recurses in C: used only when a linear pre-scan bounds the nesting well below what its
+# stack takes; otherwise the pure-Python parser reads the file. Either way the bounded composer above makes
+# the nodes (libyaml's own composer could not stop a dense file before its whole node graph is built).
 _C_SAFE_DEPTH = 200
 
 
@@ -149,16 +183,21 @@ def _nesting_upper_bound(text: str) -> int:
 if yaml.__with_libyaml__:
     from yaml._yaml import CParser  # libyaml's parser, which yaml.cyaml's loaders build on
 
-    class _CLoader(CParser, _Resolver):
-        def __init__(self, text: str) -> None:
+    class _CLoader(CParser, _Composing, _Resolver):  # type: ignore[misc]
+        def __init__(self, text: str, budget: int) -> None:
             CParser.__init__(self, text)
+            _Composing.__init__(self, budget)
             _Resolver.__init__(self)
 
+        # CParser's own composer (C) would shadow the bounded one
+        get_single_node = yaml.composer.Composer.get_single_node
+        compose_document = yaml.composer.Composer.compose_document
 
-def _loader(text: str) -> Any:
+
+def _loader(text: str, budget: int) -> Any:
     if yaml.__with_libyaml__ and _nesting_upper_bound(text) <= _C_SAFE_DEPTH:
-        return _CLoader(text)
-    return _Loader(text)
+        return _CLoader(text, budget)
+    return _Loader(text, budget)
 
 
 def _line(node: Node) -> int:
@@ -175,18 +214,16 @@ def _fmt(path: Path_) -> str:
 class _Builder:
     """Turns the node graph into plain values, counting every value after alias expansion."""
 
-    def __init__(self) -> None:
+    def __init__(self, budget: int) -> None:
         self.count = 0
+        self.budget = budget
         self.secrets: set[Path_] = set()
         self.active: set[int] = set()
 
     def build(self, node: Node, path: Path_, depth: int) -> Any:
         self.count += 1
-        if self.count > MAX_NODES:
-            raise StackFileError(
-                f"line {_line(node)}: more than {MAX_NODES} values after expanding aliases (anchors "
-                "repeated too often); write the values out or use fewer aliases"
-            )
+        if self.count > self.budget:
+            raise _too_many(_line(node), self.budget)
         if depth > MAX_DEPTH:
             raise StackFileError(f"line {_line(node)}: {_fmt(path)} nested deeper than {MAX_DEPTH} levels")
         if id(node) in self.active:
@@ -462,8 +499,9 @@ def parse_text(text: str, name: str = "stack file") -> tuple[Any, set[Path_]]:
 
 def _parse_text(text: str, name: str) -> tuple[Any, set[Path_]]:
     loader = None
+    budget = value_budget(len(text.encode()))
     try:
-        loader = _loader(text)
+        loader = _loader(text, budget)
         node = loader.get_single_node()
     except StackFileError as e:
         raise StackFileError(f"{name}: {e}") from None
@@ -479,7 +517,7 @@ def _parse_text(text: str, name: str) -> tuple[Any, set[Path_]]:
             loader.dispose()
     if node is None:
         return None, set()
-    builder = _Builder()
+    builder = _Builder(budget)
     try:
         value = builder.build(node, (), 0)
     except StackFileError as e:
@@ -500,7 +538,9 @@ def read_text(path: Path) -> str:
         raise StackFileError(f"{path}: cannot be read ({e.strerror})") from None
     if len(data) > MAX_FILE_BYTES:
         raise StackFileError(
-            f"{path}: larger than {MAX_FILE_BYTES // 1024} KiB; stack files are limited to that"
+            f"{path}: larger than {MAX_FILE_BYTES // (1024 * 1024)} MiB; stack files are limited to that "
+            "(10,000 clusters shaped like stacks/Pulumi.prod.yaml's targets take 15 to 21 MB): keep secrets "
+            "that large out of it (a kubeconfig `context`, Pulumi ESC), or split the environment in two"
         )
     try:
         text = data.decode("utf-8")
@@ -609,7 +649,12 @@ def read_document(path: Path) -> dict[str, Any]:
 
 def read(path: Path, project: str) -> StackFile:
     """Reads a `Pulumi.<stack>.yaml`; bare config keys get the project's namespace like the CLI does."""
-    doc, secrets = parse_text(read_text(path), str(path))
+    return read_parsed(read_text(path), path, project)
+
+
+def read_parsed(text: str, path: Path, project: str) -> StackFile:
+    """`read` of a stack file's text already read (`read_text`)."""
+    doc, secrets = parse_text(text, str(path))
     if doc is None:
         doc = {}
     if not isinstance(doc, dict):
@@ -639,7 +684,8 @@ def read(path: Path, project: str) -> StackFile:
             paths.add((key if ":" in key else f"{project}:{key}", *p[2:]))
         elif p and p[0] != "config":
             raise StackFileError(f"{path}: `secure:` is only allowed under config ({_fmt(p)})")
-    return StackFile(config, paths, environments)
+    settings = {k: doc[k] for k in ("encryptionsalt", "secretsprovider", "encryptedkey") if k in doc}
+    return StackFile(config, paths, environments, settings)
 
 
 def _environments(value: Any, path: Path) -> tuple[str, ...]:
@@ -663,15 +709,17 @@ def _environments(value: Any, path: Path) -> tuple[str, ...]:
     return tuple(names)
 
 
-def check_limits(key: str, value: Any) -> None:
-    """The reader's depth and size limits for a value the engine passes already parsed."""
+def check_limits(key: str, value: Any, size: int = 0) -> None:
+    """The reader's depth and size limits for a value the engine passes already parsed (`size`: the bytes of
+    its JSON text, when it came as text)."""
     count = 0
+    budget = value_budget(size)
     stack: list[tuple[Any, int]] = [(value, 0)]
     while stack:
         v, depth = stack.pop()
         count += 1
-        if count > MAX_NODES:
-            raise StackFileError(f"{key}: more than {MAX_NODES} values")
+        if count > budget:
+            raise StackFileError(f"{key}: more than {budget:,} values")
         if depth > MAX_DEPTH:
             raise StackFileError(f"{key}: nested deeper than {MAX_DEPTH} levels")
         if isinstance(v, dict):
@@ -679,7 +727,7 @@ def check_limits(key: str, value: Any) -> None:
         elif isinstance(v, list):
             stack += [(x, depth + 1) for x in v]
         elif isinstance(v, str) and len(v) > MAX_FILE_BYTES:
-            raise StackFileError(f"{key}: a value longer than {MAX_FILE_BYTES // 1024} KiB")
+            raise StackFileError(f"{key}: a value longer than {MAX_FILE_BYTES // (1024 * 1024)} MiB")
 
 
 def offline_config(path: Path, project: str) -> tuple[dict[str, Any], list[str]]:
@@ -691,9 +739,12 @@ def offline_config(path: Path, project: str) -> tuple[dict[str, Any], list[str]]
 
 def offline_stack(path: Path, project: str) -> tuple[dict[str, Any], list[str], tuple[str, ...]]:
     """`offline_config` and the ESC environments the stack file imports."""
-    from program.config_base import PLACEHOLDER_SECRET
+    return offline_of(read(path, project), path)
 
-    stack = read(path, project)
+
+def offline_of(stack: StackFile, path: Path) -> tuple[dict[str, Any], list[str], tuple[str, ...]]:
+    """`offline_stack` of a stack file already read."""
+    from program.config_base import PLACEHOLDER_SECRET
 
     def replace(value: Any, at: Path_) -> Any:
         if isinstance(value, SecretLeaf):

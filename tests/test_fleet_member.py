@@ -1,6 +1,7 @@
-"""Per-cluster member stacks (program/fleet_member.py): a member's config is its environment's, whole, plus
-`fleetMember`; the program keeps that one target, with the resources, names and inputs the environment
-stack gives it. The environment stacks themselves are untouched."""
+"""Per-cluster member stacks (program/fleet_member.py): a member's config is its environment's environment-wide
+keys, its one target and its secrets by path, plus `fleetMember`; the program gives that target the resources,
+names and inputs the environment stack gives it, validating the environment again only when it changed since
+the member was derived. The environment stacks themselves are untouched."""
 
 from __future__ import annotations
 
@@ -74,23 +75,160 @@ def test_each_member_plans_exactly_its_targets_resources_as_the_environment_does
     assert seen == set(env)  # the members together are the environment
 
 
-def test_the_member_stack_file_is_the_environments_config_plus_its_member_key(
+def test_the_member_stack_file_holds_the_environment_wide_keys_its_target_and_its_secrets_by_path(
     derived: dict[str, Path],
 ) -> None:
     env = yaml.safe_load((ROOT / "stacks" / "Pulumi.prod.yaml").read_text())
     path = derived["prod.k8s-onprem-prod"]
     member = yaml.safe_load(path.read_text())
     assert member["encryptionsalt"] == env["encryptionsalt"]
-    assert member["config"].pop(fleet_member.KEY) == {
-        "environmentStack": "prod",
-        "kind": "kubernetesClusters",
-        "name": "onprem-prod",
+    (target,) = env["config"]["ml-diagnostics:kubernetesClusters"]
+    kubeconfig = target.pop("kubeconfig")
+    assert member["config"] == {
+        "ml-diagnostics:environment": "prod",
+        "ml-diagnostics:kubernetesClusters": [target],
+        # the secret leaf, as the environment's ciphertext, under a key of its own
+        "ml-diagnostics:fleetSecret.kubernetesClusters[0].kubeconfig": kubeconfig,
+        fleet_member.KEY: {
+            "environmentStack": "prod",
+            "kind": "kubernetesClusters",
+            "name": "onprem-prod",
+            "index": 0,
+            "validated": fleet_member.environment_digest(ROOT, "prod"),
+        },
     }
-    assert member["config"] == env["config"]  # secrets: the environment's ciphertexts, as they are
+    aks = yaml.safe_load(derived["prod.azureml-aks-prod"].read_text())["config"]
+    assert sorted(k for k in aks if "fleetSecret" in k) == [
+        "ml-diagnostics:fleetSecret.azureMl[0].inference.sslCertPem",
+        "ml-diagnostics:fleetSecret.azureMl[0].inference.sslKeyPem",
+    ]
     assert path.read_text().startswith("# Derived by `mldiag fleet` from stacks/Pulumi.prod.yaml")
     project = yaml.safe_load((path.parent / "Pulumi.yaml").read_text())
     assert (path.parent / project["main"]).resolve() == ROOT
     assert project["runtime"]["options"]["virtualenv"] == str((ROOT / ".venv").resolve())
+
+
+def scratch_environment(root: Path, n: int, bad: str = "") -> Path:
+    """A project of N kubernetes targets (the real program, linked); `bad`: one target's context value."""
+    for rel in fleet_member.PROGRAM_PATHS:
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).symlink_to(ROOT / rel)
+    (root / "stacks").mkdir()
+    targets = [
+        {"name": f"c{i}", "context": bad if (bad and i == n - 1) else f"ctx-{i}", "manualInstall": {"jaxVersion": "0.8"}}
+        for i in range(n)
+    ]
+    doc = {"config": {"ml-diagnostics:environment": "dev", "ml-diagnostics:kubernetesClusters": targets}}
+    path = root / "stacks" / "Pulumi.lab.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return path
+
+
+def member_raw(root: Path, name: str) -> dict[str, Any]:
+    """The member's config as the engine passes it (objects as JSON text)."""
+    env = planner.read_environment(root, "lab")
+    (t,) = [t for t in env.targets if t.name == name]
+    record = fleet_member.FleetMember("lab", t.kind, t.name, t.index, env.digest)
+    return {
+        k: v if isinstance(v, str) else json.dumps(v) for k, v in fleet_member.derive(env.written, record).items()
+    }
+
+
+def test_a_members_config_does_not_grow_with_its_environment(tmp_path: Path) -> None:
+    scratch_environment(tmp_path / "small", 3)
+    scratch_environment(tmp_path / "large", 300)
+    small, large = member_raw(tmp_path / "small", "c1"), member_raw(tmp_path / "large", "c1")
+    assert {k: v for k, v in small.items() if k != fleet_member.KEY} == {
+        k: v for k, v in large.items() if k != fleet_member.KEY
+    }
+    assert len(json.dumps(large)) < 1024
+
+
+def test_a_member_validates_its_own_config_while_its_environment_is_the_one_it_was_derived_from(
+    tmp_path: Path,
+) -> None:
+    from program.config import from_raw
+
+    scratch_environment(tmp_path, 5)
+    raw = member_raw(tmp_path, "c3")
+    cfg = from_raw(raw, [], "lab.k8s-c3", project_dir=tmp_path)
+    assert [t.name for t in cfg.kubernetes_clusters] == ["c3"]
+    # a problem of its own config is reported where the environment's stack file has it
+    broken = json.loads(raw["ml-diagnostics:kubernetesClusters"])
+    broken[0]["manualInstall"]["jaxVersion"] = "0.1"
+    raw["ml-diagnostics:kubernetesClusters"] = json.dumps(broken)
+    with pytest.raises(ConfigError) as e:
+        from_raw(raw, [], "lab.k8s-c3", project_dir=tmp_path)
+    assert all(p.startswith("ml-diagnostics:kubernetesClusters[3].manualInstall") for p in e.value.problems)
+
+
+def test_a_member_of_a_changed_environment_reports_the_environments_problems_or_that_it_is_out_of_date(
+    tmp_path: Path,
+) -> None:
+    from program.config import from_raw
+
+    env_file = scratch_environment(tmp_path, 4)
+    raw = member_raw(tmp_path, "c1")
+    # the environment changed after the member was derived, and is now invalid: its problems, as `pulumi up -s
+    # lab` reports them
+    env_file.write_text(env_file.read_text().replace("context: ctx-3", "context: ''"))
+    with pytest.raises(ConfigError) as e:
+        from_raw(raw, [], "lab.k8s-c1", project_dir=tmp_path)
+    with pytest.raises(ConfigError) as whole:
+        from_raw(stack_file_config(env_file), [], "lab", project_dir=tmp_path)
+    assert e.value.problems == whole.value.problems
+    assert e.value.problems[0].startswith("ml-diagnostics:kubernetesClusters[3].")
+    # valid again, but not what the member was derived from
+    env_file.write_text(env_file.read_text().replace("context: ''", "context: ctx-new"))
+    with pytest.raises(ConfigError) as e:
+        from_raw(raw, [], "lab.k8s-c1", project_dir=tmp_path)
+    assert e.value.problems == [
+        "ml-diagnostics:fleetMember.validated: the program or the environment's stack file changed since it was "
+        "derived (stacks/Pulumi.lab.yaml): this member's config is out of date; derive it again (`mldiag fleet "
+        "run` does before every update; for the Kubernetes operator, `mldiag fleet pko` writes the objects again)"
+    ]
+    # derived again, it validates alone
+    assert from_raw(member_raw(tmp_path, "c1"), [], "lab.k8s-c1", project_dir=tmp_path)
+
+
+def stack_file_config(path: Path) -> dict[str, Any]:
+    from program.stack_file import offline_config
+
+    return offline_config(path, "ml-diagnostics")[0]
+
+
+@pytest.mark.parametrize(
+    "path",
+    [("kubernetesClusters", 0, "kubeconfig"), ("azureMl", 2, "values", "a.b", 3, 'x"y'), ("googleApi", "key")],
+)
+def test_a_secret_leafs_key_names_its_path_and_reads_back(path: tuple[Any, ...]) -> None:
+    assert fleet_member.parse_path(fleet_member.path_text(path)) == path
+
+
+def test_secret_keys_are_put_back_at_their_paths_or_refused_with_their_key() -> None:
+    member = {"environmentStack": "lab", "kind": "kubernetesClusters", "name": "a"}
+    target = {"name": "a", "context": "x", "manualInstall": {"jaxVersion": "0.8"}}
+    raw = {
+        "ml-diagnostics:kubernetesClusters": json.dumps([target]),
+        "ml-diagnostics:fleetSecret.kubernetesClusters[0].kubeconfig": "apiVersion: v1",
+        fleet_member.KEY: json.dumps(member),
+    }
+    rest, found, paths = fleet_member.take(raw)
+    assert found == fleet_member.FleetMember("lab", "kubernetesClusters", "a")
+    assert rest == {"ml-diagnostics:kubernetesClusters": [{**target, "kubeconfig": "apiVersion: v1"}]}
+    assert paths == {("ml-diagnostics:kubernetesClusters", 0, "kubeconfig")}
+    with pytest.raises(ConfigError) as e:
+        fleet_member.take({**raw, "ml-diagnostics:fleetSecret.kubernetesClusters[4].kubeconfig": "x"})
+    assert e.value.problems == [
+        "ml-diagnostics:fleetSecret.kubernetesClusters[4].kubeconfig: the member's config has no place "
+        "kubernetesClusters[4].kubeconfig"
+    ]
+    with pytest.raises(ConfigError) as e:
+        fleet_member.take({"ml-diagnostics:fleetSecret.kubernetesClusters[0].kubeconfig": "x"})
+    assert e.value.problems == [
+        "ml-diagnostics:fleetSecret.kubernetesClusters[0].kubeconfig: only a fleet member's config (with "
+        "ml-diagnostics:fleetMember) has it"
+    ]
 
 
 def config_of(member: Any) -> dict[str, Any]:
@@ -103,7 +241,8 @@ def config_of(member: Any) -> dict[str, Any]:
         (
             {"environmentStack": "../etc", "kind": "aks", "name": "Lab", "extra": 1},
             [
-                "ml-diagnostics:fleetMember.extra: unknown key; allowed keys: environmentStack, kind, name",
+                "ml-diagnostics:fleetMember.extra: unknown key; allowed keys: environmentStack, kind, name, index, "
+                "validated",
             ],
         ),
         (
@@ -135,7 +274,7 @@ def test_a_bad_member_key_is_a_config_error_with_its_key_path(member: Any, probl
 def test_a_member_whose_target_is_gone_says_which_there_are() -> None:
     from program.config import parse
 
-    raw, member = fleet_member.take(
+    raw, member, _ = fleet_member.take(
         {
             "ml-diagnostics:environment": "dev",
             "ml-diagnostics:kubernetesClusters": [
@@ -155,7 +294,7 @@ def test_a_member_whose_target_is_gone_says_which_there_are() -> None:
 
 def test_without_the_key_nothing_changes() -> None:
     raw = {"ml-diagnostics:environment": "dev"}
-    assert fleet_member.take(raw) == (raw, None)
+    assert fleet_member.take(raw) == (raw, None, set())
 
 
 def test_a_lock_conflict_says_who_holds_the_lock() -> None:

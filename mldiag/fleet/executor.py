@@ -66,16 +66,14 @@ class Workspaces:
         self.project_dir = project_dir.resolve()
         self.root = (work_root or self.project_dir / WORK_DIR).resolve()
         self.source = environment_stack_file(self.project_dir, plan.environment_stack)
-        try:
-            text = stack_file.read_text(self.source)
-            doc, _ = stack_file.parse_text(text, str(self.source))
-            self.env_file = stack_file.read(self.source, NAMESPACE)
-        except StackFileError as e:
-            raise EnvironmentError(str(e)) from None
-        self.doc = doc if isinstance(doc, dict) else {}
-        self.secrets_keys = {
-            k: self.doc[k] for k in ("encryptionsalt", "secretsprovider", "encryptedkey") if k in self.doc
-        }
+        if plan.source is not None:
+            self.env_file = plan.source.file
+        else:
+            try:
+                self.env_file = stack_file.read(self.source, NAMESPACE)
+            except StackFileError as e:
+                raise EnvironmentError(str(e)) from None
+        self.secrets_keys = dict(self.env_file.secrets_settings)
         if self.env_file.secret_paths and not (
             "encryptionsalt" in self.secrets_keys or "secretsprovider" in self.secrets_keys
         ):
@@ -120,12 +118,7 @@ class Workspaces:
         work.mkdir(parents=True, exist_ok=True)
         settings = self.project_settings(work)
         _write(work / "Pulumi.yaml", yaml.safe_dump(settings, sort_keys=False))
-        config = {k: _secure(v) for k, v in self.env_file.config.items()}
-        config[f"{NAMESPACE}:fleetMember"] = {
-            "environmentStack": self.plan.environment_stack,
-            "kind": member.kind,
-            "name": member.name,
-        }
+        config = {k: _secure(v) for k, v in self.member_config_written(member).items()}
         doc = {**self.secrets_keys, "config": config}
         rel = os.path.relpath(self.source, self.project_dir)
         _write(
@@ -133,6 +126,13 @@ class Workspaces:
             HEADER.format(source=rel) + yaml.safe_dump(doc, sort_keys=False),
         )
         return work
+
+    def member_config_written(self, member: Member) -> dict[str, Any]:
+        """The member's config as its stack file holds it (program/fleet_member.py), secrets as SecretLeaf."""
+        record = fleet_member.FleetMember(
+            self.plan.environment_stack, member.kind, member.name, member.index, self.plan.validated or None
+        )
+        return fleet_member.derive(self.env_file.config, record)
 
     def derive_coordinator(self) -> Path:
         # One directory per process: the Automation API rewrites the inline program's Pulumi.yaml in it, and
@@ -368,7 +368,9 @@ class AutomationExecutor:
         raw = {k: v.value for k, v in values.items()}
         secret_keys = [k for k, v in values.items() if v.secret]
         try:
-            cfg = from_raw(raw, secret_keys, name, self.workspaces.env_file.secret_paths)
+            cfg = from_raw(
+                raw, secret_keys, name, self.workspaces.env_file.secret_paths, project_dir=self.project_dir
+            )
         except ConfigError as e:
             raise StackUnavailable(f"the config of {name} is invalid: {e}") from None
         with self._lock:

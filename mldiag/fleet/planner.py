@@ -15,19 +15,19 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from ml_diagnostics.rules.names import closest, quote
 from mldiag.common import PROJECT
 from mldiag.fleet.model import Fleet, FleetError, Gate, WaveSpec, format_duration
-from program import stack_file
+from program import fleet_member, stack_file
 from program.config_base import NAMESPACE
 from program.stack_file import SecretLeaf, StackFileError
 
-# What the program's update depends on besides the stack file (the member revision's program part).
-PROGRAM_PATHS = ("Pulumi.yaml", "__main__.py", "requirements.txt", "program", "components/ml_diagnostics")
+PROGRAM_PATHS = fleet_member.PROGRAM_PATHS
+program_digest = fleet_member.program_digest
 
 
 @dataclass(frozen=True)
@@ -41,6 +41,8 @@ class Member:
     """The member stack's name, `<environment>.<prefix>-<name>`."""
     labels: dict[str, str] = field(default_factory=dict, hash=False, compare=False)
     revision: str = ""
+    index: int | None = field(default=None, hash=False, compare=False)
+    """Its target's position among its kind's targets in the environment stack file."""
 
     @property
     def ref(self) -> str:
@@ -80,6 +82,11 @@ class Plan:
     organization: str | None
     policy_pack: bool
     waves: tuple[Wave, ...]
+    validated: str = ""
+    """The digest of the program and of the environment's stack file validated for this plan
+    (program/fleet_member.py: a member derived from it validates its own config alone)."""
+    source: Environment | None = field(default=None, repr=False, compare=False)
+    """The environment stack file this plan was made from, as read (None: a plan made without one)."""
 
     @property
     def members(self) -> list[Member]:
@@ -129,6 +136,8 @@ class EnvTarget:
     prefix: str
     entry: Any
     """The target's entry as the stack file holds it (secrets as SecretLeaf ciphertext)."""
+    index: int | None = None
+    """Its position among its kind's targets in the stack file."""
 
 
 class EnvironmentError(Exception):
@@ -148,32 +157,53 @@ def environment_stack_file(project_dir: Path, stack: str) -> Path:
     return stack_config_dir(project_dir) / f"Pulumi.{stack}.yaml"
 
 
-def read_environment(project_dir: Path, stack: str) -> tuple[str, list[EnvTarget], dict[str, Any]]:
-    """(its `environment`, its targets in the program's order, the stack file's config as written)."""
+@dataclass(frozen=True)
+class Environment:
+    """An environment stack file, validated as the program validates it."""
+
+    environment: str
+    """Its `environment` (dev, staging, prod)."""
+    targets: list[EnvTarget]
+    """Its targets in the program's order."""
+    written: dict[str, Any]
+    """Its config as written (secrets as SecretLeaf ciphertext)."""
+    digest: str
+    """fleet_member.environment_digest of the program and this file: what a member derived from it records."""
+    file: stack_file.StackFile = field(repr=False, compare=False)
+    """The stack file as read."""
+
+
+def read_environment(project_dir: Path, stack: str) -> Environment:
+    """The environment stack file read once and validated whole (EnvironmentError with its problems)."""
     from program.config import ConfigError, from_raw
     from program.fleet_member import KEY as MEMBER_KEY
     from program.kinds.table import KINDS
 
     path = environment_stack_file(project_dir, stack)
     try:
-        raw, secret_keys = stack_file.offline_config(path, NAMESPACE)
-        written = stack_file.read(path, NAMESPACE).config
+        text = stack_file.read_text(path)
+        written_file = stack_file.read_parsed(text, path, NAMESPACE)
+        raw, secret_keys, _ = stack_file.offline_of(written_file, path)
     except StackFileError as e:
         raise EnvironmentError(str(e)) from None
+    written = written_file.config
     if MEMBER_KEY in raw:
         raise EnvironmentError(
             f"{path}: {MEMBER_KEY} is set: that is a fleet member's key, not an environment's"
         )
     try:
-        cfg = from_raw(raw, secret_keys, stack)
+        cfg = from_raw(raw, secret_keys, stack, project_dir=project_dir)
     except ConfigError as e:
         raise EnvironmentError(f"{path}: {e}") from None
     targets = []
     for kind in KINDS:
         entries = written.get(f"{NAMESPACE}:{kind.key}") or []
         for i, t in enumerate(cfg.targets(kind)):
-            targets.append(EnvTarget(kind.key, t.name, kind.prefix, entries[i] if i < len(entries) else None))
-    return str(cfg.environment), targets, written
+            targets.append(
+                EnvTarget(kind.key, t.name, kind.prefix, entries[i] if i < len(entries) else None, i)
+            )
+    digest = fleet_member.environment_digest(project_dir, stack, text.encode())
+    return Environment(str(cfg.environment), targets, written, digest, written_file)
 
 
 def _canonical(value: Any) -> Any:
@@ -184,18 +214,6 @@ def _canonical(value: Any) -> Any:
     if isinstance(value, list):
         return [_canonical(v) for v in value]
     return value
-
-
-def program_digest(project_dir: Path) -> str:
-    h = hashlib.sha256()
-    for rel in PROGRAM_PATHS:
-        base = project_dir / rel
-        files = [base] if base.is_file() else sorted(p for p in base.rglob("*") if p.is_file())
-        for p in files:
-            if "__pycache__" in p.parts or p.suffix == ".pyc":
-                continue
-            h.update(str(p.relative_to(project_dir)).encode() + b"\0" + p.read_bytes() + b"\0")
-    return h.hexdigest()
 
 
 def member_revision(program: str, written: dict[str, Any], target: EnvTarget) -> str:
@@ -395,6 +413,7 @@ def _wave(
                 member_stack(environment_stack, t.prefix, t.name),
                 labels[(t.kind, t.name)],
                 revisions.get((t.kind, t.name), ""),
+                t.index,
             )
             for t in members
         ),
@@ -433,7 +452,7 @@ def load(fleet_path: Path, project_dir: Path) -> Plan:
     from mldiag.fleet.model import read
 
     fleet = read(fleet_path)
-    environment, targets, written = read_environment(project_dir, fleet.environment)
+    env = read_environment(project_dir, fleet.environment)
     program = program_digest(project_dir)
-    revisions = {(t.kind, t.name): member_revision(program, written, t) for t in targets}
-    return resolve(fleet, environment, targets, revisions)
+    revisions = {(t.kind, t.name): member_revision(program, env.written, t) for t in env.targets}
+    return replace(resolve(fleet, env.environment, env.targets, revisions), validated=env.digest, source=env)
