@@ -124,27 +124,28 @@ def _too_many(line: int, budget: int) -> StackFileError:
 
 
 class _Composing(yaml.composer.Composer):
-    """PyYAML's composer, bounded: nesting (before Python's own recursion limit) and the nodes it makes (a
-    key and its value are two; aliases are not expanded here), so a dense or hostile file stops before its
-    node graph is built whole."""
+    """PyYAML's composer, bounded: nesting (before Python's own recursion limit) and the values it makes
+    (aliases are not expanded here; the builder counts them expanded), so a dense or hostile file stops
+    before its node graph is built whole."""
 
     def __init__(self, budget: int) -> None:
         yaml.composer.Composer.__init__(self)
         self.depth = 0
-        self.nodes = 0
-        self.node_budget = 2 * budget
+        self.values = 0
+        self.budget = budget
 
     def compose_node(self, parent: Node | None, index: Any) -> Node | None:
         # The limit of the document is the builder's (MAX_DEPTH): this guard trips only past _C_SAFE_DEPTH,
         # which libyaml's parser is never given, so both parsers agree on every file.
         self.depth += 1
-        self.nodes += 1
+        if index is not None or parent is None:  # a value (a mapping's key comes with index None)
+            self.values += 1
         try:
             if self.depth > _C_SAFE_DEPTH + 1:
                 mark = self.peek_event().start_mark
                 raise StackFileError(f"line {mark.line + 1}: nested deeper than {MAX_DEPTH} levels")
-            if self.nodes > self.node_budget:
-                raise _too_many(self.peek_event().start_mark.line + 1, self.node_budget // 2)
+            if self.values > self.budget:
+                raise _too_many(self.peek_event().start_mark.line + 1, self.budget)
             return super().compose_node(parent, index)
         finally:
             self.depth -= 1

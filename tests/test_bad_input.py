@@ -98,7 +98,7 @@ def test_file_over_the_size_limit(tmp_path, capsys):
     f = tmp_path / "Pulumi.big.yaml"
     f.write_text("config:\n  ml-diagnostics:environment: dev\n" + "#" * stack_file.MAX_FILE_BYTES)
     code, _, err, _ = run_plan(f, capsys)
-    assert code == 2 and "larger than 1024 KiB" in err
+    assert code == 2 and "larger than 24 MiB; stack files are limited to that" in err
 
 
 def test_engine_passed_config_gets_the_same_limits():

@@ -95,7 +95,7 @@ def test_both_loaders_read_every_file_alike():
     def outcome(loader_cls, text):
         loader = None
         try:
-            loader = loader_cls(text)
+            loader = loader_cls(text, stack_file.MIN_VALUES)
             node = loader.get_single_node()
         except StackFileError as e:
             return ("error", str(e))
@@ -105,7 +105,8 @@ def test_both_loaders_read_every_file_alike():
             if loader is not None:
                 loader.dispose()
         try:
-            return ("ok", stack_file._Builder().build(node, (), 0)) if node is not None else ("ok", None)
+            builder = stack_file._Builder(stack_file.MIN_VALUES)
+            return ("ok", builder.build(node, (), 0)) if node is not None else ("ok", None)
         except StackFileError as e:
             return ("error", str(e))
 
@@ -375,3 +376,45 @@ def test_a_yaml_error_of_any_other_kind_keeps_the_parsers_words_and_its_context_
     assert str(e.value) == (
         "stack file: line 4: not valid YAML: could not find expected ':' (while scanning a simple key at line 3)"
     )
+
+
+# -- the size limit and the value budget grow with the file -------------------------------------------------------
+def test_a_file_just_over_the_size_limit_says_what_fits_and_what_to_do(tmp_path):
+    f = tmp_path / "Pulumi.prod.yaml"
+    f.write_bytes(b"config: {}\n" + b"#" * (stack_file.MAX_FILE_BYTES - 10))  # one byte over
+    with pytest.raises(StackFileError) as e:
+        stack_file.read_text(f)
+    assert str(e.value) == (
+        f"{f}: larger than 24 MiB; stack files are limited to that (10,000 clusters shaped like "
+        "stacks/Pulumi.prod.yaml's targets take 15 to 21 MB): keep secrets that large out of it (a kubeconfig "
+        "`context`, Pulumi ESC), or split the environment in two"
+    )
+    f.write_bytes(b"config: {}\n" + b"#" * (stack_file.MAX_FILE_BYTES - 11))  # exactly the limit
+    assert stack_file.read_text(f).startswith("config: {}")
+
+
+@pytest.mark.parametrize("size", [0, 1_000_000, stack_file.MAX_FILE_BYTES])
+def test_the_value_budget_grows_with_the_file_and_stops_at_the_size_limit(size):
+    assert stack_file.value_budget(size) == max(100_000, size // 16)
+    assert stack_file.value_budget(stack_file.MAX_FILE_BYTES) == 1_572_864
+
+
+def test_a_file_denser_than_its_budget_stops_while_it_is_composed_not_after():
+    # 1,000,000 one-letter values, 6 bytes each: over the budget of 6 MB (375,000 values); the composer stops
+    # there, far before the file's last line
+    text = "config:\n  k:\n" + "  - a\n" * 1_000_000
+    with pytest.raises(StackFileError) as e:
+        stack_file.parse_text(text, "Pulumi.dense.yaml")
+    assert str(e.value) == (
+        "Pulumi.dense.yaml: line 375000: more than 375,000 values after expanding aliases (at most one per 16 "
+        "bytes of the file, and 100,000 in a small one: anchors repeated too often, or values packed denser than "
+        "any stack file needs); write the values out or use fewer aliases"
+    )
+
+
+def test_aliases_expand_to_the_budget_of_the_file_at_most():
+    laughs = "a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
+        f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join(['*' + chr(97 + i)] * 10)}]\n" for i in range(5)
+    )
+    with pytest.raises(StackFileError, match=r"more than 100,000 values after expanding aliases"):
+        stack_file.parse_text(laughs + "config: {}\n")
