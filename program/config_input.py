@@ -53,7 +53,8 @@ def decode(raw: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
             continue
         if not key.startswith(NAMESPACE + ":"):
             continue
-        size = 0
+        # a value read from a stack file was bounded by its reader, whose budget is at most the size limit's
+        size = stack_file.MAX_FILE_BYTES
         if isinstance(value, str) and value[:1] in ("[", "{"):
             size = len(value)
             if size > stack_file.MAX_FILE_BYTES:

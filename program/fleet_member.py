@@ -178,7 +178,9 @@ def take(raw: Mapping[str, Any]) -> tuple[dict[str, Any], FleetMember | None, se
     lifted = sorted(k for k in raw if k.startswith(SECRET_PREFIX))
     if KEY not in raw:
         if lifted:
-            raise ConfigError([f"{quote(lifted[0], 80)[1:-1]}: only a fleet member's config (with {KEY}) has it"])
+            raise ConfigError(
+                [f"{quote(lifted[0], 80)[1:-1]}: only a fleet member's config (with {KEY}) has it"]
+            )
         return rest, None, set()
     member = _member(raw[KEY])
     problems: list[str] = []
@@ -187,7 +189,9 @@ def take(raw: Mapping[str, Any]) -> tuple[dict[str, Any], FleetMember | None, se
     for key in lifted:
         path = parse_path(key[len(SECRET_PREFIX) :])
         if path is None or len(path) < 2:
-            problems.append(f"{quote(key, 80)[1:-1]}: not a key path like fleetSecret.kubernetesClusters[0].kubeconfig")
+            problems.append(
+                f"{quote(key, 80)[1:-1]}: not a key path like fleetSecret.kubernetesClusters[0].kubeconfig"
+            )
             continue
         full = f"{NAMESPACE}:{path[0]}"
         if full not in decoded:

@@ -123,7 +123,7 @@ def _too_many(line: int, budget: int) -> StackFileError:
     )
 
 
-class _Composing(yaml.composer.Composer):
+class _Composing(yaml.composer.Composer):  # mixed with a parser (its events: peek_event, ...)
     """PyYAML's composer, bounded: nesting (before Python's own recursion limit) and the values it makes
     (aliases are not expanded here; the builder counts them expanded), so a dense or hostile file stops
     before its node graph is built whole."""
@@ -142,10 +142,10 @@ class _Composing(yaml.composer.Composer):
             self.values += 1
         try:
             if self.depth > _C_SAFE_DEPTH + 1:
-                mark = self.peek_event().start_mark
+                mark = self.peek_event().start_mark  # type: ignore[attr-defined]
                 raise StackFileError(f"line {mark.line + 1}: nested deeper than {MAX_DEPTH} levels")
             if self.values > self.budget:
-                raise _too_many(self.peek_event().start_mark.line + 1, self.budget)
+                raise _too_many(self.peek_event().start_mark.line + 1, self.budget)  # type: ignore[attr-defined]
             return super().compose_node(parent, index)
         finally:
             self.depth -= 1
@@ -184,7 +184,7 @@ def _nesting_upper_bound(text: str) -> int:
 if yaml.__with_libyaml__:
     from yaml._yaml import CParser  # libyaml's parser, which yaml.cyaml's loaders build on
 
-    class _CLoader(CParser, _Composing, _Resolver):  # type: ignore[misc]
+    class _CLoader(CParser, _Composing, _Resolver):
         def __init__(self, text: str, budget: int) -> None:
             CParser.__init__(self, text)
             _Composing.__init__(self, budget)

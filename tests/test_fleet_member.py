@@ -115,7 +115,11 @@ def scratch_environment(root: Path, n: int, bad: str = "") -> Path:
         (root / rel).symlink_to(ROOT / rel)
     (root / "stacks").mkdir()
     targets = [
-        {"name": f"c{i}", "context": bad if (bad and i == n - 1) else f"ctx-{i}", "manualInstall": {"jaxVersion": "0.8"}}
+        {
+            "name": f"c{i}",
+            "context": bad if (bad and i == n - 1) else f"ctx-{i}",
+            "manualInstall": {"jaxVersion": "0.8"},
+        }
         for i in range(n)
     ]
     doc = {"config": {"ml-diagnostics:environment": "dev", "ml-diagnostics:kubernetesClusters": targets}}
@@ -130,7 +134,8 @@ def member_raw(root: Path, name: str) -> dict[str, Any]:
     (t,) = [t for t in env.targets if t.name == name]
     record = fleet_member.FleetMember("lab", t.kind, t.name, t.index, env.digest)
     return {
-        k: v if isinstance(v, str) else json.dumps(v) for k, v in fleet_member.derive(env.written, record).items()
+        k: v if isinstance(v, str) else json.dumps(v)
+        for k, v in fleet_member.derive(env.written, record).items()
     }
 
 
@@ -199,7 +204,11 @@ def stack_file_config(path: Path) -> dict[str, Any]:
 
 @pytest.mark.parametrize(
     "path",
-    [("kubernetesClusters", 0, "kubeconfig"), ("azureMl", 2, "values", "a.b", 3, 'x"y'), ("googleApi", "key")],
+    [
+        ("kubernetesClusters", 0, "kubeconfig"),
+        ("azureMl", 2, "values", "a.b", 3, 'x"y'),
+        ("googleApi", "key"),
+    ],
 )
 def test_a_secret_leafs_key_names_its_path_and_reads_back(path: tuple[Any, ...]) -> None:
     assert fleet_member.parse_path(fleet_member.path_text(path)) == path

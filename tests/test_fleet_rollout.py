@@ -602,3 +602,66 @@ def test_a_record_names_the_rollout_that_wrote_it() -> None:
         progress.Lock("ci", "ci-runner-7", 4242),
     )
     assert progress.Lock("root", "vm", 1, "2027-01-15T08:00:00.5Z").since == T0 + 0.5
+
+
+THREE_WAVES = (
+    "  - {name: one, targets: [a]}\n  - {name: two, targets: [b, c, d]}\n  - {name: three, targets: [e, f]}\n"
+)
+
+
+def test_a_leg_of_a_later_wave_reads_one_mark_per_earlier_wave_not_every_members_tag(tmp_path: Path) -> None:
+    plan = make_plan(tmp_path, THREE_WAVES)
+    clock = SimulatedClock()
+    sim = SimulatedExecutor(clock=clock)
+    for wave in plan.waves[:2]:
+        for m in wave.members:
+            assert Rollout(plan, sim, clock).run_one(m).exit_code == 0
+        assert Rollout(plan, sim, clock).run_gate(wave).exit_code == 0  # the gate marks its wave complete
+    assert sorted(sim.wave_marks) == [1, 2]
+    sim.calls.clear()
+    e = plan.waves[2].members[0]
+    assert Rollout(plan, sim, clock).run_one(e).exit_code == 0
+    reads = [s for op, s in sim.calls if op == "read mark"]
+    assert reads == ["1", "2"]
+    assert [s for op, s in sim.calls if op == "deploy"] == [stack("e")]
+    # a mark of other revisions counts as nothing: the tags decide, and the mark is written again
+    changed = make_plan(tmp_path, THREE_WAVES, revision="r2")
+    report = Rollout(changed, sim, clock).run_one(changed.waves[2].members[1])
+    assert (report.exit_code, report.message) == (
+        1,
+        "prod.k8s-f is in wave three; earlier wave(s) not complete: one, two",
+    )
+
+
+def test_a_wave_completed_before_marks_existed_is_marked_by_the_first_leg_that_reads_its_tags(
+    tmp_path: Path,
+) -> None:
+    plan = make_plan(tmp_path, THREE_WAVES)
+    clock = SimulatedClock()
+    sim = SimulatedExecutor(clock=clock)
+    assert run(plan, sim, clock).exit_code == 0
+    sim.wave_marks.clear()
+    sim.calls.clear()
+    assert Rollout(plan, sim, clock).run_one(plan.waves[2].members[0]).exit_code == 0
+    assert sorted(sim.wave_marks) == [1, 2]
+    assert progress.wave_marked(sim.wave_marks[2], "two", plan.waves[1].members)
+
+
+def test_a_gate_that_may_not_wait_out_its_soak_says_when_it_ends_and_verifies_nothing(tmp_path: Path) -> None:
+    plan = make_plan(tmp_path, "  - {name: one, targets: [a, b], soak: 2d}\n", "ab")
+    clock = SimulatedClock(T0)
+    sim = SimulatedExecutor(clock=clock)
+    for m in plan.waves[0].members:
+        Rollout(plan, sim, clock).run_one(m)
+    sim.calls.clear()
+    report = Rollout(plan, sim, clock, Options(max_wait=4.5 * 3600)).run_gate(plan.waves[0])
+    assert (report.exit_code, report.waves[0].status) == (1, "soaking")
+    assert report.message == (
+        f"wave one soaks until {int(T0) + 2 * 86400} (unix time), 2d from now: longer than this gate may wait "
+        "(--max-wait 4h30m); nothing was verified. Run the gate again once the soak is over"
+    )
+    assert not [c for c in sim.calls if c[0] == "check"] and clock.slept == []
+    clock.advance(2 * 86400)  # the environment's wait timer, say
+    report = Rollout(plan, sim, clock, Options(max_wait=4.5 * 3600)).run_gate(plan.waves[0])
+    assert (report.exit_code, report.waves[0].status) == (0, "passed")
+    assert [s for op, s in sim.calls if op == "check"] == [stack("a"), stack("b")]

@@ -92,7 +92,7 @@ def test_a_wave_with_a_tolerance_lets_its_other_legs_finish(tmp_path: Path) -> N
     )
     targets = [EnvTarget("kubernetesClusters", n, "k8s", {}) for n in "abcd"]
     plan = resolve(model.read(path), "dev", targets)
-    j = jobs(workflow.rollout_workflow(plan, "fleet/lab.yaml"))
+    j = jobs(workflow.rollout_files(plan, "fleet/lab.yaml", "lab")["fleet-lab.yml"])
     assert j["wave-1-canary"]["strategy"]["fail-fast"] is True
     assert (j["wave-2-rest"]["strategy"]["fail-fast"], j["wave-2-rest"]["strategy"]["max-parallel"]) == (
         False,

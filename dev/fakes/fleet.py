@@ -84,6 +84,7 @@ class SimulatedExecutor:
         self.scripts = scripts or {}
         self.clock = clock
         self.tags: dict[str, str] = {}
+        self.wave_marks: dict[int, str] = {}
         self.lease: Any = None
         self.marked: Any = None
         self.lease_locked = lease_locked
@@ -196,6 +197,16 @@ class SimulatedExecutor:
 
     def read_lease(self) -> Any:
         return self.lease
+
+    def read_wave_mark(self, number: int) -> str | None:
+        with self._lock:
+            self.calls.append(("read mark", str(number)))
+            return self.wave_marks.get(number)
+
+    def write_wave_mark(self, number: int, text: str) -> None:
+        with self._lock:
+            self.calls.append(("mark", str(number)))
+            self.wave_marks[number] = text
 
     def is_marked(self) -> bool:
         return bool(self.marked)

@@ -2,7 +2,7 @@
 
     mldiag fleet plan FLEET [--format table|json|markdown|mermaid|dot]
     mldiag fleet run FLEET [--approve WAVE ...] [--take-over] [--cluster TARGET] [--format ...] [--output FILE]
-    mldiag fleet gate FLEET --wave WAVE [--approve]
+    mldiag fleet gate FLEET --wave WAVE [--approve] [--max-wait DURATION]
     mldiag fleet status FLEET [--format table|json|markdown|mermaid|dot]
     mldiag fleet drift FLEET [--format table|json|markdown] [--parallel N]
     mldiag fleet adopt FLEET [--take-over]
@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from mldiag.common import ROOT
-from mldiag.fleet.model import FleetError
+from mldiag.fleet.model import DURATION_RULE, FleetError, parse_duration
 from mldiag.fleet.planner import EnvironmentError, Plan
 from mldiag.fleet.rollout import EXIT_GATE, EXIT_INVALID, EXIT_OK, EXIT_STACK
 
@@ -83,6 +83,12 @@ def _parser() -> argparse.ArgumentParser:
     common(gate, FORMATS)
     gate.add_argument("--wave", required=True)
     gate.add_argument("--approve", action="store_true", help="record the wave's approval")
+    gate.add_argument(
+        "--max-wait",
+        metavar="DURATION",
+        help="the longest the soak is waited out here (a CI job's time, e.g. 4h30m); a longer one stops the gate "
+        "(exit 1), saying when the soak ends",
+    )
     common(sub.add_parser("status", help="where each cluster is, from the stacks' tags"), FORMATS + PICTURES)
     drift = sub.add_parser("drift", help="pulumi refresh --preview-only of every member stack")
     common(drift, FORMATS)
@@ -272,7 +278,21 @@ def main(argv: list[str] | None = None) -> int:
         if wave is None:
             _err(f"--wave: no wave {args.wave!r}; waves: {', '.join(w.name for w in plan.waves)}")
             return EXIT_INVALID
-        result = Rollout(plan, executor, log=_log).run_gate(wave, approve=args.approve)
+        max_wait = None
+        if args.max_wait is not None:
+            max_wait = parse_duration(args.max_wait)
+            if max_wait is None:
+                _err(f"--max-wait: {args.max_wait!r} is not {DURATION_RULE}")
+                return EXIT_INVALID
+        options = Options(max_wait=max_wait)
+        result = Rollout(plan, executor, options=options, log=_log).run_gate(wave, approve=args.approve)
+        if result.waves and result.waves[0].status == "soaking":
+            from mldiag.fleet.workflow import soak_environment
+
+            result.message += (
+                f" (on GitHub Actions the soak waits in the environment {soak_environment(plan.environment_stack, wave)}: "
+                f"give it a wait timer of {wave.soak // 60} minutes, docs/fleet.md)"
+            )
     else:
         unknown = [w for w in args.approve if w not in {x.name for x in plan.waves}]
         if unknown:
@@ -383,12 +403,12 @@ def _recover(plan: Plan, executor: Any, args: argparse.Namespace) -> int:
 
 
 def _workflow(args: argparse.Namespace) -> int:
-    from mldiag.fleet.workflow import generated
+    from mldiag.fleet.workflow import WorkflowLimitError, generated, stale_generated
 
     project = args.project_dir.resolve()
     try:
         files = generated(project)
-    except (FleetError, EnvironmentError) as e:
+    except (FleetError, EnvironmentError, WorkflowLimitError) as e:
         _err(str(e))
         return EXIT_INVALID
     stale = []
@@ -400,6 +420,12 @@ def _workflow(args: argparse.Namespace) -> int:
             print(f"wrote {rel}")
         elif not path.exists() or path.read_text() != text:
             stale.append(str(rel))
+    for rel in stale_generated(project, files):
+        if args.write:
+            (project / rel).unlink()
+            print(f"removed {rel} (no fleet generates it any more)")
+        else:
+            stale.append(f"{rel} (no fleet generates it any more)")
     if stale:
         _err(f"not the generated workflow(s): {', '.join(stale)}; run `mldiag fleet workflow --write`")
         return EXIT_GATE

@@ -497,6 +497,29 @@ class AutomationExecutor:
     def read_lease(self) -> Any:
         return self._coordinator_outputs().get("lease")
 
+    def read_wave_mark(self, number: int) -> str | None:
+        from pulumi import automation as auto
+
+        stack = self._coordinator(lambda: None, create=False)
+        if stack is None:
+            return None
+        try:
+            value = stack.list_tags().get(progress.wave_tag(number))
+        except auto.CommandError as e:
+            raise StackUnavailable(f"the tags of {stack.name} could not be read: {_error_lines(e)}") from None
+        return str(value) if value is not None else None
+
+    def write_wave_mark(self, number: int, text: str) -> None:
+        from pulumi import automation as auto
+
+        stack = self._coordinator(lambda: None, create=True)
+        try:
+            stack.set_tag(progress.wave_tag(number), text)
+        except auto.CommandError as e:
+            raise StackUnavailable(
+                f"the tags of {stack.name} could not be written: {_error_lines(e)}"
+            ) from None
+
     def is_marked(self) -> bool:
         found = self._coordinator_outputs().get(fleet_member.MARK)
         return isinstance(found, dict) and found.get("members") == self.mark()["members"]

@@ -7,6 +7,10 @@ any machine logged in to the same backend; nothing depends on a local file.
   (`deploying`, with the rollout that runs it), when its gate passed (`verified`) or failed (`failed`), after
   its wave's soak (`soaked`) and approval (`approved`). A record of an older revision counts as nothing done;
   a `deploying` one found by the next run is an interrupted update (mldiag/fleet/recovery.py).
+- **Wave mark** `mldiag-fleet-wave-<n>` on the coordination stack `<environment>.fleet`: `v1;wave=<name>;
+  rev=<digest of its members' revisions>;at=<unix time>`, written once wave n is complete (gate passed, soaked,
+  approved). A leg of a later wave (`fleet run --cluster`) reads one mark per earlier wave instead of every
+  member's tag; a mark of other revisions counts as nothing, and the tags decide.
 - **Lease**: the output `lease` of the stack `<environment>.fleet`, written by an update of that stack, so
   the backend's stack lock makes taking it atomic: two rollouts of one environment never run at once. A
   lease names its holder (host, process) and expires unless renewed; a holder on this host whose process is
@@ -15,6 +19,7 @@ any machine logged in to the same backend; nothing depends on a local file.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import socket
@@ -99,6 +104,28 @@ class Record:
 
 def _plain(text: str) -> str:
     return "".join(c if c.isprintable() and c not in ";=" else " " for c in text)
+
+
+def wave_tag(number: int) -> str:
+    return f"{TAG}-wave-{number}"
+
+
+def wave_digest(name: str, members: Any) -> str:
+    """What a wave's mark stands for: its name and each member's target and revision."""
+    text = "\n".join([name, *sorted(f"{m.ref}={m.revision}" for m in members)])
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def wave_mark(name: str, members: Any, at: int) -> str:
+    return f"{VERSION};wave={name};rev={wave_digest(name, members)};at={at}"
+
+
+def wave_marked(text: str | None, name: str, members: Any) -> bool:
+    """The mark says this wave is complete at its members' current revisions."""
+    if not text or not text.startswith(VERSION + ";"):
+        return False
+    fields = dict(p.split("=", 1) for p in text.split(";")[1:] if "=" in p)
+    return fields.get("wave") == name and fields.get("rev") == wave_digest(name, members)
 
 
 def current(record: Record | None, revision: str) -> Record | None:

@@ -65,6 +65,10 @@ class StackUnavailable(Exception):
     """The stack could not be created, selected, read or run (backend, login, secrets provider)."""
 
 
+class SoakNotOver(Exception):
+    """The wave's soak ends later than the gate may wait (`Options.max_wait`)."""
+
+
 class StateInFlux(StackUnavailable):
     """The stack's state could not be read because another process was creating or writing it (a file
     backend's checkpoint read empty: `failed to load checkpoint: EOF`); reading it again a moment later works."""
@@ -121,6 +125,12 @@ class Executor(Protocol):
     def is_marked(self) -> bool:
         """The coordination stack records that member stacks deploy the environment (`exclusive(mark=True)`)."""
 
+    def read_wave_mark(self, number: int) -> str | None:
+        """Wave `number`'s mark on the coordination stack (None: none, or no coordination stack); StackUnavailable."""
+
+    def write_wave_mark(self, number: int, text: str) -> None:
+        """Records that wave `number` is complete (progress.wave_mark); StackUnavailable."""
+
 
 class Clock(Protocol):
     def now(self) -> float: ...
@@ -149,7 +159,7 @@ class MemberOutcome:
 class WaveOutcome:
     wave: Wave
     status: str
-    """passed | done earlier | failed | awaiting approval | stopped | not started."""
+    """passed | done earlier | failed | awaiting approval | soaking | stopped | not started."""
     members: list[MemberOutcome] = field(default_factory=list)
     soak_seconds: float = 0.0
     seconds: float = 0.0
@@ -211,6 +221,8 @@ class Options:
     """Asked for a wave whose gate needs approval and that is not approved in advance (a prompt)."""
     take_over: bool = False
     lease_ttl: float = LEASE_TTL
+    max_wait: float | None = None
+    """The longest a soak is waited out here (a CI job's time); a longer one stops the gate, saying when it ends."""
 
 
 def _lease_of(holder: Holder) -> dict[str, Any]:
@@ -459,6 +471,7 @@ class Rollout:
         outcome = WaveOutcome(wave, "passed", [MemberOutcome(m, "done earlier") for m in wave.members])
         if self.complete(wave, records):
             self.log(f"wave {wave.name}: complete at these revisions, skipped")
+            self._mark(wave)
             outcome.status = "done earlier"
             return outcome, EXIT_OK, ""
         todo = [m for m in wave.members if (r := records[m]) is None or r.state != "verified"]
@@ -493,7 +506,11 @@ class Rollout:
         unsoaked = {m: r for m, r in self._verified(wave).items() if r.soaked is None}
         if unsoaked and wave.soak:
             last_pass = max(r.at for r in self._verified(wave).values())
-            self._soak(wave, last_pass + wave.soak)
+            try:
+                self._soak(wave, last_pass + wave.soak)
+            except SoakNotOver as e:
+                outcome.status, outcome.seconds = "soaking", self.clock.now() - t0
+                return outcome, EXIT_GATE, str(e)
             for m, rec in unsoaked.items():
                 check = self.executor.check(m) if wave.gate.verify else Check(True)
                 if check.ok:
@@ -532,7 +549,22 @@ class Rollout:
             self.log(f"wave {wave.name}: approved")
         outcome.seconds = self.clock.now() - t0
         self.log(f"wave {wave.name}: passed ({len(failed)} failed, {wave.tolerance} tolerated)")
+        self._mark(wave)
         return outcome, EXIT_OK, ""
+
+    def _mark(self, wave: Wave) -> None:
+        """Records on the coordination stack that the wave is complete (an earlier-wave check of a later leg
+        reads it); best effort: without it, that check reads the wave's tags."""
+        number = self.plan.waves.index(wave) + 1
+        try:
+            if not progress.wave_marked(self.executor.read_wave_mark(number), wave.name, wave.members):
+                self.executor.write_wave_mark(
+                    number, progress.wave_mark(wave.name, wave.members, int(self.clock.now()))
+                )
+        except (LockConflict, StackUnavailable) as e:
+            self.log(
+                f"wave {wave.name}: its completion could not be recorded on the coordination stack ({e})"
+            )
 
     def _failed_message(self, wave: Wave, failed: list[Member], unfinished: list[str]) -> str:
         why = "; ".join(f"{m.stack}: {r.why}" for m in failed if (r := self.records.get(m)) is not None)
@@ -557,6 +589,12 @@ class Rollout:
 
     def _soak(self, wave: Wave, until: float) -> None:
         left = until - self.clock.now()
+        if self.options.max_wait is not None and left > self.options.max_wait:
+            raise SoakNotOver(
+                f"wave {wave.name} soaks until {int(until)} (unix time), {format_duration(left)} from now: longer "
+                f"than this gate may wait (--max-wait {format_duration(self.options.max_wait)}); nothing was "
+                "verified. Run the gate again once the soak is over"
+            )
         if left > 0:
             self.log(f"wave {wave.name}: soaking {format_duration(left)}")
         # reached whether or not the verify outlasted the soak: a kill point never depends on the clock
@@ -745,12 +783,17 @@ class Rollout:
 
     # -- one cluster or one gate (the GitHub workflow's jobs) ---------------------------------------------------
     def earlier_incomplete(self, wave: Wave) -> list[str]:
-        """The earlier waves that are not complete at the current revisions (a later wave must not start)."""
+        """The earlier waves that are not complete at the current revisions (a later wave must not start): a
+        wave's mark when it has one of these revisions, else its members' tags."""
         out = []
-        for w in self.plan.waves:
+        for number, w in enumerate(self.plan.waves, start=1):
             if w is wave:
                 break
-            if not self.complete(w, self.read(w.members)):
+            if progress.wave_marked(self.executor.read_wave_mark(number), w.name, w.members):
+                continue
+            if self.complete(w, self.read(w.members)):
+                self._mark(w)
+            else:
                 out.append(w.name)
         return out
 
@@ -790,7 +833,9 @@ class Rollout:
         self.started = self.clock.now()
         if approve:
             self.options = Options(
-                approve=self.options.approve | {wave.name}, lease_ttl=self.options.lease_ttl
+                approve=self.options.approve | {wave.name},
+                lease_ttl=self.options.lease_ttl,
+                max_wait=self.options.max_wait,
             )
         try:
             records = self.read(wave.members)
@@ -801,6 +846,7 @@ class Rollout:
             )
             if self.complete(wave, records):
                 outcome.status = "done earlier"
+                self._mark(wave)
                 return self._report([outcome], EXIT_OK, f"wave {wave.name} is complete")
             outcome, code, message = self._gate_phase(wave, outcome, self.started, approval_later=not approve)
         except (LockConflict, StackUnavailable) as e:

@@ -22,7 +22,12 @@ import re
 from pathlib import Path
 
 from mldiag.common import ROOT
-from mldiag.fleet.planner import Plan
+from mldiag.fleet import workflow_layout as layout
+from mldiag.fleet.model import format_duration
+from mldiag.fleet.planner import Plan, Wave
+from mldiag.fleet.workflow_layout import LegsJob, WorkflowLimitError
+
+__all__ = ["WorkflowLimitError", "generated", "rollout_files", "stale_generated"]
 
 WORKFLOWS = Path(".github") / "workflows"
 DRIFT_WORKFLOW = "fleet-drift.yml"
@@ -138,28 +143,206 @@ def _report_step(name: str, command: str, env: list[str]) -> list[str]:
     ]
 
 
-def rollout_workflow(plan: Plan, fleet_rel: str) -> str:
-    env_stack = plan.environment_stack
+def _needs(ids: list[str]) -> str:
+    return f"    needs: {ids[0]}" if len(ids) == 1 else f"    needs: [{', '.join(ids)}]"
+
+
+def _succeeded(job: str) -> str:
+    return f"${{{{ !cancelled() && needs.{job}.result == 'success' }}}}"
+
+
+def _stage_condition(wave: Wave, before: list[str]) -> str:
+    """A later stage of a wave: after the stage before it succeeded; in a wave that tolerates failures, after
+    it ran at all (its gate counts the failures over the whole wave)."""
+    test = "== 'success'" if wave.tolerance == 0 else "!= 'skipped'"
+    return "${{ !cancelled() && " + " && ".join(f"needs.{j}.result {test}" for j in before) + " }}"
+
+
+def _legs_job(job: LegsJob, needs: list[str], condition: str | None, plan: Plan, fleet_rel: str) -> list[str]:
+    w, i = job.wave, job.wave_number
+    of = f" ({job.number}/{job.of})" if job.of > 1 else ""
+    out = ["", f"  {job.job_id}:", f'    name: "wave {i} {w.name}{of}: ${{{{ matrix.cluster }}}}"']
+    if needs:
+        out.append(_needs(needs))
+    if condition:
+        out.append(f"    if: {condition}")
+    out += [
+        "    runs-on: ubuntu-latest",
+        f"    timeout-minutes: {layout.leg_minutes(w)}",
+        f"    environment: {plan.environment_stack}",
+        "    concurrency:",
+        "      # One update per stack at a time, whichever workflow runs it; never cancel one that runs.",
+        "      group: pulumi-up-${{ matrix.stack }}",
+        "      cancel-in-progress: false",
+        "    permissions:",
+        "      contents: read",
+        "      id-token: write",
+        "    strategy:",
+        f"      max-parallel: {job.max_parallel}",
+        f"      fail-fast: {'true' if w.tolerance == 0 else 'false'}"
+        + (
+            "  # the wave tolerates no failure"
+            if w.tolerance == 0
+            else f"  # the wave tolerates {w.tolerance}"
+        ),
+        "      matrix:",
+        "        include:",
+    ]
+    for m in job.members:
+        out += [f"          - cluster: {m.ref}", f"            stack: {plan.qualified(m.stack)}"]
+    out += ["    steps:", *_setup("deploy")]
+    out += _report_step(
+        "Update the cluster's stack, then its gate (verify --wait); progress into the stack's tag",
+        f'.venv/bin/mldiag fleet run {fleet_rel} --cluster "$CLUSTER"',
+        _env("deploy", {"CLUSTER": "${{ matrix.cluster }}"}),
+    )
+    return out
+
+
+def _soak_job(w: Wave, i: int, needs: list[str], condition: str, env_stack: str) -> list[str]:
+    return [
+        "",
+        f"  {layout.job_id('soak', i, w.name)}:",
+        f'    name: "soak of wave {i} {w.name}: {format_duration(w.soak)}"',
+        _needs(needs),
+        f"    if: {condition}",
+        "    runs-on: ubuntu-latest",
+        "    timeout-minutes: 10",
+        "    # The soak is this environment's wait timer (longer than a job may run): give it one of "
+        f"{w.soak // 60} minutes.",
+        f"    environment: {soak_environment(env_stack, w)}",
+        "    permissions: {}",
+        "    steps:",
+        f'      - run: echo "wave {w.name} soaked {format_duration(w.soak)} (the environment\'s wait timer)"',
+    ]
+
+
+def soak_environment(env_stack: str, w: Wave) -> str:
+    return f"{env_stack}-fleet-soak-{format_duration(w.soak)}"
+
+
+def _gate_job(
+    w: Wave, i: int, needs: list[str], condition: str, plan: Plan, fleet_rel: str, timer: bool
+) -> list[str]:
     out = [
+        "",
+        f"  {layout.job_id('gate', i, w.name)}:",
+        f'    name: "gate of wave {i} {w.name}: {w.describe_gate()}"',
+        _needs(needs),
+    ]
+    if not timer:
+        out.append("    # Also after failed legs (the tolerance decides); not when the wave never ran.")
+    out += [
+        f"    if: {condition}",
+        "    runs-on: ubuntu-latest",
+        f"    timeout-minutes: {layout.gate_minutes(w)}",
+        f"    environment: {plan.environment_stack}",
+        "    permissions:",
+        "      contents: read",
+        "      id-token: write",
+        "    steps:",
+        *_setup("deploy"),
+    ]
+    # after a wait timer the soak is over; were the timer missing, the gate says so at once
+    limit = f" --max-wait {layout.SOAK_IN_JOB_MINUTES}m" if timer else ""
+    out += _report_step(
+        "The wave gate (its tolerance, soak, verify once more)",
+        f".venv/bin/mldiag fleet gate {fleet_rel} --wave {w.name}{limit}",
+        _env("deploy", {}),
+    )
+    return out
+
+
+def _approval_job(
+    w: Wave, i: int, needs: list[str], condition: str | None, plan: Plan, fleet_rel: str
+) -> list[str]:
+    out = [
+        "",
+        f"  {layout.job_id('approve', i, w.name)}:",
+        f'    name: "approval of wave {i} {w.name}"',
+        _needs(needs),
+    ]
+    if condition:
+        out.append(f"    if: {condition}")
+    out += [
+        "    runs-on: ubuntu-latest",
+        f"    timeout-minutes: {layout.APPROVAL_JOB_MINUTES}",
+        "    # Its required reviewers are the approval; the job records it in the stacks' tags.",
+        f"    environment: {plan.environment_stack}-fleet-approval",
+        "    permissions:",
+        "      contents: read",
+        "      id-token: write",
+        "    steps:",
+        *_setup("deploy"),
+    ]
+    out += _report_step(
+        "Record the approval",
+        f".venv/bin/mldiag fleet gate {fleet_rel} --wave {w.name} --approve",
+        _env("deploy", {}),
+    )
+    return out
+
+
+def _next_run_job(needs: list[str], condition: str, next_file: str, number: int, total: int) -> list[str]:
+    return [
+        "",
+        "  next-run:",
+        f'    name: "start run {number} of {total}"',
+        _needs(needs),
+        f"    if: {condition}",
+        "    runs-on: ubuntu-latest",
+        "    timeout-minutes: 10",
+        "    permissions:",
+        "      actions: write",
+        "    steps:",
+        f"      - name: Start {next_file} (it waits in this workflow's concurrency group until this run ends)",
+        "        env:",
+        "          GH_TOKEN: ${{ github.token }}",
+        "          GH_REPO: ${{ github.repository }}",
+        "          REF: ${{ github.ref_name }}",
+        f'        run: gh workflow run {next_file} --ref "$REF"',
+    ]
+
+
+def _part_call_job(
+    job: str,
+    part_file: str,
+    wave: Wave,
+    i: int,
+    needs: list[str],
+    condition: str | None,
+    first: int,
+    last: int,
+) -> list[str]:
+    out = ["", f"  {job}:", f'    name: "wave {i} {wave.name}: legs jobs {first}-{last}"', _needs(needs)]
+    if condition:
+        out.append(f"    if: {condition}")
+    out += [
+        "    permissions:",
+        "      contents: read",
+        "      id-token: write",
+        f"    uses: ./{WORKFLOWS.as_posix()}/{part_file}",
+    ]
+    return out
+
+
+def _header(plan: Plan, fleet_rel: str, title: str, what: str, trigger: list[str]) -> list[str]:
+    return [
         f"# Generated by `mldiag fleet workflow --write` from {fleet_rel}: do not edit (a test",
-        "# regenerates it). The rollout of the fleet's waves on GitHub Actions, one matrix job per wave, each",
-        "# followed by its gate (docs/fleet.md). Progress lives in the member stacks' tags, so a rerun of this",
-        "# workflow resumes at the first unfinished wave. Credentials are OIDC only, as in deploy-stack.yml.",
-        f"name: Fleet rollout ({env_stack})",
+        f"# regenerates it). {what}",
+        f"name: {title}",
         "",
         "on:",
-        "  workflow_dispatch:",
-        "  workflow_call:",
+        *trigger,
         "",
         "permissions:",
         "  contents: read",
         "",
-        "concurrency:",
-        f"  # One rollout of {env_stack} at a time; never cancel one that runs.",
-        f"  group: fleet-{env_stack}",
-        "  cancel-in-progress: false",
-        "",
-        "jobs:",
+    ]
+
+
+def _plan_job(fleet_rel: str) -> list[str]:
+    return [
         "  plan:",
         "    runs-on: ubuntu-latest",
         "    timeout-minutes: 15",
@@ -179,95 +362,197 @@ def rollout_workflow(plan: Plan, fleet_rel: str) -> str:
         "          make venv",
         f'          .venv/bin/mldiag fleet plan {fleet_rel} --format markdown >> "$GITHUB_STEP_SUMMARY"',
     ]
-    previous = "plan"
-    for i, w in enumerate(plan.waves):
-        wave_job, gate_job = _job_id("wave", i, w.name), _job_id("gate", i, w.name)
-        timeout = 30 + (w.gate.verify_wait // 60) * 2 + 60
-        out += [
-            "",
-            f"  {wave_job}:",
-            f'    name: "wave {i + 1} {w.name}: ${{{{ matrix.cluster }}}}"',
-            f"    needs: {previous}",
-        ]
-        if previous != "plan":
-            out.append(f"    if: ${{{{ !cancelled() && needs.{previous}.result == 'success' }}}}")
-        out += [
-            "    runs-on: ubuntu-latest",
-            f"    timeout-minutes: {timeout}",
-            f"    environment: {env_stack}",
-            "    concurrency:",
-            "      # One update per stack at a time, whichever workflow runs it; never cancel one that runs.",
-            "      group: pulumi-up-${{ matrix.stack }}",
-            "      cancel-in-progress: false",
-            "    permissions:",
-            "      contents: read",
-            "      id-token: write",
-            "    strategy:",
-            f"      max-parallel: {w.max_parallel}",
-            f"      fail-fast: {'true' if w.tolerance == 0 else 'false'}"
-            + (
-                "  # the wave tolerates no failure"
-                if w.tolerance == 0
-                else f"  # the wave tolerates {w.tolerance}"
-            ),
-            "      matrix:",
-            "        include:",
-        ]
-        for m in w.members:
-            out += [f"          - cluster: {m.ref}", f"            stack: {plan.qualified(m.stack)}"]
-        out += ["    steps:", *_setup("deploy")]
-        out += _report_step(
-            "Update the cluster's stack, then its gate (verify --wait); progress into the stack's tag",
-            f'.venv/bin/mldiag fleet run {fleet_rel} --cluster "$CLUSTER"',
-            _env("deploy", {"CLUSTER": "${{ matrix.cluster }}"}),
+
+
+class _Writer:
+    """One run's workflow file (and, when its legs do not fit in it, its part files)."""
+
+    next_step: layout.Step
+    """The first step of the next run (when there is one)."""
+
+    def __init__(
+        self, plan: Plan, fleet_rel: str, stem: str, run: layout.Run, total: int, first_part: int
+    ) -> None:
+        self.plan, self.fleet_rel, self.stem, self.run, self.total = plan, fleet_rel, stem, run, total
+        self.first_part = first_part
+
+    def file_name(self, number: int) -> str:
+        return f"fleet-{self.stem}.yml" if number == 1 else f"fleet-{self.stem}-run-{number}.yml"
+
+    def write(self, parts: bool) -> tuple[str, dict[str, str]]:
+        env = self.plan.environment_stack
+        r = self.run.number
+        title = f"Fleet rollout ({env})" + (f", run {r} of {self.total}" if self.total > 1 else "")
+        what = (
+            "The rollout of the fleet's waves on GitHub Actions: each wave's legs in\n"
+            "# matrix jobs of at most 256, then its gate (docs/fleet.md). Progress lives in the member stacks' tags, so a\n"
+            "# rerun resumes at the first unfinished wave. Credentials are OIDC only, as in deploy-stack.yml."
         )
-        out += [
-            "",
-            f"  {gate_job}:",
-            f'    name: "gate of wave {i + 1} {w.name}: {w.describe_gate()}"',
-            f"    needs: {wave_job}",
-            "    # Also after failed legs (the tolerance decides); not when the wave never ran.",
-            f"    if: ${{{{ !cancelled() && needs.{wave_job}.result != 'skipped' }}}}",
-            "    runs-on: ubuntu-latest",
-            f"    timeout-minutes: {30 + w.soak // 60 + 30}",
-            f"    environment: {env_stack}",
-            "    permissions:",
-            "      contents: read",
-            "      id-token: write",
-            "    steps:",
-            *_setup("deploy"),
-        ]
-        out += _report_step(
-            "The wave gate (its tolerance, soak, verify once more)",
-            f".venv/bin/mldiag fleet gate {fleet_rel} --wave {w.name}",
-            _env("deploy", {}),
-        )
-        previous = gate_job
-        if w.gate.approval:
-            approve_job = _job_id("approve", i, w.name)
-            out += [
-                "",
-                f"  {approve_job}:",
-                f'    name: "approval of wave {i + 1} {w.name}"',
-                f"    needs: {gate_job}",
-                f"    if: ${{{{ !cancelled() && needs.{gate_job}.result == 'success' }}}}",
-                "    runs-on: ubuntu-latest",
-                "    timeout-minutes: 30",
-                "    # Its required reviewers are the approval; the job records it in the stacks' tags.",
-                f"    environment: {env_stack}-fleet-approval",
-                "    permissions:",
-                "      contents: read",
-                "      id-token: write",
-                "    steps:",
-                *_setup("deploy"),
-            ]
-            out += _report_step(
-                "Record the approval",
-                f".venv/bin/mldiag fleet gate {fleet_rel} --wave {w.name} --approve",
-                _env("deploy", {}),
+        if self.total > 1:
+            what += (
+                f"\n# Run {r} of {self.total}: GitHub stops a run after 35 days, so the rollout is cut into runs"
+                + (f"; the last job starts {self.file_name(r + 1)}." if r < self.total else ".")
             )
-            previous = approve_job
-    return "\n".join(out) + "\n"
+        out = _header(self.plan, self.fleet_rel, title, what, ["  workflow_dispatch:", "  workflow_call:"])
+        out += [
+            "concurrency:",
+            f"  # One rollout of {env} at a time; never cancel one that runs.",
+            f"  group: fleet-{env}",
+            "  cancel-in-progress: false",
+            "",
+            "jobs:",
+            *_plan_job(self.fleet_rel),
+        ]
+        files: dict[str, str] = {}
+        before = ["plan"]
+        first_of_wave: dict[int, list[str]] = {}
+        steps = self.run.steps
+        k = 0
+        while k < len(steps):
+            step = steps[k]
+            w, i = step.wave, step.wave_number
+            if step.kind == "legs":
+                block = [step]
+                while k + 1 < len(steps) and steps[k + 1].kind == "legs" and steps[k + 1].wave_number == i:
+                    k += 1
+                    block.append(steps[k])
+                if parts:
+                    lines, before, files_made = self._parts(block, before, first_of_wave, len(files))
+                    files.update(files_made)
+                else:
+                    lines, before = self._inline(block, before, first_of_wave)
+                out += lines
+            elif step.kind == "soak":
+                out += _soak_job(w, i, before, self._gate_condition(i, first_of_wave), env)
+                before = [layout.job_id("soak", i, w.name)]
+            elif step.kind == "gate":
+                timer = layout.soak_in_timer(w)
+                needs = before if timer else list(dict.fromkeys(first_of_wave.get(i, []) + before))
+                condition = _succeeded(before[0]) if timer else self._gate_condition(i, first_of_wave)
+                out += _gate_job(w, i, needs, condition, self.plan, self.fleet_rel, timer)
+                before = [layout.job_id("gate", i, w.name)]
+            else:
+                after = None if before == ["plan"] else _succeeded(before[0])
+                out += _approval_job(w, i, before, after, self.plan, self.fleet_rel)
+                before = [layout.job_id("approve", i, w.name)]
+            k += 1
+        if r < self.total:
+            condition = self._condition_of(self.next_step, before)
+            out += _next_run_job(before, condition, self.file_name(r + 1), r + 1, self.total)
+        return "\n".join(out) + "\n", files
+
+    @staticmethod
+    def _condition_of(step: layout.Step, before: list[str]) -> str:
+        if step.kind == "legs" and not step.first_of_wave:
+            return _stage_condition(step.wave, before)
+        return _succeeded(before[0])
+
+    @staticmethod
+    def _gate_condition(i: int, first_of_wave: dict[int, list[str]]) -> str:
+        first = first_of_wave.get(i)
+        if not first:
+            return "${{ !cancelled() }}"  # the wave began in the run before this one
+        return f"${{{{ !cancelled() && needs.{first[0]}.result != 'skipped' }}}}"
+
+    def _entry_condition(self, step: layout.Step, before: list[str]) -> str | None:
+        if before == ["plan"]:
+            return None  # the first step of a run: the run before started this one only when it passed
+        return self._condition_of(step, before)
+
+    def _inline(
+        self, block: list[layout.Step], before: list[str], first_of_wave: dict[int, list[str]]
+    ) -> tuple[list[str], list[str]]:
+        out: list[str] = []
+        for step in block:
+            assert step.stage is not None
+            condition = self._entry_condition(step, before)
+            for job in step.stage.jobs:
+                out += _legs_job(job, before, condition, self.plan, self.fleet_rel)
+            before = [j.job_id for j in step.stage.jobs]
+            if step.first_of_wave:
+                first_of_wave[step.wave_number] = before
+        return out, before
+
+    def _parts(
+        self, block: list[layout.Step], before: list[str], first_of_wave: dict[int, list[str]], made: int
+    ) -> tuple[list[str], list[str], dict[str, str]]:
+        """The block's stages packed into part files, each called by one job of this run's file."""
+        out: list[str] = []
+        files: dict[str, str] = {}
+        w, i = block[0].wave, block[0].wave_number
+        groups: list[list[layout.Step]] = [[]]
+        for step in block:
+            if groups[-1] and len(self._part_text(groups[-1] + [step], 0).encode()) > layout.FILE_BUDGET:
+                groups.append([])
+            groups[-1].append(step)
+        for group in groups:
+            number = self.first_part + made + len(files)
+            name = f"fleet-{self.stem}-part-{number}.yml"
+            files[name] = self._part_text(group, number)
+            job = f"{layout.job_id('wave', i, w.name)}-part-{number}"
+            jobs = [j for s in group for j in s.stage.jobs] if group else []  # type: ignore[union-attr]
+            condition = self._entry_condition(group[0], before)
+            out += _part_call_job(job, name, w, i, before, condition, jobs[0].number, jobs[-1].number)
+            before = [job]
+            if group[0].first_of_wave:
+                first_of_wave[i] = before
+        return out, before, files
+
+    def _part_text(self, group: list[layout.Step], number: int) -> str:
+        w, i = group[0].wave, group[0].wave_number
+        jobs = [j for s in group for j in s.stage.jobs]  # type: ignore[union-attr]
+        what = (
+            f"Legs jobs {jobs[0].number}-{jobs[-1].number} of\n# wave {i} {w.name}, called by the rollout "
+            f"workflow (a file of its own: GitHub starts no run of a workflow file over 500 KB)."
+        )
+        out = _header(
+            self.plan,
+            self.fleet_rel,
+            f"Fleet rollout ({self.plan.environment_stack}), part {number}",
+            what,
+            ["  workflow_call:"],
+        )
+        out.append("jobs:")
+        before: list[str] = []
+        for step in group:
+            assert step.stage is not None
+            condition = _stage_condition(w, before) if before else None
+            for job in step.stage.jobs:
+                out += _legs_job(job, before, condition, self.plan, self.fleet_rel)
+            before = [j.job_id for j in step.stage.jobs]
+        return "\n".join(out) + "\n"
+
+
+def rollout_files(plan: Plan, fleet_rel: str, stem: str) -> dict[str, str]:
+    """Every workflow file of the fleet's rollout: file name -> text (WorkflowLimitError when it cannot fit)."""
+    pending = layout.runs(plan)
+    done: list[layout.Run] = []
+    while pending:
+        run = pending.pop(0)
+        text = _Writer(plan, fleet_rel, stem, run, 1, 1).write(parts=False)[0]
+        if len(text.encode()) <= layout.FILE_BUDGET:
+            done.append(run)
+            continue
+        writer = _Writer(plan, fleet_rel, stem, run, 1, 1)
+        text, parts = writer.write(parts=True)
+        if len(text.encode()) <= layout.FILE_BUDGET and len(parts) <= layout.MAX_REUSABLE:
+            done.append(run)
+            continue
+        pending[:0] = list(layout.halves(run))
+    files: dict[str, str] = {}
+    part = 1
+    for n, run in enumerate(done, start=1):
+        run.number = n
+        writer = _Writer(plan, fleet_rel, stem, run, len(done), part)
+        if n < len(done):
+            writer.next_step = done[n].steps[0]
+        text, parts = writer.write(parts=False)
+        if len(text.encode()) > layout.FILE_BUDGET:
+            text, parts = writer.write(parts=True)
+        part += len(parts)
+        files[writer.file_name(n)] = text
+        files.update(parts)
+    return files
 
 
 def drift_workflow(fleets: list[tuple[str, Plan]]) -> str:
@@ -314,6 +599,20 @@ def drift_workflow(fleets: list[tuple[str, Plan]]) -> str:
     return "\n".join(out) + "\n"
 
 
+GENERATED_MARK = "# Generated by `mldiag fleet workflow --write`"
+
+
+def stale_generated(project_dir: Path, files: dict[Path, str]) -> list[Path]:
+    """Workflow files this generator wrote once that it no longer makes (a fleet grown smaller, one removed)."""
+    folder = project_dir / WORKFLOWS
+    found = sorted(folder.glob("fleet-*.yml")) if folder.is_dir() else []
+    return [
+        WORKFLOWS / p.name
+        for p in found
+        if WORKFLOWS / p.name not in files and p.read_text(errors="replace").startswith(GENERATED_MARK)
+    ]
+
+
 def generated(project_dir: Path = ROOT) -> dict[Path, str]:
     """Every workflow the fleet files of `project_dir/fleet/` generate: path (relative) -> text."""
     from mldiag.fleet.picture import FLEET_DIR
@@ -325,7 +624,8 @@ def generated(project_dir: Path = ROOT) -> dict[Path, str]:
         rel = str(f.relative_to(project_dir))
         plan = load(f, project_dir)
         fleets.append((rel, plan))
-        out[WORKFLOWS / workflow_name(f)] = rollout_workflow(plan, rel)
+        for name, text in rollout_files(plan, rel, f.stem).items():
+            out[WORKFLOWS / name] = text
     if fleets:
         out[WORKFLOWS / DRIFT_WORKFLOW] = drift_workflow(fleets)
     return out
