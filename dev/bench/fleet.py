@@ -12,16 +12,25 @@ then 10 %, 30 % and the rest, at most 20 at a time) and measures:
            read back, the lease;
 - rerun:   the same rollout again, everything done: what a resume costs before it reaches unfinished work.
 
+With `--format json` also (one JSON row per size):
+- workflow: `mldiag fleet workflow`'s files of the fleet (mldiag/fleet/workflow.py), their jobs, the largest
+           job's configurations and the largest file's bytes (GitHub's limits: 256 and 512,000);
+- member validate: what one member's update spends on its config (program/config.py `from_raw` of the
+           member's config as the engine passes it: the check that the environment is the one validated when
+           the member was derived, and its own target validated);
+- peak: the largest peak of Python allocations of plan, rollout and workflow.
+
 Time is the fastest of --repeat runs after one warm-up; memory is the peak of Python allocations
 (tracemalloc) during one more run of each. Prints the figures, per cluster, and the growth from one size to
 the next (x10 clusters: about x10 is linear). Asserts nothing.
 
-    .venv/bin/python -m dev.bench.fleet [--sizes 10,100,1000] [--repeat 3]
+    .venv/bin/python -m dev.bench.fleet [--sizes 10,100,1000] [--repeat 3] [--format table|json]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import tempfile
 import time
@@ -95,7 +104,7 @@ def peak_bytes(fn: Callable[[], Any]) -> int:
         tracemalloc.stop()
 
 
-def measure(n: int, repeat: int) -> dict[str, float]:
+def measure(n: int, repeat: int, extended: bool = False) -> dict[str, float]:
     from dev.fakes.fleet import SimulatedClock, SimulatedExecutor
     from mldiag.fleet.planner import load, read_environment
     from mldiag.fleet.rollout import EXIT_OK, Rollout
@@ -112,7 +121,7 @@ def measure(n: int, repeat: int) -> dict[str, float]:
             return sim
 
         done = rollout()
-        return {
+        out = {
             "plan_s": best_of(repeat, lambda: load(fleet, Path(tmp))),
             "env_s": best_of(repeat, lambda: read_environment(Path(tmp), "bench")),
             "rollout_s": best_of(repeat, rollout),
@@ -120,6 +129,36 @@ def measure(n: int, repeat: int) -> dict[str, float]:
             "plan_bytes": peak_bytes(lambda: load(fleet, Path(tmp))),
             "rollout_bytes": peak_bytes(rollout),
         }
+        if extended:
+            out.update(_workflow_and_member(plan, Path(tmp), repeat))
+        return out
+
+
+def _workflow_and_member(plan: Any, project: Path, repeat: int) -> dict[str, float]:
+    import yaml
+
+    from mldiag.fleet import workflow
+    from mldiag.fleet.executor import Workspaces
+    from program.config import from_raw
+
+    def generate() -> dict[str, str]:
+        return workflow.rollout_files(plan, "fleet/bench.yaml", "bench")
+
+    files = generate()
+    jobs = [j for text in files.values() for j in yaml.safe_load(text)["jobs"].values()]
+    member = plan.waves[-1].members[-1]
+    written = Workspaces(plan, project).member_config_written(member)
+    raw = {k: v if isinstance(v, str) else json.dumps(v) for k, v in written.items()}
+    return {
+        "workflow_s": best_of(repeat, generate),
+        "workflow_bytes": peak_bytes(generate),
+        "workflow_jobs": len(jobs),
+        "workflow_max_configurations": max(
+            (len(j["strategy"]["matrix"]["include"]) for j in jobs if "strategy" in j), default=0
+        ),
+        "workflow_max_file_bytes": max(len(t.encode()) for t in files.values()),
+        "member_validate_s": best_of(repeat, lambda: from_raw(raw, [], member.stack, project_dir=project)),
+    }
 
 
 def growth(label: str, values: list[tuple[int, float]]) -> str:
@@ -140,6 +179,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.epilog = __doc__.split("\n\n", 1)[1]
     ap.add_argument("--sizes", default=",".join(map(str, SIZES)), help="cluster counts (default 10,100,1000)")
     ap.add_argument("--repeat", type=int, default=REPEAT, help="timed runs per figure, the fastest counts")
+    ap.add_argument(
+        "--format",
+        choices=("table", "json"),
+        default="table",
+        help="json: one row per size, with the workflow's",
+    )
     args = ap.parse_args(argv)
     try:
         sizes = [int(s) for s in args.sizes.split(",")]
@@ -149,6 +194,23 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"--sizes: {args.sizes!r}: each size is at least 4 (a cluster per wave)")
     if args.repeat < 1:
         ap.error(f"--repeat: {args.repeat} is less than 1")
+    if args.format == "json":
+        for n in sizes:
+            r = measure(n, args.repeat, extended=True)
+            row = {
+                "clusters": n,
+                "plan_s": round(r["plan_s"], 4),
+                "rollout_s": round(r["rollout_s"], 4),
+                "rerun_s": round(r["rerun_s"], 4),
+                "workflow_s": round(r["workflow_s"], 4),
+                "peak_mb": round(max(r["plan_bytes"], r["rollout_bytes"], r["workflow_bytes"]) / 2**20, 2),
+                "workflow_jobs": int(r["workflow_jobs"]),
+                "workflow_max_configurations": int(r["workflow_max_configurations"]),
+                "workflow_max_file_bytes": int(r["workflow_max_file_bytes"]),
+                "member_validate_s": round(r["member_validate_s"], 4),
+            }
+            print(json.dumps(row), flush=True)
+        return 0
 
     print(
         f"fleet orchestration, simulated executor (4 waves, at most {MAX_PARALLEL} at a time), best of {args.repeat}"

@@ -48,6 +48,10 @@ class Script:
     `refused:<why>` stops it (a person must decide), `unreachable:<why>` is its cluster unreachable."""
 
 
+_PLAIN = Script()
+"""What a member without a script of its own does (never changed: a script is replaced, not edited)."""
+
+
 class SimulatedClock:
     """Time moves only when someone sleeps (or `advance`s)."""
 
@@ -116,7 +120,8 @@ class SimulatedExecutor:
         return seq[min(n, len(seq) - 1)]
 
     def script(self, member: Member) -> Script:
-        return self.scripts.get(member.stack, Script())
+        found = self.scripts.get(member.stack)
+        return _PLAIN if found is None else found
 
     def _locked(self, member: Member) -> None:
         locks = self.script(member).locks

@@ -44,6 +44,14 @@ class Member:
     index: int | None = field(default=None, hash=False, compare=False)
     """Its target's position among its kind's targets in the environment stack file."""
 
+    def __hash__(self) -> int:
+        # members key every record of a rollout: the hash of their identity, computed once
+        cached: int | None = self.__dict__.get("_hash")
+        if cached is None:
+            cached = hash((self.kind, self.name, self.prefix, self.stack, self.revision))
+            object.__setattr__(self, "_hash", cached)
+        return cached
+
     @property
     def ref(self) -> str:
         return f"{self.kind}/{self.name}"
@@ -217,15 +225,22 @@ def _canonical(value: Any) -> Any:
 
 
 def member_revision(program: str, written: dict[str, Any], target: EnvTarget) -> str:
+    return member_revisions(program, written, [target])[(target.kind, target.name)]
+
+
+def member_revisions(program: str, written: dict[str, Any], targets: list[EnvTarget]) -> dict[_Key, str]:
+    """Each target's revision: the digest of `{"program", "shared", "target"}` as sorted JSON, the program's
+    and the environment-wide part written once for all of them."""
     from program.kinds.table import KINDS
 
     kind_keys = {f"{NAMESPACE}:{k.key}" for k in KINDS}
     shared = {k: v for k, v in sorted(written.items()) if k not in kind_keys}
-    doc = json.dumps(
-        {"program": program, "shared": _canonical(shared), "target": [target.kind, _canonical(target.entry)]},
-        sort_keys=True,
-    )
-    return hashlib.sha256(doc.encode()).hexdigest()[:12]
+    head = f'{{"program": {json.dumps(program)}, "shared": {json.dumps(_canonical(shared), sort_keys=True)}, "target": '
+    out = {}
+    for t in targets:
+        doc = head + json.dumps([t.kind, _canonical(t.entry)], sort_keys=True) + "}"
+        out[(t.kind, t.name)] = hashlib.sha256(doc.encode()).hexdigest()[:12]
+    return out
 
 
 def member_stack(environment_stack: str, prefix: str, name: str) -> str:
@@ -451,8 +466,10 @@ def load(fleet_path: Path, project_dir: Path) -> Plan:
     """Reads and validates the fleet file and its environment stack; FleetError or EnvironmentError."""
     from mldiag.fleet.model import read
 
-    fleet = read(fleet_path)
-    env = read_environment(project_dir, fleet.environment)
-    program = program_digest(project_dir)
-    revisions = {(t.kind, t.name): member_revision(program, env.written, t) for t in env.targets}
-    return replace(resolve(fleet, env.environment, env.targets, revisions), validated=env.digest, source=env)
+    with stack_file.collector_paused():  # millions of young objects, no cycles among them (stack_file.py)
+        fleet = read(fleet_path)
+        env = read_environment(project_dir, fleet.environment)
+        revisions = member_revisions(program_digest(project_dir), env.written, env.targets)
+        return replace(
+            resolve(fleet, env.environment, env.targets, revisions), validated=env.digest, source=env
+        )

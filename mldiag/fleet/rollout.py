@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
@@ -611,7 +612,7 @@ class Rollout:
             return out
         stop: Exception | None = None
         failures = 0
-        pending = list(todo)
+        pending = deque(todo)
         running: dict[Future[MemberOutcome], Member] = {}
         with ThreadPoolExecutor(
             max_workers=min(wave.max_parallel, len(todo)), thread_name_prefix="fleet"
@@ -623,7 +624,7 @@ class Rollout:
                     and stop is None
                     and failures <= wave.tolerance
                 ):
-                    m = pending.pop(0)
+                    m = pending.popleft()
                     running[pool.submit(self.member, wave, m)] = m
                 if not running:
                     break

@@ -158,7 +158,22 @@ def _stage_condition(wave: Wave, before: list[str]) -> str:
     return "${{ !cancelled() && " + " && ".join(f"needs.{j}.result {test}" for j in before) + " }}"
 
 
-def _legs_job(job: LegsJob, needs: list[str], condition: str | None, plan: Plan, fleet_rel: str) -> list[str]:
+_NEEDS_ROOM = 1_000
+"""Bytes a legs job's `needs:` and `if:` take at most (four job ids of up to 60 characters, twice)."""
+_Rendered = dict[str, str]
+"""A legs job's lines after its `needs:` and `if:`, one text per job id (a run is written more than once while
+its files are sized: each job's matrix is written once)."""
+
+
+def _legs_job(
+    job: LegsJob,
+    needs: list[str],
+    condition: str | None,
+    plan: Plan,
+    fleet_rel: str,
+    cache: _Rendered | None = None,
+) -> list[str]:
+    """The matrix job's lines; the part after `needs:` and `if:` as one text (from `cache` when written before)."""
     w, i = job.wave, job.wave_number
     of = f" ({job.number}/{job.of})" if job.of > 1 else ""
     out = ["", f"  {job.job_id}:", f'    name: "wave {i} {w.name}{of}: ${{{{ matrix.cluster }}}}"']
@@ -166,7 +181,18 @@ def _legs_job(job: LegsJob, needs: list[str], condition: str | None, plan: Plan,
         out.append(_needs(needs))
     if condition:
         out.append(f"    if: {condition}")
-    out += [
+    body = cache.get(job.job_id) if cache is not None else None
+    if body is None:
+        body = "\n".join(_legs_body(job, plan, fleet_rel))
+        if cache is not None:
+            cache[job.job_id] = body
+    out.append(body)
+    return out
+
+
+def _legs_body(job: LegsJob, plan: Plan, fleet_rel: str) -> list[str]:
+    w = job.wave
+    out = [
         "    runs-on: ubuntu-latest",
         f"    timeout-minutes: {layout.leg_minutes(w)}",
         f"    environment: {plan.environment_stack}",
@@ -371,10 +397,18 @@ class _Writer:
     """The first step of the next run (when there is one)."""
 
     def __init__(
-        self, plan: Plan, fleet_rel: str, stem: str, run: layout.Run, total: int, first_part: int
+        self,
+        plan: Plan,
+        fleet_rel: str,
+        stem: str,
+        run: layout.Run,
+        total: int,
+        first_part: int,
+        cache: _Rendered | None = None,
     ) -> None:
         self.plan, self.fleet_rel, self.stem, self.run, self.total = plan, fleet_rel, stem, run, total
         self.first_part = first_part
+        self.cache: _Rendered = {} if cache is None else cache
 
     def file_name(self, number: int) -> str:
         return f"fleet-{self.stem}.yml" if number == 1 else f"fleet-{self.stem}-run-{number}.yml"
@@ -467,7 +501,7 @@ class _Writer:
             assert step.stage is not None
             condition = self._entry_condition(step, before)
             for job in step.stage.jobs:
-                out += _legs_job(job, before, condition, self.plan, self.fleet_rel)
+                out += _legs_job(job, before, condition, self.plan, self.fleet_rel, self.cache)
             before = [j.job_id for j in step.stage.jobs]
             if step.first_of_wave:
                 first_of_wave[step.wave_number] = before
@@ -481,28 +515,39 @@ class _Writer:
         files: dict[str, str] = {}
         w, i = block[0].wave, block[0].wave_number
         groups: list[list[layout.Step]] = [[]]
+        room = layout.FILE_BUDGET - len(self._part_text([], 0).encode())
+        size = 0
         for step in block:
-            if groups[-1] and len(self._part_text(groups[-1] + [step], 0).encode()) > layout.FILE_BUDGET:
+            # a stage's jobs as the first stage of a part writes them, and room for the needs and if of a later one
+            assert step.stage is not None
+            jobs = step.stage.jobs
+            lines = [ln for j in jobs for ln in _legs_job(j, [], None, self.plan, self.fleet_rel, self.cache)]
+            grown = sum(len(ln.encode()) + 1 for ln in lines) + _NEEDS_ROOM * len(jobs)
+            if groups[-1] and size + grown > room:
                 groups.append([])
+                size = 0
             groups[-1].append(step)
+            size += grown
         for group in groups:
             number = self.first_part + made + len(files)
             name = f"fleet-{self.stem}-part-{number}.yml"
             files[name] = self._part_text(group, number)
             job = f"{layout.job_id('wave', i, w.name)}-part-{number}"
-            jobs = [j for s in group for j in s.stage.jobs] if group else []  # type: ignore[union-attr]
+            called = [j for s in group for j in s.stage.jobs]  # type: ignore[union-attr]
             condition = self._entry_condition(group[0], before)
-            out += _part_call_job(job, name, w, i, before, condition, jobs[0].number, jobs[-1].number)
+            out += _part_call_job(job, name, w, i, before, condition, called[0].number, called[-1].number)
             before = [job]
             if group[0].first_of_wave:
                 first_of_wave[i] = before
         return out, before, files
 
     def _part_text(self, group: list[layout.Step], number: int) -> str:
-        w, i = group[0].wave, group[0].wave_number
+        """A part file of these stages (`[]`: its header alone, as long as any part's)."""
         jobs = [j for s in group for j in s.stage.jobs]  # type: ignore[union-attr]
+        w, i = (group[0].wave, group[0].wave_number) if group else (self.plan.waves[0], 999)
+        first, last = (jobs[0].number, jobs[-1].number) if jobs else (9999, 9999)
         what = (
-            f"Legs jobs {jobs[0].number}-{jobs[-1].number} of\n# wave {i} {w.name}, called by the rollout "
+            f"Legs jobs {first}-{last} of\n# wave {i} {w.name}, called by the rollout "
             f"workflow (a file of its own: GitHub starts no run of a workflow file over 500 KB)."
         )
         out = _header(
@@ -518,7 +563,7 @@ class _Writer:
             assert step.stage is not None
             condition = _stage_condition(w, before) if before else None
             for job in step.stage.jobs:
-                out += _legs_job(job, before, condition, self.plan, self.fleet_rel)
+                out += _legs_job(job, before, condition, self.plan, self.fleet_rel, self.cache)
             before = [j.job_id for j in step.stage.jobs]
         return "\n".join(out) + "\n"
 
@@ -526,32 +571,39 @@ class _Writer:
 def rollout_files(plan: Plan, fleet_rel: str, stem: str) -> dict[str, str]:
     """Every workflow file of the fleet's rollout: file name -> text (WorkflowLimitError when it cannot fit)."""
     pending = layout.runs(plan)
-    done: list[layout.Run] = []
+    done: list[tuple[layout.Run, bool]] = []
+    cache: _Rendered = {}
+    files: dict[str, str] = {}
     while pending:
         run = pending.pop(0)
-        text = _Writer(plan, fleet_rel, stem, run, 1, 1).write(parts=False)[0]
-        if len(text.encode()) <= layout.FILE_BUDGET:
-            done.append(run)
-            continue
-        writer = _Writer(plan, fleet_rel, stem, run, 1, 1)
-        text, parts = writer.write(parts=True)
-        if len(text.encode()) <= layout.FILE_BUDGET and len(parts) <= layout.MAX_REUSABLE:
-            done.append(run)
-            continue
-        pending[:0] = list(layout.halves(run))
-    files: dict[str, str] = {}
-    part = 1
-    for n, run in enumerate(done, start=1):
-        run.number = n
-        writer = _Writer(plan, fleet_rel, stem, run, len(done), part)
-        if n < len(done):
-            writer.next_step = done[n].steps[0]
-        text, parts = writer.write(parts=False)
-        if len(text.encode()) > layout.FILE_BUDGET:
-            text, parts = writer.write(parts=True)
-        part += len(parts)
-        files[writer.file_name(n)] = text
-        files.update(parts)
+        # a leg takes at least 50 bytes: a run with more legs than that fits is written with parts at once
+        modes = (True,) if sum(s.legs for s in run.steps) * 50 > layout.FILE_BUDGET else (False, True)
+        for parts in modes:
+            writer = _Writer(plan, fleet_rel, stem, run, 1, 1, cache)
+            text, made = writer.write(parts)
+            if len(text.encode()) <= layout.FILE_BUDGET and len(made) <= layout.MAX_REUSABLE:
+                done.append((run, parts))
+                files = {writer.file_name(1): text, **made}
+                break
+        else:
+            pending[:0] = list(layout.halves(run))
+    if len(done) > 1:  # written again: each run's title, number and the job that starts the next
+        files = {}
+        part = 1
+        for n, (run, parts) in enumerate(done, start=1):
+            run.number = n
+            writer = _Writer(plan, fleet_rel, stem, run, len(done), part, cache)
+            if n < len(done):
+                writer.next_step = done[n][0].steps[0]
+            text, made = writer.write(parts)
+            if len(text.encode()) > layout.FILE_BUDGET and not parts:
+                text, made = writer.write(parts=True)
+            part += len(made)
+            files[writer.file_name(n)] = text
+            files.update(made)
+    for name, text in files.items():
+        if len(text.encode()) > layout.MAX_FILE_BYTES:  # never, by the budgets above: a last guard
+            raise WorkflowLimitError(f"{name} would be {len(text.encode()):,} bytes, over GitHub's 500 KB")
     return files
 
 
