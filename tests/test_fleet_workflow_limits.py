@@ -13,25 +13,9 @@ from typing import Any
 import pytest
 import yaml
 
-from mldiag.fleet import cli, model, workflow, workflow_layout
-from mldiag.fleet.planner import EnvTarget, Plan, resolve
-
-MEMBERS_FIELDS = ("cluster", "stack")
-
-
-def bench_plan(tmp_path: Path, n: int, extra: str = "", max_parallel: int = 20) -> Plan:
-    """The fleet benchmark's shape (dev/bench/fleet.py): a canary of one, then 10 %, 30 % and the rest."""
-    rings = ["canary"] + ["early"] * max(1, n // 10) + ["main"] * max(1, (n * 3) // 10)
-    rings += ["rest"] * (n - len(rings))
-    path = tmp_path / "bench.yaml"
-    path.write_text(
-        "environment: bench\nlabels:\n"
-        + "".join(f"  c{i:05d}: {{ring: {r}}}\n" for i, r in enumerate(rings))
-        + f"defaults: {{maxParallel: {max_parallel}, failureTolerance: 10%, gate: {{verifyWait: 1m}}}}\nwaves:\n"
-        + "".join(f"  - {{name: {r}, selector: {{ring: {r}}}{extra}}}\n" for r in dict.fromkeys(rings))
-    )
-    targets = [EnvTarget("kubernetesClusters", f"c{i:05d}", "k8s", {}, i) for i in range(n)]
-    return resolve(model.read(path), "dev", targets)
+from mldiag.fleet import cli, workflow, workflow_layout
+from mldiag.fleet.planner import Plan
+from tests.fixtures.fleet_shapes import bench_plan
 
 
 class Graph:
