@@ -22,7 +22,8 @@ from ml_diagnostics import verify_record
 from ml_diagnostics.rules.base import alias_of
 from mldiag.engine.runtime import run_config
 from mldiag.plan.cli import read_stack_file
-from mldiag.verify import cli, state
+from mldiag.verify import cli
+from program import verify_stack as state
 from program.kinds.table import BY_KEY, KINDS
 from tests.fixtures.verify import IMAGE, lab_target, stack_file
 from tests.test_verify_cloud import (  # noqa: F401 (fixtures)
@@ -332,7 +333,7 @@ def test_each_kind_reads_its_records_and_its_older_states_by_its_own_hook(kind) 
 
 
 def test_verify_from_a_state_names_no_component_and_no_section() -> None:
-    """No switch on type tokens or sections in mldiag/verify/state.py: the kinds' hooks say."""
+    """No switch on type tokens or sections in program/verify_stack.py: the kinds' hooks say."""
     text = Path(state.__file__).read_text()
     assert "{TOKEN}" not in text
     for section in verify_record.SECTIONS:

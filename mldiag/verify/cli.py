@@ -6,7 +6,7 @@
                                  [--wait SECONDS] [--interval SECONDS] [--log-lines N] [--all-logs] [--arm-endpoint URL]
 
 STACK reads this program's stack config; --stack reads any stack's state (any program, any language that
-uses the components: mldiag/verify/state.py). Both run the same checks.
+uses the components: program/verify_stack.py). Both run the same checks.
 
 Exit codes: 0 every check passed; 1 a check failed; 2 the stack config is invalid; 3 a target could not be
 reached (named in the report). It never changes anything and never prints a secret.
@@ -202,7 +202,7 @@ def checks_of(opts: Options) -> tuple[Callable[[dict[str, Any]], list[TargetResu
     """One verification pass with the given options: of the config, or of the state (read once here); and
     the stack file's ESC environments left unopened."""
     if opts.state_stack is not None:
-        from mldiag.verify import state
+        from program import verify_stack as state
 
         deployment = state.export(opts.state_stack, opts.project or Path.cwd())
         found = state.targets(state.resources(deployment))
@@ -219,7 +219,7 @@ def checks_of(opts: Options) -> tuple[Callable[[dict[str, Any]], list[TargetResu
 
 def main(argv: list[str] | None = None, clock: Clock | None = None) -> int:
     """`clock` paces --wait (tests pass a simulated one, so no outcome depends on how long a pass takes)."""
-    from mldiag.verify.state import StateUnavailable
+    from program.verify_stack import StateUnavailable
 
     clock = clock or MonotonicClock()
 

@@ -1,5 +1,5 @@
 """What a kind's state hook (`program/kinds/<kind>/state.py`) reads: the resources of a stack's state, as
-`mldiag verify --stack` finds them (mldiag/verify/state.py), and the helpers several kinds share.
+`mldiag verify --stack` finds them (program/verify_stack.py), and the helpers several kinds share.
 
 A kind's `state.py` may hold:
 
