@@ -354,12 +354,18 @@ def _shown(path: Path, base: Path) -> str:
         return str(path)
 
 
-def load() -> StackConfig:
-    """Reads the running stack's config from the Pulumi runtime and validates it."""
+def engine_config() -> tuple[dict[str, Any], set[str]]:
+    """The running stack's raw config as the engine passes it, and its secret keys."""
     from pulumi.runtime import config as runtime_config
 
     raw = {**runtime_config.get_config_env(), **runtime_config.CONFIG.get()}
     secret = set(runtime_config.get_config_secret_keys_env()) | {
         k for k in raw if runtime_config.is_config_secret(k)
     }
+    return raw, secret
+
+
+def load() -> StackConfig:
+    """Reads the running stack's config from the Pulumi runtime and validates it."""
+    raw, secret = engine_config()
     return from_raw(raw, secret, pulumi.get_stack())

@@ -196,6 +196,19 @@ def _access(section: str) -> Any:
     return None
 
 
+def cloud_options() -> list[Any]:
+    """Each cloud's verify options (program/clouds), once, from the table of kinds."""
+    from program.clouds import clouds_of
+    from program.kinds.table import KINDS
+
+    return [o for cloud in clouds_of(KINDS) for o in cloud.options]
+
+
+def default_options() -> dict[str, Any]:
+    """Verify's options at their defaults (the fleet gates run verify so)."""
+    return {"log_lines": 500, "all_logs": False, **{o.dest: o.default for o in cloud_options()}}
+
+
 def run_once(found: list[Target], options: dict[str, Any]) -> list[TargetResult]:
     """Each target's checks by the kind whose section its record is; an unreachable one is reported."""
     from program.kinds.context import VerifyContext

@@ -27,6 +27,7 @@ from mldiag import esc
 from mldiag.verify import report
 from mldiag.verify.report import TargetResult, Unreachable
 from program.config import ConfigError, StackConfig
+from program.verify_stack import cloud_options, default_options
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -116,19 +117,6 @@ class Options(argparse.Namespace):
     log_lines: int
     esc_values: list[Path]
     all_logs: bool
-
-
-def cloud_options() -> list[Any]:
-    """Each cloud's options (program/clouds), once, from the table of kinds."""
-    from program.clouds import clouds_of
-    from program.kinds.table import KINDS
-
-    return [o for cloud in clouds_of(KINDS) for o in cloud.options]
-
-
-def default_options() -> dict[str, Any]:
-    """Verify's options at their defaults (the fleet gates run verify so)."""
-    return {"log_lines": 500, "all_logs": False, **{o.dest: o.default for o in cloud_options()}}
 
 
 def run_once(cfg: StackConfig, options: dict[str, Any]) -> list[TargetResult]:
