@@ -354,6 +354,21 @@ def _shown(path: Path, base: Path) -> str:
         return str(path)
 
 
+def read_stack_file(path: Path) -> stack_file.StackFile:
+    """A stack file for an offline run (`mldiag plan`, `verify`): `stack_file.read`, except that problems of the
+    file's own keys that leave its config readable (a top-level `environment: dev`) come with the config's
+    own, in one ConfigError, as every problem does."""
+    try:
+        return stack_file.read(path, NAMESPACE)
+    except stack_file.StackFileProblems as e:
+        problems = [f"{path}: {p}" for p in e.problems]
+        try:
+            parse(stack_file.offline_values(e.stack, path), e.stack.secret_keys)
+        except ConfigError as c:
+            problems += c.problems
+        raise ConfigError(problems) from None
+
+
 def load() -> StackConfig:
     """Reads the running stack's config from the Pulumi runtime and validates it."""
     from pulumi.runtime import config as runtime_config

@@ -31,6 +31,7 @@ from mldiag.exit_codes import worst
 from mldiag.report import render as plan_render
 from mldiag.stacks.policy_config import PolicyConfigInputError
 from mldiag.stacks.policy_config import effective as policy_config_of
+from program import config as stack_config
 from program import stack_file
 from program.config import ConfigError
 from program.stack_file import StackFileError
@@ -155,8 +156,11 @@ def plan_stack(
     progress = progress or Progress(True)
     path = config_file or ROOT / "stacks" / f"Pulumi.{stack}.yaml"
     progress(f"reading {path}")
-    config, secret_keys, environments = stack_file.offline_stack(path, PROJECT)
-    config, secret_keys = esc.supply(str(path), config, secret_keys, environments, esc_values, PROJECT)
+    read = stack_config.read_stack_file(path)  # the file's own problems with its config's
+    environments = read.environments
+    config, secret_keys = esc.supply(
+        str(path), stack_file.offline_values(read, path), read.secret_keys, environments, esc_values, PROJECT
+    )
     progress("running the program under the mock runtime")
     result = run_config(config, secret_keys, stack=stack, previous_outputs=previous_outputs)
     progress(f"{len(result.resources)} resources registered")
