@@ -170,8 +170,8 @@ def _describe(err: Mapping[str, Any]) -> list[tuple[str, str]]:
         return [
             (
                 path,
-                "holds a secret but was set in plain text; use "
-                f"`pulumi config set --secret --path '{NAMESPACE}:{path}' ...`",
+                f"holds a secret but was set in plain text; set it with `mldiag secrets set STACK '{path}' < FILE` "
+                f"or `pulumi config set --secret --path '{NAMESPACE}:{path}' ...`",
             )
         ]
     return describe_error(err, StackModel, "stack")

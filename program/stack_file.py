@@ -308,7 +308,7 @@ class _Builder:
         if not isinstance(value["secure"], str) or not value["secure"]:
             raise StackFileError(
                 f"line {_line(node)}: {_fmt(path)}: `secure:` must hold the ciphertext string that "
-                "`pulumi config set --secret` writes, not a list, map or number"
+                "`mldiag secrets set` or `pulumi config set --secret` writes, not a list, map or number"
             )
         self.secrets.add(path)
         return SecretLeaf(value["secure"])

@@ -102,9 +102,9 @@ def _pem(value: SecretStr | None, want: Literal["certificate", "private key"]) -
 
 class InferenceSettings(InferenceSpec):
     ssl_cert_pem: SecretText | None = None  # type: ignore[assignment]
-    """PEM text (not a path), set with `pulumi config set --secret --path`."""
+    """PEM text (not a path), a secret (`mldiag secrets set` or `pulumi config set --secret --path`)."""
     ssl_key_pem: SecretText | None = None  # type: ignore[assignment]
-    """PEM private key text (unencrypted), set with --secret."""
+    """PEM private key text (unencrypted), a secret (`mldiag secrets set` or `pulumi config set --secret`)."""
 
     @field_validator("ssl_cert_pem")
     @classmethod
