@@ -9,7 +9,7 @@ Then add targets, put secrets in with `mldiag secrets set team-a KEY.PATH < file
 is needed only for what this stack sets differently. For the real CLI: `pulumi stack init team-a
 --secrets-provider passphrase` keeps the salt this file holds.
 
-Exit codes: 0 written; 2 bad input (name, environment, existing file, passphrase).
+Exit codes: 0 written; 2 bad input (name, environment, existing file, passphrase): mldiag/exit_codes.py.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import re
 import sys
 from pathlib import Path
 
-from mldiag.common import PROJECT, ROOT
+from mldiag.common import PROJECT, ROOT, command_parser
 from mldiag.exit_codes import Exit
 from mldiag.stacks.secrets import SecretInputError, passphrase
 from mldiag.stacks.stack_secrets import EXAMPLE_PASSPHRASE, new_salt_state
@@ -90,8 +90,8 @@ def create(
     return path
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="mldiag new-stack", description=__doc__.split("\n\n")[0])
+def parser() -> argparse.ArgumentParser:
+    p = command_parser("new-stack", __doc__)
     p.add_argument("name", help="the stack's name: stacks/Pulumi.NAME.yaml")
     p.add_argument(
         "--environment", required=True, help="dev, staging or prod: strictness and deletion defaults"
@@ -103,7 +103,11 @@ def main(argv: list[str] | None = None) -> int:
         metavar="FILE",
         help="write the stack file here instead of stacks/Pulumi.NAME.yaml",
     )
-    args = p.parse_args(argv)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
     try:
         path = create(args.name, args.environment, force=args.force, config_file=args.config_file)
     except (NewStackError, SecretInputError) as e:

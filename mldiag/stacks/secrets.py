@@ -10,7 +10,8 @@ rest of the stack file (comments, order) stays as it is. Like the CLI, a trailin
 dropped unless --raw. KEY.PATH is the config key (the `ml-diagnostics:` namespace may be left out), then
 `.name`, `[index]` or `["quoted.name"]` parts: `kubernetesClusters[0].kubeconfig`.
 
-Exit codes: 0 done; 2 bad input (key path, stack file, passphrase). Nothing secret is printed.
+Exit codes: 0 done; 2 bad input (key path, stack file, passphrase): mldiag/exit_codes.py. Nothing secret
+is printed.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from mldiag.common import PROJECT, ROOT
+from mldiag.common import PROJECT, ROOT, command_parser
 from mldiag.exit_codes import Exit
 from mldiag.stacks.stack_secrets import (
     SecretsError,
@@ -233,8 +234,8 @@ def _shown(path: Path) -> Path:
     return resolved.relative_to(ROOT) if resolved.is_relative_to(ROOT) else path
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="mldiag secrets", description=__doc__.split("\n\n")[0])
+def parser() -> argparse.ArgumentParser:
+    p = command_parser("secrets", __doc__)
     sub = p.add_subparsers(dest="command", required=True)
     s = sub.add_parser("set", help="encrypt a value into a stack file at a key path")
     s.add_argument("stack")
@@ -246,7 +247,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     c = sub.add_parser("check", help="decrypt every secure value (prints key paths only)")
     c.add_argument("stacks", nargs="*")
-    args = p.parse_args(argv)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
     try:
         if args.command == "set":
             path = args.config_file or _stack_file(args.stack)

@@ -1,15 +1,14 @@
-"""`python -m mldiag.verify STACK`: read-only post-deploy checks of every target of a stack.
+"""Read-only post-deploy checks of every target of a stack.
 
-    python -m mldiag.verify STACK [--config-file FILE | --pulumi-stack ORG/ml-diagnostics/STACK]
-    python -m mldiag.verify --stack ORG/PROJECT/STACK [--project DIR]
-                                 [--format table|json|markdown] [--output FILE]
-                                 [--wait SECONDS] [--interval SECONDS] [--log-lines N] [--all-logs] [--arm-endpoint URL]
+    mldiag verify STACK [--config-file FILE | --pulumi-stack ORG/ml-diagnostics/STACK]
+    mldiag verify --stack ORG/PROJECT/STACK [--project DIR]
+                  [--format table|json|markdown] [--output FILE]
+                  [--wait SECONDS] [--interval SECONDS] [--log-lines N] [--all-logs] [--arm-endpoint URL]
 
-STACK reads this program's stack config; --stack reads any stack's state (any program, any language that
-uses the components: mldiag/verify/state.py). Both run the same checks.
-
-Exit codes: 0 every check passed; 1 a check failed; 2 the stack config is invalid; 3 a target could not be
-reached (named in the report). It never changes anything and never prints a secret.
+STACK reads this program's stack file (its passphrase secrets decrypted offline with PULUMI_CONFIG_PASSPHRASE
+or PULUMI_CONFIG_PASSPHRASE_FILE, as `mldiag secrets` does; other secrets providers: --pulumi-stack); --stack
+reads any stack's state (any program, any language that uses the components: mldiag/verify/state.py). Both
+run the same checks. It never changes anything and never prints a secret.
 """
 
 from __future__ import annotations
@@ -24,6 +23,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from mldiag import esc
+from mldiag.common import command_parser
 from mldiag.stacks.secrets import PULUMI_STACK
 from mldiag.verify import report
 from mldiag.verify.report import TargetResult, Unreachable
@@ -163,8 +163,8 @@ def run_once(cfg: StackConfig, options: dict[str, Any]) -> list[TargetResult]:
     return results
 
 
-def parse_args(argv: list[str] | None) -> Options:
-    p = argparse.ArgumentParser(prog="python -m mldiag.verify", description=__doc__.split("\n\n")[0])
+def parser() -> argparse.ArgumentParser:
+    p = command_parser("verify", __doc__)
     p.add_argument("stack", nargs="?", help="stack name: reads stacks/Pulumi.STACK.yaml")
     p.add_argument(
         "--stack",
@@ -199,6 +199,11 @@ def parse_args(argv: list[str] | None) -> Options:
     )
     for option in cloud_options():
         p.add_argument(option.flag, dest=option.dest, default=option.default, help=option.help)
+    return p
+
+
+def parse_args(argv: list[str] | None) -> Options:
+    p = parser()
     opts = p.parse_args(argv, namespace=Options())
     if (opts.stack is None) == (opts.state_stack is None):
         p.error("give a stack name (its stack file) or --stack ORG/PROJECT/STACK (its state), one of them")

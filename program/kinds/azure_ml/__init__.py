@@ -64,13 +64,13 @@ DOCS = KindDocs(
         "    cluster:\n"
         "      kind: aks                          # or arc\n"
         "      subscriptionId: 00000000-0000-0000-0000-000000000000   # your workspace's: list it in\n"
-        "                                         #   policies/config/STACK.json (README \"Configuration\")\n"
+        '                                         #   policies/config/STACK.json (README "Configuration")\n'
         "      resourceGroup: rg-ml\n"
         "      name: aks-ml\n"
         "      location: westeurope\n"
         "      nodeCount: 3\n"
         "    training: true\n"
-        "    version: 1.1.39                      # pinned (prod requires it): README \"Upgrading\"\n"
+        '    version: 1.1.39                      # pinned (prod requires it): README "Upgrading"\n'
         "    autoUpgradeMinorVersion: false\n"
     ),
 )

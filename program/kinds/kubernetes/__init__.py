@@ -76,7 +76,7 @@ DIAGON_CHECKS = (
 DIAGON_EXAMPLE = (
     "    diagon:                              # the Diagon profiling daemon\n"
     "      enabled: true\n"
-    f"      image: {compat.DIAGON_RELEASED_IMAGE}   # pinned: README \"Upgrading\"\n"
+    f'      image: {compat.DIAGON_RELEASED_IMAGE}   # pinned: README "Upgrading"\n'
 )
 
 DOCS = KindDocs(
