@@ -59,7 +59,7 @@ __all__ = [
 
 
 class ExtraRegions(Model):
-    """Regions (and GCP zones) newer than the built-in lists (ml_diagnostics/rules/regions.py, with their date)."""
+    """Regions (and GCP zones) newer than the built-in lists (components/ml_diagnostics/rules/regions.py, with their date)."""
 
     gcp: list[str] = []
     """Google Cloud regions or zones, e.g. europe-west15 or europe-west15-a."""
@@ -95,7 +95,7 @@ class StackBase(Model):
     environment: Environment
     """Which environment this stack is; the policy pack's strictness and the deletion defaults follow it."""
     extra_regions: ExtraRegions = ExtraRegions()
-    """Regions newer than the built-in lists of ml_diagnostics/rules/regions.py (their date is there): {gcp: [...], azure: [...]}."""
+    """Regions newer than the built-in lists of components/ml_diagnostics/rules/regions.py (their date is there): {gcp: [...], azure: [...]}."""
 
 
 T = TypeVar("T", bound=TargetBase)
