@@ -79,7 +79,7 @@ $(MERMAID)/node_modules/.installed: $(MERMAID)/package.json $(MERMAID)/package-l
 		cd $(MERMAID) && npm ci --no-audit --no-fund --loglevel=error && touch node_modules/.installed; \
 	else echo "npm not found: the Mermaid parser tests will be skipped"; fi
 
-# The graph pictures in docs/ (README "Plan and diff as a graph"): Mermaid sources, then Mermaid's renderer in
+# The graph pictures in docs/ (docs/offline-plan.md, "Plan and diff as a graph"): Mermaid sources, then Mermaid's renderer in
 # headless Chromium (apt-get install -y chromium; CHROMIUM=/path overrides /usr/bin/chromium).
 pictures: venv mermaid-deps
 	$(PY) -m dev.gen.pictures --write docs
@@ -89,13 +89,13 @@ BASE ?= origin/main
 diff: venv compiled
 	$(call mldiag,plan $(STACK) --diff-base $(BASE) --format $(FORMAT))
 
-# Read-only post-deploy checks of every target (README "After `pulumi up`"); exit 0/1/2/3.
+# Read-only post-deploy checks of every target (README "Verify"); its exit codes: README "Exit codes".
 WAIT ?= 0
 verify: venv compiled
 	$(call mldiag,verify $(STACK) --format $(FORMAT) --wait $(WAIT) $(if $(PULUMI_STACK),--pulumi-stack $(PULUMI_STACK)) $(if $(CONFIG_FILE),--config-file $(CONFIG_FILE)))
 
 # End-to-end tier: restores (or reuses, or builds from Go modules) the toolchain, then runs tests/e2e with the real CLI
-# against loopback control planes. See README "End-to-end tests". Test files run on E2E_JOBS workers, each file
+# against loopback control planes. See docs/e2e.md, "End-to-end tests". Test files run on E2E_JOBS workers, each file
 # whole and in order on one worker with its own control plane (E2E_JOBS=0: one process).
 E2E_JOBS ?= 2
 e2e: venv compiled

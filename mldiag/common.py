@@ -3,12 +3,13 @@
 
 from __future__ import annotations
 
+import argparse
 import html
 import json
 from pathlib import Path
 from typing import Any
 
-from mldiag.exit_codes import Exit
+from mldiag.exit_codes import Exit, help_table
 
 ROOT = Path(__file__).resolve().parents[1]
 PROJECT = "ml-diagnostics"
@@ -18,6 +19,17 @@ UNKNOWN_MASK = "[unknown]"
 STACK_TYPE = "pulumi:pulumi:Stack"
 STACK_REFERENCE_TYPE = "pulumi:pulumi:StackReference"
 PROVIDER_TYPE_PREFIX = "pulumi:providers:"
+
+
+def command_parser(command: str, doc: str) -> argparse.ArgumentParser:
+    """A command's parser: `mldiag COMMAND` in its usage, its docstring's first paragraph as the description
+    and its rows of the exit-code table as the epilog."""
+    return argparse.ArgumentParser(
+        prog=f"mldiag {command}",
+        description=doc.split("\n\n")[0],
+        epilog=help_table(command),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
 
 
 def engine_urn(parent: str, type_: str, name: str, stack: str, project: str) -> str:

@@ -59,7 +59,7 @@ __all__ = [
 
 
 class ExtraRegions(Model):
-    """Regions (and GCP zones) newer than the built-in lists (ml_diagnostics/rules/regions.py, with their date)."""
+    """Regions (and GCP zones) newer than the built-in lists (components/ml_diagnostics/rules/regions.py, with their date)."""
 
     gcp: list[str] = []
     """Google Cloud regions or zones, e.g. europe-west15 or europe-west15-a."""
@@ -95,7 +95,7 @@ class StackBase(Model):
     environment: Environment
     """Which environment this stack is; the policy pack's strictness and the deletion defaults follow it."""
     extra_regions: ExtraRegions = ExtraRegions()
-    """Regions newer than the built-in lists of ml_diagnostics/rules/regions.py (their date is there): {gcp: [...], azure: [...]}."""
+    """Regions newer than the built-in lists of components/ml_diagnostics/rules/regions.py (their date is there): {gcp: [...], azure: [...]}."""
 
 
 T = TypeVar("T", bound=TargetBase)
@@ -170,8 +170,8 @@ def _describe(err: Mapping[str, Any]) -> list[tuple[str, str]]:
         return [
             (
                 path,
-                "holds a secret but was set in plain text; use "
-                f"`pulumi config set --secret --path '{NAMESPACE}:{path}' ...`",
+                f"holds a secret but was set in plain text; set it with `mldiag secrets set STACK '{path}' < FILE` "
+                f"or `pulumi config set --secret --path '{NAMESPACE}:{path}' ...`",
             )
         ]
     return describe_error(err, StackModel, "stack")
@@ -352,6 +352,21 @@ def _shown(path: Path, base: Path) -> str:
         return str(path.relative_to(base))
     except ValueError:
         return str(path)
+
+
+def read_stack_file(path: Path) -> stack_file.StackFile:
+    """A stack file for an offline run (`mldiag plan`, `verify`): `stack_file.read`, except that problems of the
+    file's own keys that leave its config readable (a top-level `environment: dev`) come with the config's
+    own, in one ConfigError, as every problem does."""
+    try:
+        return stack_file.read(path, NAMESPACE)
+    except stack_file.StackFileProblems as e:
+        problems = [f"{path}: {p}" for p in e.problems]
+        try:
+            parse(stack_file.offline_values(e.stack, path), e.stack.secret_keys)
+        except ConfigError as c:
+            problems += c.problems
+        raise ConfigError(problems) from None
 
 
 def engine_config() -> tuple[dict[str, Any], set[str]]:

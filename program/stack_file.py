@@ -25,7 +25,7 @@ import gc
 import hashlib
 import math
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -54,6 +54,17 @@ class StackFileError(Exception):
     """The stack file cannot be used; the message names the file and the line."""
 
 
+class StackFileProblems(StackFileError):
+    """Problems of the stack file's own keys (a top-level `environment:` that is not a list of ESC environments)
+    that still leave its config readable: `stack` holds it, so its own problems can be reported with these
+    (program.config.read_stack_file)."""
+
+    def __init__(self, path: Path, problems: list[str], stack: StackFile) -> None:
+        super().__init__("; ".join(f"{path}: {p}" for p in problems))
+        self.problems = problems
+        self.stack = stack
+
+
 @dataclass(frozen=True)
 class SecretLeaf:
     """A `secure:` value as written in the stack file (ciphertext)."""
@@ -76,6 +87,18 @@ class StackFile:
     `config` at `pulumi up`; nothing here opens them."""
     secrets_settings: dict[str, Any] = field(default_factory=dict)
     """Its `encryptionsalt`, `secretsprovider` and `encryptedkey`, those it has."""
+
+    @property
+    def encryptionsalt(self) -> str | None:
+        """The passphrase secrets provider's salt and check value (None: another secrets provider)."""
+        salt = self.secrets_settings.get("encryptionsalt")
+        return salt if isinstance(salt, str) else None
+
+    @property
+    def secretsprovider(self) -> str | None:
+        """A cloud KMS secrets provider's URL (`gcpkms://...`); None with an `encryptionsalt` or Pulumi Cloud's."""
+        provider = self.secrets_settings.get("secretsprovider")
+        return provider if isinstance(provider, str) and provider else None
 
     @property
     def secret_keys(self) -> list[str]:
@@ -285,7 +308,7 @@ class _Builder:
         if not isinstance(value["secure"], str) or not value["secure"]:
             raise StackFileError(
                 f"line {_line(node)}: {_fmt(path)}: `secure:` must hold the ciphertext string that "
-                "`pulumi config set --secret` writes, not a list, map or number"
+                "`mldiag secrets set` or `pulumi config set --secret` writes, not a list, map or number"
             )
         self.secrets.add(path)
         return SecretLeaf(value["secure"])
@@ -691,7 +714,6 @@ def read_parsed(text: str, path: Path, project: str) -> StackFile:
             raise StackFileError(f"{path}: config key {key!r} is given twice (as {full!r} too)")
         config[full] = value
     check_ciphertexts(doc, config, path)
-    environments = _environments(doc.get("environment"), path)
     for p in secrets:
         if p and p[0] == "config" and len(p) > 1:
             key = str(p[1])
@@ -699,12 +721,39 @@ def read_parsed(text: str, path: Path, project: str) -> StackFile:
         elif p and p[0] != "config":
             raise StackFileError(f"{path}: `secure:` is only allowed under config ({_fmt(p)})")
     settings = {k: doc[k] for k in ("encryptionsalt", "secretsprovider", "encryptedkey") if k in doc}
-    return StackFile(config, paths, environments, settings)
+    stack = StackFile(config, paths, (), settings)
+    problem = _environment_problem(doc.get("environment"))
+    if problem:
+        raise StackFileProblems(path, [problem], stack)
+    stack.environments = _environments(doc.get("environment"))
+    return stack
 
 
-def _environments(value: Any, path: Path) -> tuple[str, ...]:
+def _environment_problem(value: Any) -> str | None:
+    """What is wrong with a top-level `environment:`, as `environment: <what>`; a stack environment's name
+    written there (`environment: dev`) is taken for a misplaced `ml-diagnostics:environment`."""
+    try:
+        _environments(value)
+        return None
+    except ValueError as e:
+        problem = f"environment: {e}"
+    if isinstance(value, str):
+        from ml_diagnostics.rules.base import closest
+        from program.config_base import ENVIRONMENTS, NAMESPACE
+
+        if value in ENVIRONMENTS or closest(value, ENVIRONMENTS):
+            return (
+                f"environment: {quote(value, 30)}: did you mean `{NAMESPACE}:environment` under config: (the "
+                f"stack's environment: {', '.join(ENVIRONMENTS)})? The top-level `environment:` lists the Pulumi "
+                "ESC environments the stack imports, e.g. environment: [ml-platform/gcp-oidc]"
+            )
+    return problem
+
+
+def _environments(value: Any) -> tuple[str, ...]:
     """`environment:` as the Pulumi CLI reads it: a list of names (`project/env`, or `env` of the default
-    project), each optionally the one key of a mapping of ESC import options (`- name: {merge: false}`)."""
+    project), each optionally the one key of a mapping of ESC import options (`- name: {merge: false}`).
+    ValueError says what it must be."""
     if value is None:
         return ()
     names: list[str] = []
@@ -716,9 +765,9 @@ def _environments(value: Any, path: Path) -> tuple[str, ...]:
             break
         names.append(name)
     if items is None:
-        raise StackFileError(
-            f"{path}: 'environment' must be a list of Pulumi ESC environment names ('project/env' or 'env', "
-            "optionally as the one key of a mapping of import options), e.g. environment: [ml-platform/gcp-oidc]"
+        raise ValueError(
+            "must be a list of Pulumi ESC environment names ('project/env' or 'env', optionally as the one key "
+            "of a mapping of import options), e.g. environment: [ml-platform/gcp-oidc]"
         )
     return tuple(names)
 
@@ -758,10 +807,21 @@ def offline_stack(path: Path, project: str) -> tuple[dict[str, Any], list[str], 
 
 def offline_of(stack: StackFile, path: Path) -> tuple[dict[str, Any], list[str], tuple[str, ...]]:
     """`offline_stack` of a stack file already read."""
+    return offline_values(stack, path), stack.secret_keys, stack.environments
+
+
+def offline_values(
+    stack: StackFile, path: Path, plaintext: Callable[[str, str], str] | None = None
+) -> dict[str, Any]:
+    """The stack file's config map for an offline run: each `secure:` leaf as `plaintext(ciphertext, key
+    path)`, or without `plaintext` as `PLACEHOLDER_SECRET:<digest of the ciphertext>` (a changed secret still
+    shows as changed)."""
     from program.config_base import PLACEHOLDER_SECRET
 
     def replace(value: Any, at: Path_) -> Any:
         if isinstance(value, SecretLeaf):
+            if plaintext is not None:
+                return plaintext(value.ciphertext, _fmt(at))
             return f"{PLACEHOLDER_SECRET}:{hashlib.sha256(value.ciphertext.encode()).hexdigest()[:12]}"
         if isinstance(value, dict):
             return {k: replace(v, (*at, k)) for k, v in value.items()}
@@ -773,4 +833,4 @@ def offline_of(stack: StackFile, path: Path) -> tuple[dict[str, Any], list[str],
             )
         return value
 
-    return {k: replace(v, (k,)) for k, v in stack.config.items()}, stack.secret_keys, stack.environments
+    return {k: replace(v, (k,)) for k, v in stack.config.items()}

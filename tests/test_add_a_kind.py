@@ -9,7 +9,7 @@ program folder, its policy rule and the rule's test file, its own test file; on 
 the registries, the generators' checks, the kinds' own tests, the policy corpus and the pack's own tests run
 in the copy holding both. Per addition it records three lists: the existing files edited by hand (asserted:
 none for a flavour, the pin files only for a new cloud), the existing files the generators rewrote, and the
-new files. README "Add a target kind" quotes them.
+new files. docs/development.md, "Add a target kind", quotes them.
 """
 
 from __future__ import annotations

@@ -289,10 +289,12 @@ def test_pems_must_come_from_secret_config():
     with pytest.raises(ConfigError) as e:
         parse(raw(aks(inference=https())), [])
     assert e.value.problems == [
-        f"{P}.inference.sslCertPem: holds a secret but was set in plain text; use `pulumi config set --secret "
-        f"--path '{P}.inference.sslCertPem' ...`",
-        f"{P}.inference.sslKeyPem: holds a secret but was set in plain text; use `pulumi config set --secret "
-        f"--path '{P}.inference.sslKeyPem' ...`",
+        f"{P}.inference.sslCertPem: holds a secret but was set in plain text; set it with `mldiag secrets set "
+        f"STACK '{P.split(':', 1)[1]}.inference.sslCertPem' < FILE` or `pulumi config set --secret --path "
+        f"'{P}.inference.sslCertPem' ...`",
+        f"{P}.inference.sslKeyPem: holds a secret but was set in plain text; set it with `mldiag secrets set "
+        f"STACK '{P.split(':', 1)[1]}.inference.sslKeyPem' < FILE` or `pulumi config set --secret --path "
+        f"'{P}.inference.sslKeyPem' ...`",
     ]
 
 

@@ -3,8 +3,10 @@ commands on stdout, and the command's exit code stated when make (which always e
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -26,9 +28,37 @@ def test_the_console_script_is_installed_with_the_project() -> None:
     assert MLDIAG.exists(), "requirements.txt installs ./cli (make venv)"
     out = run(str(MLDIAG), "--help", cwd=Path("/"))  # from anywhere: it runs the checkout it came from
     assert out.returncode == 0
-    assert out.stdout == cli.__doc__.strip() + "\n"
-    for command in ("plan", "diff", "verify", "import", "new-stack", "secrets", "policy-config", "fleet"):
-        assert f"mldiag {command}" in out.stdout
+    assert out.stdout == cli.help_text()
+
+
+def _every_parser() -> list[tuple[str, argparse.ArgumentParser]]:
+    """(`mldiag COMMAND [SUB]`, its parser) of every command and subcommand, read from the parsers."""
+    out = []
+    for command, parser in cli.parsers().items():
+        out.append((f"mldiag {command}", parser))
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                out += [(f"mldiag {command} {sub}", p) for sub, p in action.choices.items()]
+    return out
+
+
+def test_the_help_lists_every_command_and_subcommand_its_parsers_declare() -> None:
+    text = cli.help_text()
+    listed = re.findall(
+        r"^ {2,4}(mldiag [a-z-]+(?: [a-z-]+)?)", text.split("\n\ncommands:\n")[1].split("\n\n")[0], re.M
+    )
+    names = [name for name, _ in _every_parser()]
+    assert listed == names
+    assert {"mldiag plan", "mldiag secrets set", "mldiag fleet run", "mldiag fleet workflow"} <= set(names)
+    assert len([n for n in names if n.startswith("mldiag fleet ")]) >= 8
+
+
+def test_every_usage_line_is_the_command_s() -> None:
+    """`--help` speaks of the command (`usage: mldiag plan ...`), never of a module (`python -m ...`)."""
+    for name, parser in _every_parser():
+        text = parser.format_help()
+        assert text.startswith(f"usage: {name} "), text[:80]
+        assert "python -m" not in text, name
 
 
 def test_an_unknown_command_says_what_was_meant() -> None:

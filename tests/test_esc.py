@@ -70,9 +70,31 @@ def test_an_environment_list_of_another_shape_is_refused_by_name(tmp_path: Path,
     with pytest.raises(StackFileError) as e:
         stack_file.read(path, "ml-diagnostics")
     assert str(e.value) == (
-        f"{path}: 'environment' must be a list of Pulumi ESC environment names ('project/env' or 'env', "
+        f"{path}: environment: must be a list of Pulumi ESC environment names ('project/env' or 'env', "
         "optionally as the one key of a mapping of import options), e.g. environment: [ml-platform/gcp-oidc]"
     )
+
+
+@pytest.mark.parametrize("written", ["dev", "production"])
+def test_a_top_level_environment_name_comes_with_the_config_s_problems_and_a_hint(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], written: str
+) -> None:
+    """`environment: dev` where `ml-diagnostics:environment: dev` was meant: one error lists it, the missing
+    key and the config's other problems, as every problem is reported (verify the same)."""
+    path = write_stack(tmp_path, {"kubernetesClusters": [lab_target(mode="managed")]}, environment=written)
+    expected = (
+        "error: invalid stack configuration (3 problem(s)):\n"
+        f"  - {path}: environment: {written!r}: did you mean `ml-diagnostics:environment` under config: (the "
+        "stack's environment: dev, staging, prod)? The top-level `environment:` lists the Pulumi ESC "
+        "environments the stack imports, e.g. environment: [ml-platform/gcp-oidc]\n"
+        "  - ml-diagnostics:environment: required key is missing\n"
+        "  - ml-diagnostics:kubernetesClusters[0].mode: managed ML diagnostics exists only on GKE; self-managed "
+        "clusters allow: manual, auto (= manual)\n"
+    )
+    code, report, err = plan(capsys, path)
+    assert (code, report, err) == (Exit.INVALID, {}, expected)
+    code, report, err = run_verify(capsys, path)
+    assert (code, report, err) == (Exit.INVALID, {}, expected)
 
 
 def test_a_plan_without_the_values_says_it_is_incomplete(

@@ -3,15 +3,60 @@
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
-from mldiag.exit_codes import Exit, readme_table
+from mldiag import cli
+from mldiag.exit_codes import MEANINGS, Exit, readme_table
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def test_the_readme_table_is_the_modules():
+def read_markdown(text: str) -> dict[str, list[str]]:
+    """The exit-code table of a Markdown document, read back: command -> the meaning of 0..4."""
+    lines = text.splitlines()
+    (start,) = [i for i, line in enumerate(lines) if line.startswith("| command | 0 |")]
+    rows = []
+    for line in lines[start + 2 :]:
+        if not line.startswith("|"):
+            break
+        rows.append([cell.strip() for cell in line.strip("|").split(" | ")])
+    return {", ".join(re.findall(r"`(mldiag [^`]+)`", r[0])): r[1:] for r in rows}
+
+
+def read_help(text: str) -> dict[str, list[str]]:
+    """The exit-code table of a `--help`, read back: command -> the meaning of 0..4 ("-" when it never ends so)."""
+    table: dict[str, list[str]] = {}
+    current: list[str] = []
+    for line in text.split('exit codes (README "Exit codes"):\n', 1)[1].splitlines():
+        if m := re.fullmatch(r"  (mldiag .+):", line):
+            current = table.setdefault(m.group(1), ["-"] * 5)
+        elif m := re.fullmatch(r"    (\d)  (.+)", line):
+            current[int(m.group(1))] = m.group(2)
+        elif line.startswith("       "):
+            code = max(i for i, v in enumerate(current) if v != "-")
+            current[code] += " " + line.strip()
+    return table
+
+
+def test_one_table_in_the_help_the_readme_and_the_docs():
+    readme = read_markdown((ROOT / "README.md").read_text())
+    assert readme == read_markdown((ROOT / "docs" / "offline-plan.md").read_text())
+    assert readme == read_help(cli.help_text())
+    assert readme == {
+        ", ".join(f"mldiag {c}" for c in re.findall(r"`mldiag ([^`]+)`", k)): list(v)
+        for k, v in MEANINGS.items()
+    }
     assert readme_table() in (ROOT / "README.md").read_text()
+    assert readme["mldiag plan, mldiag diff"][4] != "-"  # plan returns 4 too
+
+
+def test_each_command_s_help_ends_with_its_rows():
+    for command, parser in cli.parsers().items():
+        if command == "fleet":  # its help's epilog is its module's own text (mldiag/fleet/cli.py)
+            continue
+        rows = read_help(parser.format_help())
+        assert rows and all(command in {n.split()[1] for n in name.split(", ")} for name in rows), command
 
 
 def test_no_command_defines_exit_numbers_of_its_own():

@@ -237,8 +237,8 @@ def test_kubeconfig_or_context_required():
 
 def test_plain_text_kubeconfig_refused():
     assert problems({**BASE, "kubeconfig": "apiVersion: v1"}, secret=False) == [
-        f"{P}.kubeconfig: holds a secret but was set in plain text; "
-        f"use `pulumi config set --secret --path '{P}.kubeconfig' ...`"
+        f"{P}.kubeconfig: holds a secret but was set in plain text; set it with `mldiag secrets set STACK "
+        f"'{P.split(':', 1)[1]}.kubeconfig' < FILE` or `pulumi config set --secret --path '{P}.kubeconfig' ...`"
     ]
 
 

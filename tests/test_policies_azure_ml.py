@@ -145,7 +145,7 @@ def test_secrets_only_in_protected_settings_and_never_echoed(pack):
         "Azure ML extension 'azureml' puts setting 'scoringFe.sslKey' in plain configurationSettings, but its key "
         "names a certificate, key or connection string; plain settings are stored and shown in clear text by ARM "
         "and in the stack state. Remediation: move it to configurationProtectedSettings and feed it from a secret "
-        "config value (`pulumi config set --secret`)."
+        "config value (`pulumi config set --secret`; in this project's stack files also `mldiag secrets set`)."
     )
     by_value = res(
         EXT,

@@ -74,20 +74,6 @@ def test_a_missing_stack_file_exits_2(tmp_path: Path, capsys: pytest.CaptureFixt
     assert err == f"error: stack file {tmp_path / 'Pulumi.nope.yaml'} does not exist\n"
 
 
-def test_a_secret_kubeconfig_needs_the_pulumi_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    config = tmp_path / "Pulumi.test.yaml"
-    target = lab_target(kubeconfig={"secure": "AAECAwQFBgcICQoLDA0ODw=="})  # no salt: a Pulumi Cloud stack
-    del target["context"]
-    config.write_text(
-        yaml.safe_dump(
-            {"config": {"ml-diagnostics:environment": "dev", "ml-diagnostics:kubernetesClusters": [target]}}
-        )
-    )
-    code, report, _ = run_verify(capsys, config)
-    assert code == 3
-    assert "pass --pulumi-stack ORG/ml-diagnostics/STACK" in report["targets"][0]["unreachable"]
-
-
 def fake_pulumi(bin_dir: Path, config: dict, args_log: Path) -> None:
     """A `pulumi` executable that prints `config --json --show-secrets` output for the given config."""
     bin_dir.mkdir()

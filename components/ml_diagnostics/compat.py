@@ -331,6 +331,9 @@ def image_pull_policy(ref: str) -> Literal["Always", "IfNotPresent"]:
 DIAGON_DEFAULT_IMAGE = (
     "us-central1-docker.pkg.dev/hypercomputediagon-release/daemon-docker/mldiagnostics-daemon:latest"
 )
+# The newest release the vendor docs name (their update command; the manifest itself says :latest). The default
+# stays the manifest's image, since deployed stacks are users' data; examples and prod pin this one.
+DIAGON_RELEASED_IMAGE = "us-docker.pkg.dev/hypercomputediagon-release/daemon/diagon-daemon:v2.1.0"
 DIAGON_DEFAULT_NAMESPACE = "diagon"
 # Node labels that mark accelerator nodes: GKE GPU, GKE TPU, NVIDIA GPU feature discovery (self-managed).
 ACCELERATOR_NODE_LABELS = (

@@ -1,6 +1,6 @@
 """The Diagon profiling daemon (preview): Namespace, ServiceAccount and the vendor's DaemonSet.
 
-The DaemonSet is the seed's `diagon-daemonset.yaml` field for field, plus: the image as an input (pull
+The DaemonSet is the vendor docs' `diagon-daemonset.yaml` field for field, plus: the image as an input (pull
 policy `Always` only for `:latest`), node placement (GKE: accelerator-node affinity by default;
 self-managed: none by default, as the manifest), a RollingUpdate strategy. The image is an input: changing
 it is `pulumi up`, never a drifting `kubectl set image`. `adopt: True` imports what

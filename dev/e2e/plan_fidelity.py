@@ -5,7 +5,7 @@
 
 The preview's inputs are what the provider's Check returned (the engine shows checked inputs), so
 provider-side defaults appear there and not in the offline plan, which records what the program sent.
-Those, and the resources only the engine has, are the ACCEPTED differences (README "End-to-end tests").
+Those, and the resources only the engine has, are the ACCEPTED differences (docs/e2e.md, "End-to-end tests").
 Secrets compare as equal when both sides hold a secret; unknowns when both sides hold an unknown.
 """
 

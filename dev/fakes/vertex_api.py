@@ -81,7 +81,7 @@ SCHEMA = {
         "startTime": {"hours": _STR, "minutes": _STR},
     },
 }
-# The fields updateMask may name: seed 004's list, and displayName and lustreExportConfig, mutable in
+# The fields updateMask may name: the Model Development Cluster docs' list, and displayName and lustreExportConfig, mutable in
 # Google's API definition (magic-modules). A test can make the fake refuse any of them (`refuse_mask`).
 UPDATABLE = {
     "display_name": ("displayName",),

@@ -5,8 +5,8 @@
 
 writes its library module and Spec (with its record section), its program folder, its policy rule with the
 rule's test file and its own test file; with `--new-cloud` also `program/clouds/<cloud>.py`. Nothing
-existing is edited: then `python -m dev.gen.args --write` and the other generators (README "Add a target
-kind"). tests/test_add_a_kind.py proves it in a copy of the tree.
+existing is edited: then `python -m dev.gen.args --write` and the other generators (docs/development.md,
+"Add a target kind"). tests/test_add_a_kind.py proves it in a copy of the tree.
 """
 
 from __future__ import annotations

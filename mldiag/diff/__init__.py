@@ -1,10 +1,10 @@
 """Offline diff: the offline plan of a stack at a git ref against the working tree.
 
-    python -m mldiag.plan.cli STACK --diff-base GITREF [--format table|json|markdown|dot]
-    python -m mldiag.diff.cli [STACK ...] --base GITREF [--format ...]      (several stacks, one report)
+    mldiag plan STACK --diff-base GITREF [--format table|json|markdown|dot]
+    mldiag diff [STACK ...] --base GITREF [--format ...]      (several stacks, one report)
 
 `run_diff` checks GITREF out into a clean temporary `git worktree` (run.py), runs
-`python -m mldiag.plan.cli STACK --format json` there and in the working tree, and compares the two plans
+`mldiag plan STACK --format json` there and in the working tree, and compares the two plans
 (compare.py): resources matched by URN (or by an alias, a rename) are added, imported, renamed, deleted,
 replaced or updated (changed input paths with old and new values, secrets masked; inputs.py), plus the
 policy findings that are new in the working tree. "replace" is reported only where the provider's own

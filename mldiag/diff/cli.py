@@ -1,14 +1,14 @@
 """Offline diff of several stacks against a git ref, as one report (the offline-plan PR comment).
 
-    python -m mldiag.diff.cli [STACK ...] --base GITREF [--format table|json|markdown|dot] [--output FILE]
+    mldiag diff [STACK ...] --base GITREF [--format table|json|markdown|dot] [--output FILE]
 
 Without STACK, every `stacks/Pulumi.*.yaml` of the working tree. Each stack's section starts with its
 headline (every costly replace or delete, the counts, whether it is blocked); a stack with nothing to review
 is that one line. Markdown stays under GitHub's comment limit for all stacks together (the one-line stacks
 first, the others share the rest equally; a stack's details are truncated first); it ends with the rollout
 plan of each fleet file (fleet/*.yaml) the working tree changes, or whose environment stack file it changes.
-Exit codes: 2 if any plan or git step failed, else 1 if any working-tree plan has a mandatory policy
-violation, else 4 if a stack imports Pulumi ESC environments not supplied (--esc-values), else 0.
+Exit codes (mldiag/exit_codes.py): of several stacks the worst, 2 (a plan or git step failed) before 1 (a
+mandatory policy violation) before 4 (Pulumi ESC environments not supplied, --esc-values) before 0.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 
 from mldiag import esc
+from mldiag.common import command_parser
 from mldiag.diff import (
     EXIT_ERROR,
     GITHUB_COMMENT_LIMIT,
@@ -58,7 +59,7 @@ def render_all(
         return "\n".join(render(d, fmt) for d in diffs)
     header = (
         f"{COMMENT_MARKER}\n## Offline plan: this pull request against `{base_ref}`\n\n"
-        "Computed without cloud credentials (`python -m mldiag.plan.cli STACK --diff-base REF`): replacements are "
+        "Computed without cloud credentials (`mldiag plan STACK --diff-base REF`): replacements are "
         "shown only where the provider's rules make them certain; `pulumi preview` remains the authority.\n\n"
     )
     # A stack with nothing to review is one line: those first, then the others share what is left equally
@@ -72,8 +73,8 @@ def render_all(
     return header + "".join(sections[i] + "\n" for i in range(len(diffs))) + fleets
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m mldiag.diff.cli", description=__doc__.split("\n\n")[0])
+def parser() -> argparse.ArgumentParser:
+    p = command_parser("diff", __doc__)
     p.add_argument("stacks", nargs="*", help="stack names (default: every stacks/Pulumi.*.yaml)")
     p.add_argument(
         "--base", required=True, metavar="GITREF", help="git ref to compare against, e.g. origin/main"
@@ -82,7 +83,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--output", type=Path, help="write the report here instead of stdout")
     esc.add_argument(p)
     p.add_argument("--project-dir", type=Path, default=ROOT, help=argparse.SUPPRESS)
-    args = p.parse_args(argv)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
     stacks = args.stacks or all_stacks(args.project_dir)
     if not stacks:
         print("error: no stacks given and none found under stacks/", file=sys.stderr)

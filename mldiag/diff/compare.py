@@ -247,7 +247,7 @@ def diff_plans(
     head: dict[str, Any],
     rules: dict[str, Rule] | None = None,
 ) -> dict[str, Any]:
-    """Compares two offline plan reports (the JSON of `python -m mldiag.plan.cli STACK --format json`).
+    """Compares two offline plan reports (the JSON of `mldiag plan STACK --format json`).
 
     `base` None (the stack does not exist at the base ref) makes everything an add (or an import). Returns
     {"project", "stack", "summary", "dangerous", "resources": [...changed...], "unchangedResources", "newPolicyViolations",

@@ -301,7 +301,7 @@ def render_markdown(
         text += (
             f"\n> ⚠️ Details truncated: {len(diff['resources']) - shown} of {len(diff['resources'])} changed "
             f"resources not shown (GitHub comments are limited to {GITHUB_COMMENT_LIMIT:,} characters). "
-            f"Run `python -m mldiag.plan.cli {diff.get('stack')} --diff-base <ref> --format json` for all of them.\n"
+            f"Run `mldiag plan {diff.get('stack')} --diff-base <ref> --format json` for all of them.\n"
         )
     if len(text) > max_chars:  # only if the headline and summary alone are larger than the budget
         cut = text.rfind("\n", 0, max_chars - 80)

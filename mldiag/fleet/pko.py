@@ -36,7 +36,6 @@ import yaml
 from mldiag.fleet import progress
 from mldiag.fleet.planner import Member, Plan, Wave
 from program import fleet_gate, fleet_member
-from program.config_base import NAMESPACE
 from program.stack_file import SecretLeaf
 
 API_VERSION = "pulumi.com/v1"
@@ -122,15 +121,19 @@ def read_approvals(path: Path) -> dict[str, str]:
         problems.append("must be a map with one key, approvals: a list of {wave, revision, by}")
         entries = []
     out: dict[str, str] = {}
-    for i, e in enumerate(entries):
-        ok = isinstance(e, dict) and set(e) <= {"wave", "revision", "by"} and {"wave", "revision"} <= set(e)
-        if not ok or not re.fullmatch(r"[0-9a-f]{16}", str(e.get("revision"))):
+    for i, entry in enumerate(entries):
+        ok = (
+            isinstance(entry, dict)
+            and set(entry) <= {"wave", "revision", "by"}
+            and {"wave", "revision"} <= set(entry)
+        )
+        if not ok or not re.fullmatch(r"[0-9a-f]{16}", str(entry.get("revision"))):
             problems.append(
                 f"approvals[{i}]: must be {{wave: NAME, revision: 16 hexadecimal digits, by: WHO}} "
                 "(the revision `mldiag fleet plan` prints for the wave)"
             )
             continue
-        out[str(e["wave"])] = str(e["revision"])
+        out[str(entry["wave"])] = str(entry["revision"])
     if problems:
         raise PkoError(f"{path}: " + "; ".join(problems))
     return out

@@ -1,12 +1,12 @@
 """Offline plan: run a stack with no cloud, no credentials and no Pulumi CLI, then its policy pack.
 
-    python -m mldiag.plan.cli STACK [--config-file FILE] [--policy-config FILE] [--esc-values FILE]
-                               [--format table|json|markdown|dot] [--out DIR] [--diff-base GITREF]
-    python -m mldiag.plan.cli --from-json FILE [--format ...]     (render a saved plan or diff JSON)
+    mldiag plan STACK [--config-file FILE] [--policy-config FILE] [--esc-values FILE]
+                      [--format table|json|markdown|dot] [--out DIR] [--diff-base GITREF]
+    mldiag plan --from-json FILE [--format ...]     (render a saved plan or diff JSON)
 
-Exit codes: 0 no mandatory violation; 1 mandatory violation(s); 2 invalid config or program error; 4 otherwise
-0, but the stack imports Pulumi ESC environments whose values were not supplied (mldiag/esc.py).
 It is a review and CI tool; where the Pulumi CLI and credentials exist, `pulumi preview` is the authority.
+Exit codes: mldiag/exit_codes.py (4: the stack imports Pulumi ESC environments whose values were not
+supplied, mldiag/esc.py).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from typing import Any, NoReturn
 import pulumi
 
 from mldiag import esc
-from mldiag.common import EXIT_ERROR, EXIT_INCOMPLETE, EXIT_MANDATORY, EXIT_OK, PROJECT, ROOT
+from mldiag.common import EXIT_ERROR, EXIT_INCOMPLETE, EXIT_MANDATORY, EXIT_OK, PROJECT, ROOT, command_parser
 from mldiag.engine import runtime as plan_runtime
 from mldiag.engine.analyzer import PolicyConfigError, Violation, load_pack_config, run_policies
 from mldiag.engine.runtime import PlanResult, RecordedResource, run_config
@@ -31,6 +31,7 @@ from mldiag.exit_codes import worst
 from mldiag.report import render as plan_render
 from mldiag.stacks.policy_config import PolicyConfigInputError
 from mldiag.stacks.policy_config import effective as policy_config_of
+from program import config as stack_config
 from program import stack_file
 from program.config import ConfigError
 from program.stack_file import StackFileError
@@ -155,8 +156,11 @@ def plan_stack(
     progress = progress or Progress(True)
     path = config_file or ROOT / "stacks" / f"Pulumi.{stack}.yaml"
     progress(f"reading {path}")
-    config, secret_keys, environments = stack_file.offline_stack(path, PROJECT)
-    config, secret_keys = esc.supply(str(path), config, secret_keys, environments, esc_values, PROJECT)
+    read = stack_config.read_stack_file(path)  # the file's own problems with its config's
+    environments = read.environments
+    config, secret_keys = esc.supply(
+        str(path), stack_file.offline_values(read, path), read.secret_keys, environments, esc_values, PROJECT
+    )
     progress("running the program under the mock runtime")
     result = run_config(config, secret_keys, stack=stack, previous_outputs=previous_outputs)
     progress(f"{len(result.resources)} resources registered")
@@ -191,8 +195,8 @@ def exit_code(report: dict[str, Any]) -> int:
     return EXIT_INCOMPLETE if report.get("unopenedEnvironments") else EXIT_OK
 
 
-def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="python -m mldiag.plan.cli", description=__doc__.split("\n\n")[0])
+def parser() -> argparse.ArgumentParser:
+    p = command_parser("plan", __doc__)
     p.add_argument(
         "stack",
         nargs="?",
@@ -225,6 +229,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     p.add_argument("--skip-policies", action="store_true", help="do not run the policy pack")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
+    return p
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = parser()
     args = p.parse_args(argv)
     if not args.stack and not args.from_json:
         p.error("give a STACK to plan or --from-json FILE to render")

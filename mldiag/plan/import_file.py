@@ -5,8 +5,8 @@ The stack is run under the offline plan's mock runtime with a stack transformati
 every resource and its options); each resource declared with `import_` becomes an entry, its parents become
 `component` entries (the engine creates them empty), and explicit providers are named in `nameTable`.
 
-    python -m mldiag.plan.import_file staging -o import.json
-    python -m mldiag.plan.import_file staging --targets > targets   # the providers it names, and their parents
+    mldiag import staging -o import.json
+    mldiag import staging --targets > targets   # the providers it names, and their parents
     # remove `adopt: true` from the Kubernetes parts (with `import_` in the program a targeted `up` imports
     # untargeted resources too, and the engine rejects the snapshot); the import puts them in the state
     pulumi up -s staging $(cat targets)
@@ -27,6 +27,7 @@ from typing import Any
 
 import pulumi
 
+from mldiag.common import command_parser
 from mldiag.engine.runtime import ROOT, PlanResult, run_config
 from mldiag.exit_codes import Exit
 
@@ -127,14 +128,8 @@ def provider_targets(result: PlanResult, doc: dict[str, Any]) -> list[str]:
     return out
 
 
-def main(argv: list[str] | None = None) -> int:
-    from mldiag.plan.cli import read_stack_file
-    from program.config import ConfigError
-    from program.stack_file import StackFileError
-
-    ap = argparse.ArgumentParser(
-        prog="python -m mldiag.plan.import_file", description=__doc__.splitlines()[0]
-    )
+def parser() -> argparse.ArgumentParser:
+    ap = command_parser("import", __doc__)
     ap.add_argument("stack", help="stack name (stacks/Pulumi.<stack>.yaml)")
     ap.add_argument("-o", "--output", type=Path, help="write here instead of stdout")
     ap.add_argument(
@@ -142,7 +137,15 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="print the `--target URN` flags of `pulumi up` that create the providers the document names",
     )
-    args = ap.parse_args(argv)
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    from mldiag.plan.cli import read_stack_file
+    from program.config import ConfigError
+    from program.stack_file import StackFileError
+
+    args = parser().parse_args(argv)
     try:
         config, secrets = read_stack_file(ROOT / "stacks" / f"Pulumi.{args.stack}.yaml")
         result, registered = run_with_options(config, secrets, stack=args.stack)

@@ -1,6 +1,6 @@
 """The plan or diff as a graph: one box per target, its components and resources inside, dependency edges.
 
-Built from the JSON alone (`python -m mldiag.plan.cli --format json` or a diff's JSON), so any plan file can be
+Built from the JSON alone (`mldiag plan STACK --format json` or a diff's JSON), so any plan file can be
 drawn. Each resource carries its operation (create/import/update/rename/replace/delete/same), whether it
 is on the critical path, and its policy findings. Unchanged resources collapse into one count per
 component; past a size budget, whole unchanged targets collapse to one line each, then into one line, then

@@ -9,7 +9,7 @@ Then add targets, put secrets in with `mldiag secrets set team-a KEY.PATH < file
 is needed only for what this stack sets differently. For the real CLI: `pulumi stack init team-a
 --secrets-provider passphrase` keeps the salt this file holds.
 
-Exit codes: 0 written; 2 bad input (name, environment, existing file, passphrase).
+Exit codes: 0 written; 2 bad input (name, environment, existing file, passphrase): mldiag/exit_codes.py.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import re
 import sys
 from pathlib import Path
 
-from mldiag.common import PROJECT, ROOT
+from mldiag.common import PROJECT, ROOT, command_parser
 from mldiag.exit_codes import Exit
 from mldiag.stacks.secrets import SecretInputError, passphrase
 from mldiag.stacks.stack_secrets import EXAMPLE_PASSPHRASE, new_salt_state
@@ -55,7 +55,14 @@ def render(name: str, environment: str, secret: str) -> str:
     return HEADER.format(name=name, environment=environment, salt=salt, project=PROJECT) + examples()
 
 
-def create(name: str, environment: str, *, stacks_dir: Path = STACKS, force: bool = False) -> Path:
+def create(
+    name: str,
+    environment: str,
+    *,
+    stacks_dir: Path = STACKS,
+    force: bool = False,
+    config_file: Path | None = None,
+) -> Path:
     from ml_diagnostics.rules.names import closest
     from program.config_base import ENVIRONMENTS
 
@@ -69,9 +76,11 @@ def create(name: str, environment: str, *, stacks_dir: Path = STACKS, force: boo
             f"--environment {environment[:30]!r}{f' (did you mean {hint!r}?)' if hint else ''}; "
             f"allowed: {', '.join(ENVIRONMENTS)}"
         )
-    path = stacks_dir / f"Pulumi.{name}.yaml"
+    path = config_file or stacks_dir / f"Pulumi.{name}.yaml"
     if path.exists() and not force:
         raise NewStackError(f"{path.name} exists already (--force replaces it, and its secrets with it)")
+    if not path.parent.is_dir():
+        raise NewStackError(f"{path.parent} is not a directory")
     secret = passphrase()
     if secret == EXAMPLE_PASSPHRASE:
         raise NewStackError(
@@ -81,21 +90,32 @@ def create(name: str, environment: str, *, stacks_dir: Path = STACKS, force: boo
     return path
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="mldiag new-stack", description=__doc__.split("\n\n")[0])
+def parser() -> argparse.ArgumentParser:
+    p = command_parser("new-stack", __doc__)
     p.add_argument("name", help="the stack's name: stacks/Pulumi.NAME.yaml")
     p.add_argument(
         "--environment", required=True, help="dev, staging or prod: strictness and deletion defaults"
     )
     p.add_argument("--force", action="store_true", help="replace an existing stack file")
-    args = p.parse_args(argv)
+    p.add_argument(
+        "--config-file",
+        type=Path,
+        metavar="FILE",
+        help="write the stack file here instead of stacks/Pulumi.NAME.yaml",
+    )
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
     try:
-        path = create(args.name, args.environment, force=args.force)
+        path = create(args.name, args.environment, force=args.force, config_file=args.config_file)
     except (NewStackError, SecretInputError) as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
     print(f"wrote {path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}")
-    print(f"next: add targets, then `mldiag plan {args.name}`")
+    where = f" --config-file {args.config_file}" if args.config_file else ""
+    print(f"next: add targets, then `mldiag plan {args.name}{where}`")
     return EXIT_OK
 
 

@@ -22,7 +22,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from mldiag.common import PROJECT, ROOT, PolicyConfigInputError, read_json
+from mldiag.common import PROJECT, ROOT, PolicyConfigInputError, command_parser, read_json
 from mldiag.exit_codes import Exit
 from program import stack_file as stack_file_reader
 from program.config_base import ENVIRONMENTS
@@ -100,12 +100,17 @@ def effective(
     return config, sources
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="mldiag policy-config", description=__doc__.split("\n\n")[0])
+def parser() -> argparse.ArgumentParser:
+    p = command_parser("policy-config", __doc__)
     p.add_argument(
         "stack", nargs="?", help="stack name: stacks/Pulumi.STACK.yaml and policies/config/STACK.json"
     )
     p.add_argument("--output", type=Path, help="write the config here instead of stdout")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = parser()
     args = p.parse_args(argv)
     try:
         if not args.stack:

@@ -10,7 +10,8 @@ rest of the stack file (comments, order) stays as it is. Like the CLI, a trailin
 dropped unless --raw. KEY.PATH is the config key (the `ml-diagnostics:` namespace may be left out), then
 `.name`, `[index]` or `["quoted.name"]` parts: `kubernetesClusters[0].kubeconfig`.
 
-Exit codes: 0 done; 2 bad input (key path, stack file, passphrase). Nothing secret is printed.
+Exit codes: 0 done; 2 bad input (key path, stack file, passphrase): mldiag/exit_codes.py. Nothing secret
+is printed.
 """
 
 from __future__ import annotations
@@ -20,12 +21,20 @@ import io
 import os
 import re
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from mldiag.common import PROJECT, ROOT
+from mldiag.common import PROJECT, ROOT, command_parser
 from mldiag.exit_codes import Exit
-from mldiag.stacks.stack_secrets import SecretsError, decrypt_stack, encrypt_value, key_from_state
+from mldiag.stacks.stack_secrets import (
+    SecretsError,
+    decrypt_stack,
+    decrypt_value,
+    encrypt_value,
+    key_from_state,
+)
+from program.stack_file import StackFile
 
 STACKS = ROOT / "stacks"
 EXIT_OK, EXIT_BAD_INPUT = Exit.OK, Exit.INVALID
@@ -64,18 +73,69 @@ def parse_key_path(text: str, project: str = PROJECT) -> tuple[str, list[str | i
     return key, parts
 
 
-def passphrase() -> str:
+def passphrase_from_env() -> tuple[str, str] | None:
+    """(passphrase, the variable it came from) as the Pulumi CLI reads it: PULUMI_CONFIG_PASSPHRASE, else the
+    file PULUMI_CONFIG_PASSPHRASE_FILE names; None when neither gives one."""
     value = os.environ.get("PULUMI_CONFIG_PASSPHRASE")
+    if value:
+        return value, "PULUMI_CONFIG_PASSPHRASE"
     if value is None and (file := os.environ.get("PULUMI_CONFIG_PASSPHRASE_FILE")):
         try:
             value = Path(file).read_text().rstrip("\r\n")
         except OSError as e:
             raise SecretInputError(f"PULUMI_CONFIG_PASSPHRASE_FILE {file}: {e.strerror}") from None
-    if not value:
+        if value:
+            return value, f"the passphrase of PULUMI_CONFIG_PASSPHRASE_FILE ({file})"
+    return None
+
+
+def passphrase() -> str:
+    found = passphrase_from_env()
+    if found is None:
         raise SecretInputError(
             "no passphrase: set PULUMI_CONFIG_PASSPHRASE (or PULUMI_CONFIG_PASSPHRASE_FILE), as for the Pulumi CLI"
         )
-    return value
+    return found[0]
+
+
+PULUMI_STACK = "pass --pulumi-stack ORG/ml-diagnostics/STACK (the Pulumi CLI decrypts it)"
+
+
+def offline_plaintext(stack: StackFile, where: str) -> tuple[Callable[[str, str], str] | None, str]:
+    """How an offline command that needs secrets (`mldiag verify`) reads a stack file's `secure:` values:
+    (decrypt, hint). `decrypt` is the passphrase provider's decryption, as `mldiag secrets` does it, when the
+    stack is on that provider and a passphrase is set; else None, and `hint` says how to have the secrets
+    decrypted. SecretInputError names a wrong passphrase."""
+    if stack.secretsprovider and "://" in stack.secretsprovider:
+        scheme = stack.secretsprovider.split("://", 1)[0]
+        return (
+            None,
+            f"its secrets provider is {scheme}:// (a cloud KMS key, which mldiag never calls): {PULUMI_STACK}",
+        )
+    if not stack.encryptionsalt:
+        return None, f"its secrets are the Pulumi Cloud secrets provider's: {PULUMI_STACK}"
+    hint = (
+        "set PULUMI_CONFIG_PASSPHRASE (or PULUMI_CONFIG_PASSPHRASE_FILE) to the stack's passphrase to decrypt it "
+        f"offline, or {PULUMI_STACK}"
+    )
+    found = passphrase_from_env() if stack.secret_paths else None
+    if found is None:
+        return None, hint
+    secret, source = found
+    try:
+        key = key_from_state(secret, stack.encryptionsalt)
+    except SecretsError:
+        raise SecretInputError(
+            f"{where}: incorrect passphrase: {source} is not the passphrase its secrets were encrypted with"
+        ) from None
+
+    def decrypt(ciphertext: str, key_path: str) -> str:
+        try:
+            return decrypt_value(key, ciphertext)
+        except SecretsError as e:
+            raise SecretInputError(f"{where}: {key_path}: {e}") from None
+
+    return decrypt, hint
 
 
 def _yaml() -> Any:
@@ -169,20 +229,34 @@ def _stack_file(stack: str) -> Path:
     return path
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="mldiag secrets", description=__doc__.split("\n\n")[0])
+def _shown(path: Path) -> Path:
+    resolved = path.resolve()
+    return resolved.relative_to(ROOT) if resolved.is_relative_to(ROOT) else path
+
+
+def parser() -> argparse.ArgumentParser:
+    p = command_parser("secrets", __doc__)
     sub = p.add_subparsers(dest="command", required=True)
     s = sub.add_parser("set", help="encrypt a value into a stack file at a key path")
     s.add_argument("stack")
     s.add_argument("key_path", metavar="KEY.PATH")
     s.add_argument("--file", type=Path, help="read the value from this file (default: stdin)")
     s.add_argument("--raw", action="store_true", help="keep a trailing newline")
+    s.add_argument(
+        "--config-file", type=Path, metavar="FILE", help="the stack file instead of stacks/Pulumi.STACK.yaml"
+    )
     c = sub.add_parser("check", help="decrypt every secure value (prints key paths only)")
     c.add_argument("stacks", nargs="*")
-    args = p.parse_args(argv)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
     try:
         if args.command == "set":
-            path = _stack_file(args.stack)
+            path = args.config_file or _stack_file(args.stack)
+            if not path.is_file():
+                raise SecretInputError(f"{path} does not exist")
             if args.file:
                 try:
                     value = args.file.read_text()
@@ -195,7 +269,7 @@ def main(argv: list[str] | None = None) -> int:
             if not value:
                 raise SecretInputError("the value is empty")
             where = set_secret(path, args.key_path, value)
-            print(f"{path.relative_to(ROOT)}: {where}: encrypted")
+            print(f"{_shown(path)}: {where}: encrypted")
         else:
             names = args.stacks or sorted(
                 q.name.removeprefix("Pulumi.").removesuffix(".yaml") for q in STACKS.glob("Pulumi.*.yaml")

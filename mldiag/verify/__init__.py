@@ -1,3 +1,3 @@
-"""Post-deploy verification: `python -m mldiag.verify STACK` checks, with read-only calls, that what the
+"""Post-deploy verification: `mldiag verify STACK` checks, with read-only calls, that what the
 vendor docs verify by hand actually holds on every target of a stack (see cli.py and README
 "After `pulumi up`")."""

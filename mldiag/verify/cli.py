@@ -1,15 +1,14 @@
-"""`python -m mldiag.verify STACK`: read-only post-deploy checks of every target of a stack.
+"""Read-only post-deploy checks of every target of a stack.
 
-    python -m mldiag.verify STACK [--config-file FILE | --pulumi-stack ORG/ml-diagnostics/STACK]
-    python -m mldiag.verify --stack ORG/PROJECT/STACK [--project DIR]
-                                 [--format table|json|markdown] [--output FILE]
-                                 [--wait SECONDS] [--interval SECONDS] [--log-lines N] [--all-logs] [--arm-endpoint URL]
+    mldiag verify STACK [--config-file FILE | --pulumi-stack ORG/ml-diagnostics/STACK]
+    mldiag verify --stack ORG/PROJECT/STACK [--project DIR]
+                  [--format table|json|markdown] [--output FILE]
+                  [--wait SECONDS] [--interval SECONDS] [--log-lines N] [--all-logs] [--arm-endpoint URL]
 
-STACK reads this program's stack config; --stack reads any stack's state (any program, any language that
-uses the components: program/verify_stack.py). Both run the same checks.
-
-Exit codes: 0 every check passed; 1 a check failed; 2 the stack config is invalid; 3 a target could not be
-reached (named in the report). It never changes anything and never prints a secret.
+STACK reads this program's stack file (its passphrase secrets decrypted offline with PULUMI_CONFIG_PASSPHRASE
+or PULUMI_CONFIG_PASSPHRASE_FILE, as `mldiag secrets` does; other secrets providers: --pulumi-stack); --stack
+reads any stack's state (any program, any language that uses the components: program/verify_stack.py). Both
+run the same checks. It never changes anything and never prints a secret.
 """
 
 from __future__ import annotations
@@ -24,9 +23,12 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from mldiag import esc
+from mldiag.common import command_parser
+from mldiag.stacks.secrets import PULUMI_STACK
 from mldiag.verify import report
 from mldiag.verify.report import TargetResult, Unreachable
 from program.config import ConfigError, StackConfig
+from program.kinds.context import ENCRYPTED_HINT
 from program.verify_stack import cloud_options, default_options
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -56,30 +58,41 @@ def read_config(
     pulumi_stack: str | None,
     project: Path | None = None,
     esc_values: Sequence[Path] = (),
-) -> tuple[StackConfig, tuple[str, ...]]:
+) -> tuple[StackConfig, tuple[str, ...], str]:
     """The stack config (`program.config.from_raw`, the program's one route), from the stack file or the
-    Pulumi CLI.
+    Pulumi CLI; the ESC environments it imports that were not supplied; and how a secret left encrypted
+    gets decrypted (the reason a kind's check gives when it needs one).
 
-    From the stack file, `secure:` values become placeholders (secrets are not needed to verify, except a
-    kubeconfig: see `--pulumi-stack`). With `pulumi_stack`, the Pulumi CLI reads the stack's config with
-    its secrets decrypted (`pulumi config --json --show-secrets`); the values stay in memory, and the CLI
-    opens the stack's ESC environments itself. From the stack file they come from `esc_values`
-    (mldiag/esc.py); returned with the config: the environments it imports that were not supplied.
+    From the stack file, `secure:` values are decrypted as `mldiag secrets` does when the stack is on the
+    passphrase secrets provider and PULUMI_CONFIG_PASSPHRASE (or PULUMI_CONFIG_PASSPHRASE_FILE) is set; else
+    they become placeholders (secrets are not needed to verify, except a kubeconfig). With `pulumi_stack`, the
+    Pulumi CLI reads the stack's config with its secrets decrypted (`pulumi config --json --show-secrets`);
+    the values stay in memory, and the CLI opens the stack's ESC environments itself. From the stack file
+    they come from `esc_values` (mldiag/esc.py).
     """
     from mldiag.common import PROJECT
+    from mldiag.stacks.secrets import SecretInputError, offline_plaintext
     from program import config as stack_config
     from program import stack_file
 
     if pulumi_stack:
         raw, secret_keys = pulumi_cli_config(pulumi_stack, project or ROOT)
-        return stack_config.from_raw(raw, list(secret_keys), stack), ()
+        return stack_config.from_raw(raw, list(secret_keys), stack), (), PULUMI_STACK
     path = config_file or ROOT / "stacks" / f"Pulumi.{stack}.yaml"
+    shown = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
     try:
-        raw, keys, environments = stack_file.offline_stack(path, PROJECT)
-        raw, secret_keys = esc.supply(str(path), raw, keys, environments, esc_values, PROJECT)
-    except (stack_file.StackFileError, esc.EscValuesError) as e:
+        read = stack_config.read_stack_file(path)
+        plaintext, hint = offline_plaintext(read, str(shown))
+        raw = stack_file.offline_values(read, path, plaintext)
+        raw, secret_keys = esc.supply(
+            str(path), raw, read.secret_keys, read.environments, esc_values, PROJECT
+        )
+    except (stack_file.StackFileError, esc.EscValuesError, SecretInputError) as e:
         raise StackConfigUnavailable(str(e)) from None
-    return stack_config.from_raw(raw, secret_keys, stack), (() if esc_values else environments)
+    cfg = stack_config.from_raw(
+        raw, secret_keys, stack, secret_paths=read.secret_paths if plaintext else None
+    )
+    return cfg, (() if esc_values else read.environments), hint
 
 
 def pulumi_cli_config(pulumi_stack: str, project: Path = ROOT) -> tuple[dict[str, Any], list[str]]:
@@ -138,8 +151,8 @@ def run_once(cfg: StackConfig, options: dict[str, Any]) -> list[TargetResult]:
     return results
 
 
-def parse_args(argv: list[str] | None) -> Options:
-    p = argparse.ArgumentParser(prog="python -m mldiag.verify", description=__doc__.split("\n\n")[0])
+def parser() -> argparse.ArgumentParser:
+    p = command_parser("verify", __doc__)
     p.add_argument("stack", nargs="?", help="stack name: reads stacks/Pulumi.STACK.yaml")
     p.add_argument(
         "--stack",
@@ -174,6 +187,11 @@ def parse_args(argv: list[str] | None) -> Options:
     )
     for option in cloud_options():
         p.add_argument(option.flag, dest=option.dest, default=option.default, help=option.help)
+    return p
+
+
+def parse_args(argv: list[str] | None) -> Options:
+    p = parser()
     opts = p.parse_args(argv, namespace=Options())
     if (opts.stack is None) == (opts.state_stack is None):
         p.error("give a stack name (its stack file) or --stack ORG/PROJECT/STACK (its state), one of them")
@@ -199,10 +217,10 @@ def checks_of(opts: Options) -> tuple[Callable[[dict[str, Any]], list[TargetResu
                 f"stack {opts.state_stack} holds no ml-diagnostics component ({state.TOKEN}*)"
             )
         return (lambda options: state.run_once(found, options)), ()
-    cfg, unopened = read_config(
+    cfg, unopened, hint = read_config(
         opts.stack or "", opts.config_file, opts.pulumi_stack, opts.project, opts.esc_values
     )
-    return (lambda options: run_once(cfg, options)), unopened
+    return (lambda options: run_once(cfg, {**options, ENCRYPTED_HINT: hint})), unopened
 
 
 def main(argv: list[str] | None = None, clock: Clock | None = None) -> int:

@@ -43,7 +43,7 @@ class VerifyRbacSettings(VerifyRbacSpec):
     `enabled: true`."""
 
     enabled: bool = False
-    """Create the role and its bindings (README "After `pulumi up`" lists the rules)."""
+    """Create the role and its bindings (docs/verify.md, "Permissions verify needs", lists the rules)."""
 
     def to_args(self) -> VerifyRbacArgs:
         """As the library's VerifyRbacArgs."""
@@ -64,7 +64,7 @@ class InClusterSettings(InClusterSpec):
     diagon: DiagonSettings = DiagonSettings()
     """The Diagon profiling DaemonSet (preview)."""
     verify_rbac: VerifyRbacSettings = VerifyRbacSettings()
-    """Optional read-only role for `mldiag verify` (README "After `pulumi up`")."""
+    """Optional read-only role for `mldiag verify` (docs/verify.md, "Permissions verify needs")."""
 
 
 # The library's Specs under the names the program's modules use.

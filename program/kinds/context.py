@@ -7,6 +7,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from program.clouds import Cloud
+from program.verify.result import Unreachable
+
+ENCRYPTED_HINT = "encrypted_hint"
+"""The option that says how a secret the stack file holds encrypted gets decrypted (mldiag verify sets it)."""
 
 
 @dataclass
@@ -26,6 +30,14 @@ class VerifyContext:
     def all_logs(self) -> bool:
         """Read every Diagon pod's log, not a sample plus the pods not ready."""
         return bool(self.options.get("all_logs", False))
+
+    def still_encrypted(self, what: str) -> Unreachable:
+        """The reason a target is unreachable when a secret it needs (`what`: `its kubeconfig`) was not
+        decrypted: what to do about it."""
+        hint = self.options.get(
+            ENCRYPTED_HINT, "pass --pulumi-stack ORG/ml-diagnostics/STACK (the Pulumi CLI decrypts it)"
+        )
+        return Unreachable(f"{what} is a secret the stack file holds encrypted: {hint}")
 
     def settings(self, cloud: Cloud) -> Any:
         """The stack's settings of a cloud (None when the cloud has none)."""

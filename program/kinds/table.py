@@ -3,7 +3,7 @@
 
 The program (`__main__.py`), the stack config (`program.config.StackConfig`), the cross-target checks,
 verify, the offline plan's mock answers and its diff all read this table. The order is the order
-targets are built in. README "Add a target kind" says what a new entry needs.
+targets are built in. docs/development.md, "Add a target kind", says what a new entry needs.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ Inputs are shaped like the Terraform beta resource `google_vertex_ai_model_devel
 schema, validation and update planning live in `ml_diagnostics.providers.mdc` (shared with the stack config).
 The REST body is the API's JSON (lowerCamelCase).
 
-Update rules (seed 004): PATCH always carries an explicit `updateMask` naming exactly the changed fields,
+Update rules (the Model Development Cluster docs, "Manage clusters"): PATCH always carries an explicit `updateMask` naming exactly the changed fields,
 all of them from `UPDATE_MASK_PATHS` (components/specs/model_development.py) (without a mask the service compares the whole payload and
 deletes what it omits); repeated fields and maps are sent whole; `updateMode` comes from the input.
 

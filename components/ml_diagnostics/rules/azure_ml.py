@@ -1,7 +1,7 @@
 """Rules of the Azure Machine Learning extension (`AzureMlExtension`) on an AKS or Arc cluster.
 
 They are the ones `az k8s-extension create --extension-type Microsoft.AzureML.Kubernetes` enforces on the
-client (partner_extensions/AzureMLKubernetes.py and custom.py of the k8s-extension CLI), plus the seed's
+client (partner_extensions/AzureMLKubernetes.py and custom.py of the k8s-extension CLI), plus the Azure ML extension docs'
 limits. `AzureMlExtensionRules` holds every key a stack file's azureMl target has too; `AzureMlExtensionSpec`
 adds what only a program passes (how the verify role reaches the cluster).
 

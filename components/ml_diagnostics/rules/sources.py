@@ -14,11 +14,18 @@ GKE_API = "GKE API v1 (container.googleapis.com): projects.locations.clusters"
 GKE_POOLS = "GKE API v1: projects.locations.clusters.nodePools (NodePool, NodeConfig, NodePoolAutoscaling)"
 K8S_NAMES = "Kubernetes: object names and IDs (RFC 1123 label / subdomain), labels and selectors"
 HELM = "Helm: chart repositories (`helm repo add` takes http(s)://, `helm install oci://...` an OCI registry)"
-SEED_GKE = (
-    f"seed: ML Diagnostics on GKE (managed flag from {MANAGED_MIN_VERSION}; the manual install's charts)"
+# The vendor documents, by title (README "The vendor documents").
+GKE_DOC = (
+    "Google Cloud, Configure ML Diagnostics on GKE or self-managed Kubernetes: the managed flag from "
+    f"{MANAGED_MIN_VERSION}, the manual install's charts"
 )
-SEED_DIAGON = "seed: the Diagon profiling DaemonSet manifest"
-SEED_AML = "seed: the Azure ML extension's configuration settings (az k8s-extension create ... --config)"
+DIAGON_DOC = (
+    "Google Cloud, Configure ML Diagnostics on GKE or self-managed Kubernetes: the Diagon DaemonSet manifest"
+)
+AML_DOC = (
+    "Microsoft, Deploy Azure Machine Learning extension on AKS or Arc Kubernetes cluster: its configuration "
+    "settings (az k8s-extension create ... --config)"
+)
 ARM_EXT = "ARM API: Microsoft.KubernetesConfiguration/extensions (2023-05-01)"
 ARM_NAMES = "Azure: naming rules for Microsoft.Resources, Microsoft.ContainerService, Microsoft.Kubernetes"
 MDC_API = "Vertex AI API v1beta1: projects.locations.modelDevelopmentClusters (magic-modules definition)"
@@ -26,17 +33,17 @@ GOOGLE_AUTH = "Google: IAM service account emails, Cloud Storage bucket names, p
 
 SPEC_SOURCES: dict[str, str] = {
     "WorkloadNamespaceSpec": K8S_NAMES,
-    "WorkloadOptInSpec": SEED_GKE,
+    "WorkloadOptInSpec": GKE_DOC,
     "CertManagerSpec": "cert-manager chart (jetstack): installCRDs before v1.15.0, crds.enabled after",
-    "ChartSpec": SEED_GKE,
-    "ConnectionOperatorSpec": SEED_GKE,
-    "MlDiagnosticsManualSpec": SEED_GKE,
-    "DiagonSpec": SEED_DIAGON,
+    "ChartSpec": GKE_DOC,
+    "ConnectionOperatorSpec": GKE_DOC,
+    "MlDiagnosticsManualSpec": GKE_DOC,
+    "DiagonSpec": DIAGON_DOC,
     "RbacSubjectSpec": "Kubernetes RBAC: rbac.authorization.k8s.io/v1 Subject",
     "VerifyRbacSpec": "Kubernetes RBAC: rbac.authorization.k8s.io/v1 ClusterRole, RoleBinding",
-    "InClusterSpec": SEED_GKE,
-    "ClusterMlDiagnosticsSpec": SEED_GKE,
-    "KubernetesClusterSpec": SEED_GKE,
+    "InClusterSpec": GKE_DOC,
+    "ClusterMlDiagnosticsSpec": GKE_DOC,
+    "KubernetesClusterSpec": GKE_DOC,
     "GkeAutoscalingSpec": GKE_POOLS,
     "GkeTaintSpec": GKE_POOLS,
     "GkeGuestAcceleratorSpec": GKE_POOLS,
@@ -47,8 +54,8 @@ SPEC_SOURCES: dict[str, str] = {
     "GkeClusterRules": GKE_API,
     "GkeClusterSpec": GKE_API,
     "AzureClusterSpec": ARM_NAMES,
-    "InferenceSpec": SEED_AML,
-    "AzureMlExtensionRules": SEED_AML,
+    "InferenceSpec": AML_DOC,
+    "AzureMlExtensionRules": AML_DOC,
     "AzureMlExtensionSpec": ARM_EXT,
     "Network": MDC_API,
     "ReservationAffinity": MDC_API,
@@ -147,9 +154,9 @@ FIELD_RULES: dict[str, tuple[str, str]] = {
     ),
     "AzureClusterSpec.name": ("an AKS / connected cluster name; for arc it starts with a letter", ""),
     "AzureClusterSpec.location": ("an Azure region (display names taken)", ARM_NAMES),
-    "AzureClusterSpec.node_count": ("at least 1 (router_ha needs 3)", SEED_AML),
+    "AzureClusterSpec.node_count": ("at least 1 (router_ha needs 3)", AML_DOC),
     "AzureClusterSpec.tenant_id": ("a GUID", ARM_NAMES),
-    "AzureClusterSpec.openshift": ("only for kind arc", SEED_AML),
+    "AzureClusterSpec.openshift": ("only for kind arc", AML_DOC),
     "InferenceSpec.router_service_type": ("LoadBalancer, NodePort or ClusterIP (any case)", ""),
     "InferenceSpec.ssl_cname": ("a DNS name", ""),
     "InferenceSpec.ssl_secret": ("a Kubernetes secret name", K8S_NAMES),

@@ -6,7 +6,7 @@ inherits `ClusterSpec`; the dynamic provider walks a plain tree derived from the
 (`API_SCHEMA`) to convert engine inputs to REST bodies and back. This module imports no config model and
 no provider.
 
-`UPDATE_MASK_PATHS` is the only list of fields an update may name: seed 004's, plus `display_name` and
+`UPDATE_MASK_PATHS` is the only list of fields an update may name: the Model Development Cluster docs', plus `display_name` and
 `lustre_export_config`, which Google's API definition (magic-modules ModelDevelopmentCluster) leaves
 mutable and the Terraform beta resource sends in `updateMask`. Every other API field is immutable: changing
 it replaces the cluster.
@@ -33,7 +33,7 @@ DELETION_POLICIES = ("DELETE", "ABANDON", "PREVENT")
 CLUSTER_ID_SLURM = re.compile(r"[a-z][a-z0-9]{0,9}")
 __all__ = ["UNKNOWN", "to_camel", "to_snake"]
 
-# The fields `updateMask` may name, in the order a mask lists them (seed 004). Nothing else is ever sent.
+# The fields `updateMask` may name, in the order a mask lists them (the Model Development Cluster docs). Nothing else is ever sent.
 SLURM_PREFIX = "orchestrator_spec.slurm_spec."
 UPDATE_MASK_PATHS: tuple[str, ...] = (
     "display_name",

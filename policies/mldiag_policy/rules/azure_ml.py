@@ -233,7 +233,7 @@ def _check_secrets(args: Any, props: dict, cfg: dict, unknowns: Unknowns, report
                     f"{extension_label(args, props)} puts setting '{key}' in plain configurationSettings, but {why}; plain "
                     "settings are stored and shown in clear text by ARM and in the stack state. Remediation: move "
                     "it to configurationProtectedSettings and feed it from a secret config value "
-                    "(`pulumi config set --secret`)."
+                    "(`pulumi config set --secret`; in this project's stack files also `mldiag secrets set`)."
                 )
 
 

@@ -48,7 +48,7 @@ DOCS = KindDocs(
             "pre-delete), code by code with the guide's fix (E40001 load balancer, E40002 HA needs 3 nodes, "
             "E40003 internal LB only on AKS, E40007 SSL certificate vs CNAME, E45002 Prometheus conflict, E45003 "
             "network, E45004/E45005 legacy azureml-fe; other codes as written), failing while the extension is "
-            "not Succeeded; `azureml.pods`: the components the seed lists for the chosen workloads and install "
+            "not Succeeded; `azureml.pods`: the components the Azure ML extension docs list for the chosen workloads and install "
             "flags Running and ready, or why not (waiting reason, scheduler message); `azureml.clash.prometheus` "
             "/ `.volcano` / `.ingress-class`: a Prometheus operator, Volcano or an nginx IngressClass another "
             "release owns, against `installPromOp`, `installVolcano` and `nginxIngressController`",
@@ -61,8 +61,17 @@ DOCS = KindDocs(
     example=(
         "{project}:azureMl:                        # the Azure ML extension on AKS or Arc\n"
         "  - name: aks\n"
-        "    cluster: {kind: aks, subscriptionId: ..., resourceGroup: ..., name: ..., location: westeurope, nodeCount: 3}\n"
+        "    cluster:\n"
+        "      kind: aks                          # or arc\n"
+        "      subscriptionId: 00000000-0000-0000-0000-000000000000   # your workspace's: list it in\n"
+        '                                         #   policies/config/STACK.json (README "Configuration")\n'
+        "      resourceGroup: rg-ml\n"
+        "      name: aks-ml\n"
+        "      location: westeurope\n"
+        "      nodeCount: 3\n"
         "    training: true\n"
+        '    version: 1.1.39                      # pinned (prod requires it): README "Upgrading"\n'
+        "    autoUpgradeMinorVersion: false\n"
     ),
 )
 

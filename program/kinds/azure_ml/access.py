@@ -2,7 +2,7 @@
 of an `azureMl` target beside its extension settings in model.py):
 
     verifyAccess:                       # optional: verify's in-cluster checks (health report, pods, clashes)
-      kubeconfig: {secure: ...}         # AKS or Arc: a kubeconfig set with --secret
+      kubeconfig: {secure: ...}         # AKS or Arc: a kubeconfig secret (`mldiag secrets set`)
       context: admin                    # optional context of that kubeconfig
       aksUserCredentials: true          # AKS only, instead: ARM listClusterUserCredential (Cluster User role)
     verifyRbac: {enabled: true, subjects: [...]}   # the read-only role verify needs, created through verifyAccess
@@ -33,7 +33,8 @@ class AzureVerifyAccess(Model):
     user credentials ARM lists for the verifying identity."""
 
     kubeconfig: SecretText | None = None
-    """Kubeconfig text, set with --secret (verify needs --pulumi-stack to decrypt it)."""
+    """Kubeconfig text, a secret (`mldiag secrets set` or `pulumi config set --secret`); verify decrypts it
+    with the stack's passphrase, or through `--pulumi-stack`."""
     context: str | None = None
     """Context of that kubeconfig; default: its current context."""
     aks_user_credentials: bool = False

@@ -1,7 +1,7 @@
 """Config of `azureMl` targets (Azure Machine Learning extension on AKS or Arc).
 
 The keys and rules are the library's (`ml_diagnostics.rules.azure_ml`: what `az k8s-extension create
---extension-type Microsoft.AzureML.Kubernetes` enforces on the client, plus the seed's limits), checked
+--extension-type Microsoft.AzureML.Kubernetes` enforces on the client, plus the Azure ML extension docs' limits), checked
 before any resource is registered; here are the stack file's own keys (the name, `scope`, `verifyAccess`,
 the sizing facts of `cluster`) and how verify's access maps onto the library's.
 
@@ -102,9 +102,9 @@ def _pem(value: SecretStr | None, want: Literal["certificate", "private key"]) -
 
 class InferenceSettings(InferenceSpec):
     ssl_cert_pem: SecretText | None = None  # type: ignore[assignment]
-    """PEM text (not a path), set with `pulumi config set --secret --path`."""
+    """PEM text (not a path), a secret (`mldiag secrets set` or `pulumi config set --secret --path`)."""
     ssl_key_pem: SecretText | None = None  # type: ignore[assignment]
-    """PEM private key text (unencrypted), set with --secret."""
+    """PEM private key text (unencrypted), a secret (`mldiag secrets set` or `pulumi config set --secret`)."""
 
     @field_validator("ssl_cert_pem")
     @classmethod

@@ -11,7 +11,7 @@ from program.config_base import is_placeholder
 from program.kinds.azure_ml.model import AzureMlTarget, AzureVerifyAccess
 from program.kinds.azure_ml.verify_arm import aks_user_kubeconfig, check_extension
 from program.kinds.context import VerifyContext
-from program.verify.result import TargetResult, Unreachable
+from program.verify.result import TargetResult
 
 
 def record_of(target: AzureMlTarget) -> AzureMlRecord:
@@ -39,10 +39,7 @@ def check(
     if access.kubeconfig is not None:
         kubeconfig = access.kubeconfig.get_secret_value()
         if is_placeholder(kubeconfig):
-            raise Unreachable(
-                "its verifyAccess.kubeconfig is a secret the stack file holds encrypted: pass --pulumi-stack "
-                "ORG/ml-diagnostics/STACK (the Pulumi CLI decrypts it)"
-            )
+            raise ctx.still_encrypted("its verifyAccess.kubeconfig")
     else:
         kubeconfig = aks_user_kubeconfig(rec, arm)
     from program.clouds.kubernetes_client import kube_client, probe

@@ -6,7 +6,7 @@ exactly the reads `ml_diagnostics.verify_rbac.azure_verify_rules` grants:
 - `azureml.healthcheck.<code>`: the extension's own report, configmap `arcml-healthcheck` (sections pre-install,
   pre-upgrade, pre-rollback, pre-delete), code by code with the guide's fix (Error Code of HealthCheck); a code
   this table does not know is shown as it is. The codes fail the check while the extension is not Succeeded.
-- `azureml.pods`: the components the seed lists for the chosen workloads and install flags (relayserver on
+- `azureml.pods`: the components the Azure ML extension docs list for the chosen workloads and install flags (relayserver on
   Arc only), Running and ready, or why not (waiting reason, scheduling message).
 - `azureml.clash.*`: what the guide names as clashes, against the chosen settings: a Prometheus operator or
   Volcano another release installed (their CRDs' Helm owner) with installPromOp/installVolcano not false, an
@@ -82,7 +82,7 @@ class Component:
     when: str = ""  # install flag or cluster kind it depends on
 
 
-# The seed's component table (003, "Azure Machine Learning 확장 구성 요소 검토"); fluent-bit is left out: the
+# The Azure ML extension docs' component table ("Azure Machine Learning 확장 구성 요소 검토"); fluent-bit is left out: the
 # extension's release notes (1.1.17) moved it from a DaemonSet into sidecars.
 COMPONENTS = (
     Component("relayserver", True, True, "arc"),

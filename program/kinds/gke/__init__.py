@@ -60,6 +60,8 @@ DOCS = KindDocs(
         "    project: my-project\n"
         "    location: us-central1\n"
         "    currentVersion: 1.35.1-gke.1396000    # adopted: its version decides managed or manual\n"
+        "    workloadNamespaces: [{name: training, create: true}]\n"
+        f"{kubernetes.DIAGON_EXAMPLE}"
     ),
 )
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 
+from ml_diagnostics import compat
 from program import in_cluster
 from program.clouds.kubernetes import KUBERNETES
 from program.kinds.base import Claim, KindDocs, TargetKind
@@ -70,6 +71,14 @@ DIAGON_CHECKS = (
     "grow with the nodes",
 )
 
+# The Diagon part of a cluster kind's `mldiag new-stack` example: its image pinned, which staging and prod
+# require (policy k8s-images-pinned), to the newest release the vendor docs name.
+DIAGON_EXAMPLE = (
+    "    diagon:                              # the Diagon profiling daemon\n"
+    "      enabled: true\n"
+    f'      image: {compat.DIAGON_RELEASED_IMAGE}   # pinned: README "Upgrading"\n'
+)
+
 DOCS = KindDocs(
     summary=(IN_CLUSTER_SUMMARY,),
     checks=(MANUAL_CHECKS, CLUSTER_CHECKS, DIAGON_CHECKS),
@@ -81,9 +90,11 @@ DOCS = KindDocs(
     example=(
         "{project}:kubernetesClusters:            # self-managed Kubernetes (the manual install)\n"
         "  - name: lab\n"
-        "    context: lab-admin                   # or a kubeconfig secret at kubernetesClusters[0].kubeconfig\n"
+        "    context: lab-admin                   # of your kubeconfig; or instead a kubeconfig secret:\n"
+        "                                         #   mldiag secrets set STACK 'kubernetesClusters[0].kubeconfig' < FILE\n"
         "    workloadNamespaces: [{name: ai-workloads, create: true}]\n"
         '    manualInstall: {jaxVersion: "0.8"}\n'
+        f"{DIAGON_EXAMPLE}"
     ),
 )
 

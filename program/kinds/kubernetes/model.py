@@ -26,6 +26,7 @@ class KubernetesClusterTarget(TargetBase, InClusterSettings, KubernetesClusterSp
     library's KubernetesCluster keys and rules, with the stack file's own keys."""
 
     kubeconfig: SecretText | None = None  # type: ignore[assignment]
-    """Kubeconfig text, set with --secret; or use `context` with the ambient kubeconfig."""
+    """Kubeconfig text, a secret (`mldiag secrets set` or `pulumi config set --secret`); or use `context` with
+    the ambient kubeconfig."""
     context: str | None = None
     """Kubeconfig context to use."""

@@ -12,7 +12,7 @@ from program.config_base import is_placeholder
 from program.in_cluster.verify import check_in_cluster, record_of
 from program.kinds.context import VerifyContext
 from program.kinds.kubernetes.model import KubernetesClusterTarget
-from program.verify.result import TargetResult, Unreachable
+from program.verify.result import TargetResult
 
 
 @dataclass(frozen=True)
@@ -26,10 +26,7 @@ class KubeAccess:
 def verify(target: KubernetesClusterTarget, ctx: VerifyContext, result: TargetResult) -> None:
     kubeconfig = target.kubeconfig.get_secret_value() if target.kubeconfig else None
     if kubeconfig is not None and is_placeholder(kubeconfig):
-        raise Unreachable(
-            "its kubeconfig is a secret the stack file holds encrypted: pass --pulumi-stack ORG/ml-diagnostics/STACK "
-            "(the Pulumi CLI decrypts it)"
-        )
+        raise ctx.still_encrypted("its kubeconfig")
     check(record_of(target, target.resolved_mode), KubeAccess(kubeconfig, target.context), ctx, result)
 
 
