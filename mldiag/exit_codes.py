@@ -40,7 +40,8 @@ MEANINGS: dict[str, tuple[str, str, str, str, str]] = {
     "`mldiag fleet plan/run/gate/status`": ("done", "a wave failed its gate (or waits for approval)", "invalid fleet file, environment stack file or arguments", "a stack could not be run or read", "-"),
     "`mldiag fleet drift`": ("no drift", "drift", "invalid input", "a stack could not be read", "-"),
     "`mldiag fleet adopt`": ("moved, every member previews no change", "moved, a member previews changes", "refused, nothing moved", "a stack could not be run or read", "-"),
-    "`mldiag fleet workflow`": ("written, or current", "not the generated workflows (--check)", "invalid fleet file", "-", "-"),
+    "`mldiag fleet workflow`": ("written, or current", "not the generated workflows (--check)", "invalid fleet file, or a fleet GitHub cannot run (named)", "-", "-"),
+    "`mldiag fleet pko`": ("written, or current", "not the generated objects (--check)", "invalid fleet file or arguments, uncommitted program", "-", "-"),
     "`mldiag fleet recover`": ("settled, or nothing to settle", "-", "invalid fleet file", "not settled (a lock, an unavailable stack)", "-"),
 }  # fmt: skip
 

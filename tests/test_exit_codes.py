@@ -53,8 +53,6 @@ def test_one_table_in_the_help_the_readme_and_the_docs():
 
 def test_each_command_s_help_ends_with_its_rows():
     for command, parser in cli.parsers().items():
-        if command == "fleet":  # its help's epilog is its module's own text (mldiag/fleet/cli.py)
-            continue
         rows = read_help(parser.format_help())
         assert rows and all(command in {n.split()[1] for n in name.split(", ")} for name in rows), command
 

@@ -5,6 +5,7 @@ reaches an engine."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from collections.abc import Callable
@@ -166,12 +167,14 @@ def test_plan_is_offline_in_every_format(tmp_path: Path, mldiag: Run, no_engine:
         ["2.", "rest", "modelDevelopmentClusters/train"],
         ["2.", "rest", "azureMl/aks-prod"],
     ]
-    assert lines[6:] == [
-        "  gate of canary: verify (wait 10m), tolerate 0 failed, at most 1 at a time",
-        "  gate of rest: verify (wait 10m), tolerate 1 failed, at most 3 at a time",
-    ]
     code, out, _ = mldiag("plan", str(path), "--format", "json")
     waves = json.loads(out)["waves"]
+    # a wave's revision: its members at their revisions, what an approval names (docs/fleet.md)
+    assert lines[6:] == [
+        f"  gate of canary: verify (wait 10m), tolerate 0 failed, at most 1 at a time; revision {waves[0]['revision']}",
+        f"  gate of rest: verify (wait 10m), tolerate 1 failed, at most 3 at a time; revision {waves[1]['revision']}",
+    ]
+    assert all(re.fullmatch(r"[0-9a-f]{16}", w["revision"]) for w in waves)
     assert [(w["name"], [c["stack"] for c in w["clusters"]]) for w in waves] == [
         ("canary", [ONPREM]),
         ("rest", [TPU, TRAIN, AKS]),

@@ -8,6 +8,7 @@
     mldiag fleet adopt FLEET [--take-over]
     mldiag fleet recover FLEET [--take-over]
     mldiag fleet workflow (--write | --check)
+    mldiag fleet pko FLEET --output DIR [--check] [--repo URL] [--commit SHA | --branch NAME] [...]
 
 FLEET is a fleet file (fleet/prod.yaml). `plan` is offline: which clusters run in which wave, behind which
 gate. `run` rolls out through the Pulumi Automation API, one per-cluster stack each (`<env>.<kind>-<target>`),
@@ -16,24 +17,20 @@ wave's gate. `status` reads the progress recorded in the stacks; `drift` runs `p
 on every member stack. `adopt` moves an environment deployed by its own stack (`pulumi up -s <env>`) onto its
 member stacks; `recover` settles what a killed `pulumi up -s <env>` left in the environment stack (a rollout
 settles its member stacks by itself). `workflow` writes (or checks) the GitHub workflows generated from
-fleet/*.yaml.
-
-Exit codes: plan/run/gate/status: 0 done; 1 a wave failed its gate (or waits for approval); 2 invalid fleet
-file, environment stack file or arguments, or an environment deployed by its own stack (nothing runs); 3 a
-stack could not be run or read (a lock held by another update, the backend, the secrets provider, what an
-interrupted update left that a person must settle). drift: 0 no drift; 1 drift; 2 invalid input; 3 a stack
-could not be read. adopt: 0 moved, every member previews no change; 1 moved, a member previews changes; 2
-refused (nothing moved); 3 a stack could not be run or read. recover: 0 settled (or nothing to); 3 not.
+fleet/*.yaml; `pko` writes (or checks) the fleet as the Pulumi Kubernetes Operator's Stack objects, each wave's
+gate a stack of the program in gate mode (docs/fleet.md, "On Kubernetes").
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from mldiag.common import ROOT
+from mldiag.exit_codes import help_table
 from mldiag.fleet.model import DURATION_RULE, FleetError, parse_duration
 from mldiag.fleet.planner import EnvironmentError, Plan
 from mldiag.fleet.rollout import EXIT_GATE, EXIT_INVALID, EXIT_OK, EXIT_STACK
@@ -48,9 +45,9 @@ def _parser() -> argparse.ArgumentParser:
         description=__doc__.split("\n\n")[0],
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.epilog = __doc__.split("\n\n", 1)[1]
+    p.epilog = __doc__.split("\n\n", 1)[1] + "\n" + help_table("fleet")
     sub = p.add_subparsers(
-        dest="command", required=True, metavar="plan|run|gate|status|drift|adopt|recover|workflow"
+        dest="command", required=True, metavar="plan|run|gate|status|drift|adopt|recover|workflow|pko"
     )
 
     def common(sp: argparse.ArgumentParser, formats: tuple[str, ...]) -> None:
@@ -110,7 +107,61 @@ def _parser() -> argparse.ArgumentParser:
     mode.add_argument("--write", action="store_true")
     mode.add_argument("--check", action="store_true")
     wf.add_argument("--project-dir", type=Path, default=ROOT, help=argparse.SUPPRESS)
+    _pko_parser(sub)
     return p
+
+
+def _pko_parser(sub: Any) -> None:
+    pko = sub.add_parser("pko", help="the fleet as the Pulumi Kubernetes Operator's Stack objects")
+    pko.add_argument("fleet", type=Path, help="the fleet file, e.g. fleet/prod.yaml")
+    pko.add_argument("--output", type=Path, required=True, metavar="DIR", help="where the YAML files go")
+    pko.add_argument(
+        "--check", action="store_true", help="exit 1 when DIR does not hold what would be written"
+    )
+    pko.add_argument(
+        "--project-dir", type=Path, default=ROOT, help="the project (Pulumi.yaml, stacks/, the program)"
+    )
+    pko.add_argument("--repo", help="the program's git repository (default: the checkout's origin)")
+    rev = pko.add_mutually_exclusive_group()
+    rev.add_argument(
+        "--commit", help="the commit the stacks run (default: HEAD, which must hold this program)"
+    )
+    rev.add_argument("--branch", help="a branch the operator follows instead of one commit")
+    pko.add_argument(
+        "--git-auth-secret", metavar="SECRET", help="a Kubernetes Secret with the key accessToken"
+    )
+    pko.add_argument(
+        "--service-account",
+        default="pulumi",
+        help="the workspaces' Kubernetes service account (default pulumi)",
+    )
+    pko.add_argument("--namespace", help="the objects' namespace (default: none; `kubectl apply -n`)")
+    pko.add_argument(
+        "--access-token-secret",
+        metavar="SECRET",
+        help="a Secret with the key accessToken: PULUMI_ACCESS_TOKEN",
+    )
+    pko.add_argument(
+        "--passphrase-secret",
+        metavar="SECRET",
+        help="a Secret with the key passphrase: PULUMI_CONFIG_PASSPHRASE",
+    )
+    pko.add_argument(
+        "--secrets-provider",
+        help="the stacks' secrets provider (a cloud KMS URL; default: the backend's own)",
+    )
+    pko.add_argument(
+        "--esc-environment",
+        action="append",
+        default=[],
+        metavar="ENV",
+        help="a Pulumi ESC environment to import",
+    )
+    pko.add_argument("--backend", help="the Pulumi backend URL of the stacks (default: Pulumi Cloud)")
+    pko.add_argument(
+        "--organization",
+        help="the stacks' Pulumi organization when the fleet file names none (`organization`)",
+    )
 
 
 def _emit(text: str, output: Path | None) -> None:
@@ -225,6 +276,8 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "workflow":
         return _workflow(args)
+    if args.command == "pko":
+        return _pko(args)
     try:
         plan = load_plan(args)
     except (FleetError, EnvironmentError) as e:
@@ -430,3 +483,83 @@ def _workflow(args: argparse.Namespace) -> int:
         _err(f"not the generated workflow(s): {', '.join(stale)}; run `mldiag fleet workflow --write`")
         return EXIT_GATE
     return EXIT_OK
+
+
+def _pko(args: argparse.Namespace) -> int:
+    from mldiag.fleet import pko
+
+    project = args.project_dir.resolve()
+    fleet = args.fleet if args.fleet.is_absolute() else Path.cwd() / args.fleet
+    try:
+        plan = load_plan(args)
+        if args.organization and not plan.organization:
+            plan = replace(plan, organization=args.organization)
+        rel = (
+            str(fleet.resolve().relative_to(project))
+            if fleet.resolve().is_relative_to(project)
+            else str(fleet)
+        )
+        source = pko.default_source(project, args.repo, args.commit, args.branch)
+        if source.commit:
+            pko.check_committed(project, source.commit, _program_paths(plan, project))
+        source = pko.Source(source.repo, source.commit, source.branch, source.repo_dir, args.git_auth_secret)
+        access = pko.Access(
+            args.service_account,
+            args.namespace,
+            args.access_token_secret,
+            args.passphrase_secret,
+            tuple(args.esc_environment),
+            args.backend,
+            args.secrets_provider,
+        )
+        approvals = pko.read_approvals(project / fleet_gate_approvals(rel))
+        made = pko.objects(plan, rel, source, access, approvals)
+        files = pko.files(plan, rel, made, source)
+    except (FleetError, EnvironmentError, pko.PkoError) as e:
+        _err(str(e))
+        return EXIT_INVALID
+    out = args.output
+    stale = (
+        sorted(p.name for p in out.glob("*.yaml") if p.name not in files and _generated(p))
+        if out.is_dir()
+        else []
+    )
+    if args.check:
+        wrong = [n for n, text in files.items() if not (out / n).is_file() or (out / n).read_text() != text]
+        if wrong or stale:
+            _err(
+                f"{out}: not the generated objects: {', '.join(wrong + stale)}; run `mldiag fleet pko` again"
+            )
+            return EXIT_GATE
+        return EXIT_OK
+    out.mkdir(parents=True, exist_ok=True)
+    for name in stale:
+        (out / name).unlink()
+    for name, text in files.items():
+        (out / name).write_text(text)
+    count = sum(len(o) for _, o in made.waves)
+    print(
+        f"wrote {len(files)} file(s) to {out}: {count} Stack(s), {len(made.secrets)} member Secret(s) to create"
+    )
+    return EXIT_OK
+
+
+def fleet_gate_approvals(fleet_rel: str) -> str:
+    from program.fleet_gate import approvals_file
+
+    return approvals_file(fleet_rel)
+
+
+def _generated(path: Path) -> bool:
+    from mldiag.fleet.pko import GENERATED
+
+    return path.read_text(errors="replace").startswith(GENERATED)
+
+
+def _program_paths(plan: Plan, project: Path) -> list[str]:
+    """What the members' digest covers: the program and the environment's stack file."""
+    from mldiag.fleet.planner import environment_stack_file
+    from program.fleet_member import PROGRAM_PATHS
+
+    env = environment_stack_file(project, plan.environment_stack)
+    return [*PROGRAM_PATHS, str(env.relative_to(project))]

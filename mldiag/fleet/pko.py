@@ -33,7 +33,6 @@ from typing import Any
 
 import yaml
 
-from mldiag.fleet import progress
 from mldiag.fleet.planner import Member, Plan, Wave
 from program import fleet_gate, fleet_member
 from program.stack_file import SecretLeaf
@@ -79,6 +78,9 @@ class Access:
     environments: tuple[str, ...] = ()
     """Pulumi ESC environments every stack imports."""
     backend: str | None = None
+    secrets_provider: str | None = None
+    """Of the stacks' state (their config's secrets come by reference, so any provider does): a cloud KMS URL;
+    `passphrase` with passphrase_secret; none: the backend's default (Pulumi Cloud's own)."""
 
 
 def object_name(text: str) -> str:
@@ -96,10 +98,6 @@ def object_name(text: str) -> str:
 def gate_stack(plan: Plan, number: int, wave: Wave) -> str:
     """The gate's stack: `<environment>.gate-<n>-<wave>` (no target kind has the prefix `gate`)."""
     return f"{plan.environment_stack}.gate-{number}-{wave.name}"
-
-
-def wave_revision(wave: Wave) -> str:
-    return progress.wave_digest(wave.name, wave.members)
 
 
 # -- approvals ------------------------------------------------------------------------------------------------
@@ -130,7 +128,7 @@ def read_approvals(path: Path) -> dict[str, str]:
         if not ok or not re.fullmatch(r"[0-9a-f]{16}", str(entry.get("revision"))):
             problems.append(
                 f"approvals[{i}]: must be {{wave: NAME, revision: 16 hexadecimal digits, by: WHO}} "
-                "(the revision `mldiag fleet plan` prints for the wave)"
+                "(the revision `mldiag fleet plan` prints for the wave, in quotes when it is all digits)"
             )
             continue
         out[str(entry["wave"])] = str(entry["revision"])
@@ -155,8 +153,8 @@ class Objects:
 def objects(plan: Plan, fleet_rel: str, source: Source, access: Access, approvals: dict[str, str]) -> Objects:
     if not plan.organization:
         raise PkoError(
-            f"{plan.fleet}: `organization` is required for the Kubernetes operator (its Stacks name "
-            "`<organization>/<stack>`); set it in the fleet file"
+            f"{plan.fleet}: the Kubernetes operator's Stacks name `<organization>/<stack>`: set `organization` in "
+            "the fleet file, or pass --organization"
         )
     if plan.source is None or not plan.validated:
         raise PkoError("the fleet plan was made without its environment stack file")
@@ -221,7 +219,7 @@ def _spec(plan: Plan, stack: str, source: Source, access: Access) -> dict[str, A
     spec["destroyOnFinalize"] = False
     if access.backend:
         spec["backend"] = access.backend
-    provider = _secrets_provider(plan)
+    provider = access.secrets_provider or ("passphrase" if access.passphrase_secret else None)
     if provider:
         spec["secretsProvider"] = provider
     env = {}
@@ -234,14 +232,6 @@ def _spec(plan: Plan, stack: str, source: Source, access: Access) -> dict[str, A
     if access.environments:
         spec["environment"] = list(access.environments)
     return spec
-
-
-def _secrets_provider(plan: Plan) -> str | None:
-    assert plan.source is not None
-    settings = plan.source.file.secrets_settings
-    if "secretsprovider" in settings:
-        return str(settings["secretsprovider"])
-    return "passphrase" if "encryptionsalt" in settings else None
 
 
 def _secret_ref(name: str, key: str) -> dict[str, Any]:
@@ -323,7 +313,7 @@ def _gate(
     access: Access,
     approved: str | None,
 ) -> dict[str, Any]:
-    revision = wave_revision(wave)
+    revision = wave.revision
     entry: dict[str, Any] = {
         "fleet": fleet_rel,
         "environmentStack": plan.environment_stack,
@@ -361,7 +351,7 @@ def files(plan: Plan, fleet_rel: str, made: Objects, source: Source) -> dict[str
         head = (
             f"{GENERATED} from {fleet_rel} ({where}): do not edit.\n"
             f"# Wave {number} {wave.name}: {len(wave.members)} member(s), at most {wave.max_parallel} at once; then "
-            f"its gate ({wave.describe_gate()}), revision {wave_revision(wave)}.\n"
+            f"its gate ({wave.describe_gate()}), revision {wave.revision}.\n"
         )
         out[name] = head + yaml.safe_dump_all(objs, sort_keys=False, width=120)
     resources = "".join(f"  - {n}\n" for n in out)

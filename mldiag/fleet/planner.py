@@ -68,6 +68,13 @@ class Wave:
     soak: int
     gate: Gate
 
+    @property
+    def revision(self) -> str:
+        """Its members at their revisions: what a wave's mark and its approval name (progress.wave_digest)."""
+        from mldiag.fleet.progress import wave_digest
+
+        return wave_digest(self.name, self.members)
+
     def describe_gate(self) -> str:
         parts = [
             f"verify (wait {format_duration(self.gate.verify_wait)})" if self.gate.verify else "no verify"
@@ -112,6 +119,7 @@ class Plan:
             "waves": [
                 {
                     "name": w.name,
+                    "revision": w.revision,
                     "maxParallel": w.max_parallel,
                     "failureTolerance": w.tolerance,
                     "failureToleranceAsWritten": w.tolerance_text,

@@ -34,7 +34,8 @@ def plan_text(plan: Plan, fmt: str) -> str:
                 f"{md(m.ref)} (<code>{md(plan.qualified(m.stack))}</code>)" for m in w.members
             )
             lines.append(
-                f"| {i + 1}. {md(w.name)} | {clusters} | {w.max_parallel} | {md(w.describe_gate())} |"
+                f"| {i + 1}. {md(w.name)} | {clusters} | {w.max_parallel} | {md(w.describe_gate())}; revision "
+                f"<code>{w.revision}</code> |"
             )
         return "\n".join(lines) + "\n\n" + mermaid_block(plan)
     rows: list[tuple[str, ...]] = [("wave", "cluster", "stack", "revision")]
@@ -43,7 +44,8 @@ def plan_text(plan: Plan, fmt: str) -> str:
             rows.append((f"{i + 1}. {w.name}", m.ref, plan.qualified(m.stack), m.revision))
     head = f"rollout of {plan.environment_stack} ({plan.environment}): {len(plan.members)} cluster(s) in {len(plan.waves)} wave(s)"
     gates = [
-        f"  gate of {w.name}: {w.describe_gate()}, at most {w.max_parallel} at a time" for w in plan.waves
+        f"  gate of {w.name}: {w.describe_gate()}, at most {w.max_parallel} at a time; revision {w.revision}"
+        for w in plan.waves
     ]
     return "\n".join([head, *_table(rows), *gates]) + "\n"
 
