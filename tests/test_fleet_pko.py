@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -199,3 +200,19 @@ def test_the_command_writes_checks_and_refuses_an_uncommitted_program(
     (project / "program" / "extra.py").write_text("# not committed\n")
     assert cli.main([*args, "--organization", "acme"]) == 2
     assert capsys.readouterr().err.startswith("error: program/extra.py: not as at commit ")
+
+
+def test_the_prerequisite_graph_is_a_picture_mermaid_parses(
+    tmp_path: Path, mermaid_parse: Callable[[list[str]], list[dict[str, Any]]]
+) -> None:
+    _, prod = prod_objects()
+    plan = load(write_project(tmp_path, 1_000), tmp_path)
+    plan = type(plan)(**{**plan.__dict__, "organization": "acme"})
+    big = pko.objects(plan, "fleet/bench.yaml", SOURCE, pko.Access(), {})
+    small, large = mermaid_parse([pko.mermaid(prod), pko.mermaid(big)])
+    assert small["ok"] and large["ok"], (small.get("error"), large.get("error"))
+    assert (small["subgraphs"], large["subgraphs"]) == (3, 4)
+    # a wave shows its first members, the lanes among them, and counts the rest
+    text = pko.mermaid(big)
+    assert '    w3more["... and 588 more"]' in text
+    assert len(text) < 50_000  # Mermaid's limit

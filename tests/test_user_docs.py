@@ -20,6 +20,7 @@ DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 MADE_BY_THE_USER = {
     "stacks/Pulumi.lab.yaml": "mldiag new-stack lab (the README's quick start)",
     ".fleet-work/<stack>/": "mldiag fleet run: the member stacks' work directories",
+    "fleet/<name>.approvals.yaml": "a person approving a wave's revision (docs/fleet.md, On Kubernetes)",
 }
 PLACEHOLDERS = re.compile(r"<[^>]+>|\b(?:STACK|NAME)\b")
 EXTENSIONS = r"\.(?:py|md|ya?ml|json|txt|toml|sh|ts|mjs|js|mmd|png|svg|go)"

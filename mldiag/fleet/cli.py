@@ -8,7 +8,7 @@
     mldiag fleet adopt FLEET [--take-over]
     mldiag fleet recover FLEET [--take-over]
     mldiag fleet workflow (--write | --check)
-    mldiag fleet pko FLEET --output DIR [--check] [--repo URL] [--commit SHA | --branch NAME] [...]
+    mldiag fleet pko FLEET (--output DIR [--check] | --format mermaid) [--repo URL] [--commit SHA | --branch NAME] [...]
 
 FLEET is a fleet file (fleet/prod.yaml). `plan` is offline: which clusters run in which wave, behind which
 gate. `run` rolls out through the Pulumi Automation API, one per-cluster stack each (`<env>.<kind>-<target>`),
@@ -114,7 +114,13 @@ def _parser() -> argparse.ArgumentParser:
 def _pko_parser(sub: Any) -> None:
     pko = sub.add_parser("pko", help="the fleet as the Pulumi Kubernetes Operator's Stack objects")
     pko.add_argument("fleet", type=Path, help="the fleet file, e.g. fleet/prod.yaml")
-    pko.add_argument("--output", type=Path, required=True, metavar="DIR", help="where the YAML files go")
+    pko.add_argument("--output", type=Path, metavar="DIR", help="where the YAML files go")
+    pko.add_argument(
+        "--format",
+        choices=("files", "mermaid"),
+        default="files",
+        help="mermaid: print the prerequisite graph as a picture instead of writing files",
+    )
     pko.add_argument(
         "--check", action="store_true", help="exit 1 when DIR does not hold what would be written"
     )
@@ -150,6 +156,7 @@ def _pko_parser(sub: Any) -> None:
         "--secrets-provider",
         help="the stacks' secrets provider (a cloud KMS URL; default: the backend's own)",
     )
+    pko.add_argument("--workspace-image", help="the workspace pods' image (a Pulumi image with Python 3.11)")
     pko.add_argument(
         "--esc-environment",
         action="append",
@@ -490,6 +497,9 @@ def _pko(args: argparse.Namespace) -> int:
 
     project = args.project_dir.resolve()
     fleet = args.fleet if args.fleet.is_absolute() else Path.cwd() / args.fleet
+    if args.output is None and args.format == "files":
+        _err("--output DIR is required (or --format mermaid)")
+        return EXIT_INVALID
     try:
         plan = load_plan(args)
         if args.organization and not plan.organization:
@@ -510,6 +520,7 @@ def _pko(args: argparse.Namespace) -> int:
             args.passphrase_secret,
             tuple(args.esc_environment),
             args.backend,
+            args.workspace_image,
             args.secrets_provider,
         )
         approvals = pko.read_approvals(project / fleet_gate_approvals(rel))
@@ -518,6 +529,9 @@ def _pko(args: argparse.Namespace) -> int:
     except (FleetError, EnvironmentError, pko.PkoError) as e:
         _err(str(e))
         return EXIT_INVALID
+    if args.format == "mermaid":
+        _emit(pko.mermaid(made), None)
+        return EXIT_OK
     out = args.output
     stale = (
         sorted(p.name for p in out.glob("*.yaml") if p.name not in files and _generated(p))

@@ -78,6 +78,8 @@ class Access:
     environments: tuple[str, ...] = ()
     """Pulumi ESC environments every stack imports."""
     backend: str | None = None
+    workspace_image: str | None = None
+    """The workspace pods' image (a Pulumi image with Python 3.11); none: the operator's default."""
     secrets_provider: str | None = None
     """Of the stacks' state (their config's secrets come by reference, so any provider does): a cloud KMS URL;
     `passphrase` with passphrase_secret; none: the backend's default (Pulumi Cloud's own)."""
@@ -231,6 +233,8 @@ def _spec(plan: Plan, stack: str, source: Source, access: Access) -> dict[str, A
         spec["envRefs"] = env
     if access.environments:
         spec["environment"] = list(access.environments)
+    if access.workspace_image:
+        spec["workspaceTemplate"] = {"spec": {"image": access.workspace_image}}
     return spec
 
 
@@ -400,3 +404,39 @@ def check_committed(project_dir: Path, commit: str, paths: list[str]) -> None:
             f"{listed}: not as at commit {commit[:12]}, which the operator would run; commit them (or pass --commit "
             "of a commit that holds them as they are here)"
         )
+
+
+# -- a picture ----------------------------------------------------------------------------------------------------
+def mermaid(made: Objects, shown: int = 12) -> str:
+    """The prerequisite graph as a Mermaid flowchart, as `mldiag fleet plan` draws the waves: each wave a box of
+    its member Stacks (an arrow from the one each requires: its lane), then its gate, which requires them all.
+    A wave shows its first `shown` - 1 members and counts the rest."""
+    from mldiag.fleet.picture import GATE_STYLE, _m
+
+    out = ["flowchart LR"]
+    previous = ""
+    for i, (wave, objs) in enumerate(made.waves):
+        members, gate = objs[:-1], objs[-1]
+        drawn = members if len(members) <= shown else members[: shown - 1]
+        ids = {o["metadata"]["name"]: f"w{i}m{j}" for j, o in enumerate(drawn)}
+        lanes = min(wave.max_parallel, len(members))
+        title = f"wave {i + 1}: {wave.name}, {len(members)} Stack(s) in {lanes} lane(s)"
+        out += [f'  subgraph w{i}["{_m(title)}"]', "    direction TB"]
+        for o in drawn:
+            out.append(f'    {ids[o["metadata"]["name"]]}["{_m(o["metadata"]["name"])}"]')
+        if len(drawn) < len(members):
+            out.append(f'    w{i}more["... and {len(members) - len(drawn)} more"]')
+        for o in drawn:
+            for p in o["spec"].get("prerequisites", []):
+                if p["name"] in ids:
+                    out.append(f"    {ids[p['name']]} --> {ids[o['metadata']['name']]}")
+        out.append("  end")
+        out.append(f'  g{i}{{{{"{_m(gate["metadata"]["name"])}<br/>{_m(wave.describe_gate())}"}}}}')
+        if previous:
+            out.append(f"  {previous} --> w{i}")
+        out.append(f"  w{i} --> g{i}")
+        previous = f"g{i}"
+    fill, stroke = GATE_STYLE
+    out.append(f"  classDef gate fill:{fill},stroke:{stroke},color:#111")
+    out.append("  class " + ",".join(f"g{i}" for i in range(len(made.waves))) + " gate")
+    return "\n".join(out) + "\n"
