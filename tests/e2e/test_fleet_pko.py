@@ -206,7 +206,16 @@ def gate_config(wait: int) -> dict[str, Any]:
     }
 
 
-def test_2_the_gate_fails_while_a_members_diagon_is_not_ready_and_passes_once_it_is(world: World) -> None:
+def shown(title: str, output: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """The gate's own lines of a `pulumi up`, in the test log (docs/fleet.md quotes them)."""
+    lines = [ln for ln in output.splitlines() if "wave gpu" in ln or "fleetGate" in ln or "error:" in ln]
+    with capsys.disabled():
+        print(f"\n--- {title}\n" + "\n".join(ln[:400] for ln in lines[-8:]))
+
+
+def test_2_the_gate_fails_while_a_members_diagon_is_not_ready_and_passes_once_it_is(
+    world: World, capsys: pytest.CaptureFixture[str]
+) -> None:
     cp, project = world.cp, world.project
     pulumi_in(world, world.member_dir, "stack", "init", "dev", "--secrets-provider", "passphrase")
     pulumi_in(
@@ -241,6 +250,7 @@ def test_2_the_gate_fails_while_a_members_diagon_is_not_ready_and_passes_once_it
     failed = project.pulumi("up", "--yes", "--skip-preview", stack="lab.gate-1-gpu", check=False)
     TIMINGS["gate up, failing (verify waits 4s)"] = time.monotonic() - t0
     assert failed.returncode != 0
+    shown("pulumi up of the gate, a member's GPU node NotReady", failed.output, capsys)
     assert (
         "wave gpu of fleet/lab.yaml failed its gate after 4s of verify: 1 member(s) unhealthy, 0 tolerated: "
         f"kubernetesClusters/gpu ({MEMBER}):" in failed.output
@@ -259,6 +269,7 @@ def test_2_the_gate_fails_while_a_members_diagon_is_not_ready_and_passes_once_it
     t0 = time.monotonic()
     passed = project.pulumi("up", "--yes", "--skip-preview", stack="lab.gate-1-gpu")
     TIMINGS["gate up, passing"] = time.monotonic() - t0
+    shown("pulumi up of the gate, the node Ready again", passed.output, capsys)
     assert (
         "wave gpu of fleet/lab.yaml passed its gate: 1 of 1 member(s) healthy, 0 tolerated" in passed.output
     )
