@@ -29,7 +29,6 @@ revision. What it checked is its output `fleetGate`, the same on every update th
 from __future__ import annotations
 
 import re
-import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -38,6 +37,7 @@ from typing import Any, Protocol
 
 from ml_diagnostics.rules.names import quote
 from program import config_input
+from program.clock import Clock, SystemClock
 from program.config_base import NAMESPACE, ConfigError
 
 KEY = f"{NAMESPACE}:fleetGate"
@@ -91,20 +91,6 @@ class Health:
 
 class Probe(Protocol):
     def health(self, member: GateMember) -> Health: ...
-
-
-class Clock(Protocol):
-    def now(self) -> float: ...
-
-    def sleep(self, seconds: float) -> None: ...
-
-
-class SystemClock:
-    def now(self) -> float:
-        return time.time()
-
-    def sleep(self, seconds: float) -> None:
-        time.sleep(max(0.0, seconds))
 
 
 class GateFailed(Exception):

@@ -14,7 +14,7 @@ import yaml
 from mldiag.common import ROOT
 from mldiag.fleet import cli, model, planner, workflow
 from mldiag.fleet.planner import EnvTarget, resolve
-from tests.fixtures.tools import need, need_command
+from tests.fixtures.tools import actionlint, need_command
 
 WORKFLOWS = ROOT / ".github" / "workflows"
 PROD = planner.load(ROOT / "fleet" / "prod.yaml", ROOT)
@@ -119,21 +119,6 @@ def test_drift_runs_every_day_read_only_for_every_fleet() -> None:
     auth = next(s for s in job["steps"] if s.get("uses", "").startswith("pulumi/auth-actions@"))
     assert auth["with"]["requested-token-type"] == "urn:pulumi:token-type:access_token:team"
     assert "DEPLOY" not in (WORKFLOWS / "fleet-drift.yml").read_text()
-
-
-def actionlint() -> str:
-    out = subprocess.run(
-        ["bash", str(ROOT / "dev" / "e2e" / "toolchain.sh"), "--extra-bin", "actionlint"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    exe = Path(out.stdout.strip()) / "actionlint"
-    need(
-        out.returncode == 0 and exe.is_file(),
-        "actionlint is not there: `bash dev/e2e/toolchain.sh --extra actionlint` restores or builds it",
-    )
-    return str(exe)
 
 
 def test_actionlint_accepts_the_generated_workflows(tmp_path: Path) -> None:

@@ -23,7 +23,6 @@ and write the same records in one order, and splitting it would spread that orde
 from __future__ import annotations
 
 import threading
-import time
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
@@ -35,6 +34,7 @@ from mldiag.fleet import progress, testhook
 from mldiag.fleet.model import format_duration
 from mldiag.fleet.planner import Member, Plan, Wave
 from mldiag.fleet.progress import Holder, LeaseHeld, Lock, Record
+from program.clock import Clock, SystemClock
 
 EXIT_OK, EXIT_GATE, EXIT_INVALID, EXIT_STACK = Exit.OK, Exit.FINDING, Exit.INVALID, Exit.UNREACHABLE
 RENEW_TICK = 30.0
@@ -131,20 +131,6 @@ class Executor(Protocol):
 
     def write_wave_mark(self, number: int, text: str) -> None:
         """Records that wave `number` is complete (progress.wave_mark); StackUnavailable."""
-
-
-class Clock(Protocol):
-    def now(self) -> float: ...
-
-    def sleep(self, seconds: float) -> None: ...
-
-
-class SystemClock:
-    def now(self) -> float:
-        return time.time()
-
-    def sleep(self, seconds: float) -> None:
-        time.sleep(max(0.0, seconds))
 
 
 @dataclass

@@ -17,35 +17,21 @@ import argparse
 import json
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from mldiag import esc
 from mldiag.common import command_parser
 from mldiag.stacks.secrets import PULUMI_STACK
 from mldiag.verify import report
 from mldiag.verify.report import TargetResult, Unreachable
+from program.clock import Clock, MonotonicClock
 from program.config import ConfigError, StackConfig
 from program.kinds.context import ENCRYPTED_HINT
 from program.verify_stack import cloud_options, default_options
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-class Clock(Protocol):
-    def now(self) -> float: ...
-
-    def sleep(self, seconds: float) -> None: ...
-
-
-class MonotonicClock:
-    def now(self) -> float:
-        return time.monotonic()
-
-    def sleep(self, seconds: float) -> None:
-        time.sleep(max(0.0, seconds))
 
 
 class StackConfigUnavailable(Exception):

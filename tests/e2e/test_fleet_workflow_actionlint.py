@@ -10,25 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from dev.e2e.harness import REPO
 from mldiag.fleet import workflow
 from tests.fixtures.e2e import E2E_ENABLED, SKIP_REASON
 from tests.fixtures.fleet_shapes import bench_plan
-from tests.fixtures.tools import need
+from tests.fixtures.tools import actionlint
 
 pytestmark = pytest.mark.skipif(not E2E_ENABLED, reason=SKIP_REASON)
-
-
-def actionlint() -> str:
-    out = subprocess.run(
-        ["bash", str(REPO / "dev" / "e2e" / "toolchain.sh"), "--extra-bin", "actionlint"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    exe = Path(out.stdout.strip()) / "actionlint"
-    need(out.returncode == 0 and exe.is_file(), "actionlint: `bash dev/e2e/toolchain.sh --extra actionlint`")
-    return str(exe)
 
 
 @pytest.mark.parametrize("clusters", [1_000, 10_000])
