@@ -25,12 +25,12 @@ from __future__ import annotations
 
 import argparse
 import sys
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from mldiag.common import ROOT
 from mldiag.exit_codes import help_table
+from mldiag.fleet import cli_engines as engines
 from mldiag.fleet.model import DURATION_RULE, FleetError, parse_duration
 from mldiag.fleet.planner import EnvironmentError, Plan
 from mldiag.fleet.rollout import EXIT_GATE, EXIT_INVALID, EXIT_OK, EXIT_STACK
@@ -107,68 +107,8 @@ def _parser() -> argparse.ArgumentParser:
     mode.add_argument("--write", action="store_true")
     mode.add_argument("--check", action="store_true")
     wf.add_argument("--project-dir", type=Path, default=ROOT, help=argparse.SUPPRESS)
-    _pko_parser(sub)
+    engines.pko_parser(sub)
     return p
-
-
-def _pko_parser(sub: Any) -> None:
-    pko = sub.add_parser("pko", help="the fleet as the Pulumi Kubernetes Operator's Stack objects")
-    pko.add_argument("fleet", type=Path, help="the fleet file, e.g. fleet/prod.yaml")
-    pko.add_argument("--output", type=Path, metavar="DIR", help="where the YAML files go")
-    pko.add_argument(
-        "--format",
-        choices=("files", "mermaid"),
-        default="files",
-        help="mermaid: print the prerequisite graph as a picture instead of writing files",
-    )
-    pko.add_argument(
-        "--check", action="store_true", help="exit 1 when DIR does not hold what would be written"
-    )
-    pko.add_argument(
-        "--project-dir", type=Path, default=ROOT, help="the project (Pulumi.yaml, stacks/, the program)"
-    )
-    pko.add_argument("--repo", help="the program's git repository (default: the checkout's origin)")
-    rev = pko.add_mutually_exclusive_group()
-    rev.add_argument(
-        "--commit", help="the commit the stacks run (default: HEAD, which must hold this program)"
-    )
-    rev.add_argument("--branch", help="a branch the operator follows instead of one commit")
-    pko.add_argument(
-        "--git-auth-secret", metavar="SECRET", help="a Kubernetes Secret with the key accessToken"
-    )
-    pko.add_argument(
-        "--service-account",
-        default="pulumi",
-        help="the workspaces' Kubernetes service account (default pulumi)",
-    )
-    pko.add_argument("--namespace", help="the objects' namespace (default: none; `kubectl apply -n`)")
-    pko.add_argument(
-        "--access-token-secret",
-        metavar="SECRET",
-        help="a Secret with the key accessToken: PULUMI_ACCESS_TOKEN",
-    )
-    pko.add_argument(
-        "--passphrase-secret",
-        metavar="SECRET",
-        help="a Secret with the key passphrase: PULUMI_CONFIG_PASSPHRASE",
-    )
-    pko.add_argument(
-        "--secrets-provider",
-        help="the stacks' secrets provider (a cloud KMS URL; default: the backend's own)",
-    )
-    pko.add_argument("--workspace-image", help="the workspace pods' image (a Pulumi image with Python 3.11)")
-    pko.add_argument(
-        "--esc-environment",
-        action="append",
-        default=[],
-        metavar="ENV",
-        help="a Pulumi ESC environment to import",
-    )
-    pko.add_argument("--backend", help="the Pulumi backend URL of the stacks (default: Pulumi Cloud)")
-    pko.add_argument(
-        "--organization",
-        help="the stacks' Pulumi organization when the fleet file names none (`organization`)",
-    )
 
 
 def _emit(text: str, output: Path | None) -> None:
@@ -282,9 +222,9 @@ def _status(plan: Plan, executor: Any) -> tuple[int, list[Any], dict[str, str]]:
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "workflow":
-        return _workflow(args)
+        return engines.run_workflow(args)
     if args.command == "pko":
-        return _pko(args)
+        return engines.run_pko(args)
     try:
         plan = load_plan(args)
     except (FleetError, EnvironmentError) as e:
@@ -460,120 +400,3 @@ def _recover(plan: Plan, executor: Any, args: argparse.Namespace) -> int:
     if not lines:
         return _outcome(args, EXIT_OK, f"stack {env}: no lock, nothing pending: nothing to recover", [])
     return _outcome(args, EXIT_OK, f"stack {env} settled: `pulumi up -s {env}` can run", lines)
-
-
-def _workflow(args: argparse.Namespace) -> int:
-    from mldiag.fleet.workflow import WorkflowLimitError, generated, stale_generated
-
-    project = args.project_dir.resolve()
-    try:
-        files = generated(project)
-    except (FleetError, EnvironmentError, WorkflowLimitError) as e:
-        _err(str(e))
-        return EXIT_INVALID
-    stale = []
-    for rel, text in files.items():
-        path = project / rel
-        if args.write:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text)
-            print(f"wrote {rel}")
-        elif not path.exists() or path.read_text() != text:
-            stale.append(str(rel))
-    for rel in stale_generated(project, files):
-        if args.write:
-            (project / rel).unlink()
-            print(f"removed {rel} (no fleet generates it any more)")
-        else:
-            stale.append(f"{rel} (no fleet generates it any more)")
-    if stale:
-        _err(f"not the generated workflow(s): {', '.join(stale)}; run `mldiag fleet workflow --write`")
-        return EXIT_GATE
-    return EXIT_OK
-
-
-def _pko(args: argparse.Namespace) -> int:
-    from mldiag.fleet import pko
-
-    project = args.project_dir.resolve()
-    fleet = args.fleet if args.fleet.is_absolute() else Path.cwd() / args.fleet
-    if args.output is None and args.format == "files":
-        _err("--output DIR is required (or --format mermaid)")
-        return EXIT_INVALID
-    try:
-        plan = load_plan(args)
-        if args.organization and not plan.organization:
-            plan = replace(plan, organization=args.organization)
-        rel = (
-            str(fleet.resolve().relative_to(project))
-            if fleet.resolve().is_relative_to(project)
-            else str(fleet)
-        )
-        source = pko.default_source(project, args.repo, args.commit, args.branch)
-        if source.commit:
-            pko.check_committed(project, source.commit, _program_paths(plan, project))
-        source = pko.Source(source.repo, source.commit, source.branch, source.repo_dir, args.git_auth_secret)
-        access = pko.Access(
-            args.service_account,
-            args.namespace,
-            args.access_token_secret,
-            args.passphrase_secret,
-            tuple(args.esc_environment),
-            args.backend,
-            args.workspace_image,
-            args.secrets_provider,
-        )
-        approvals = pko.read_approvals(project / fleet_gate_approvals(rel))
-        made = pko.objects(plan, rel, source, access, approvals)
-        files = pko.files(plan, rel, made, source)
-    except (FleetError, EnvironmentError, pko.PkoError) as e:
-        _err(str(e))
-        return EXIT_INVALID
-    if args.format == "mermaid":
-        _emit(pko.mermaid(made), None)
-        return EXIT_OK
-    out = args.output
-    stale = (
-        sorted(p.name for p in out.glob("*.yaml") if p.name not in files and _generated(p))
-        if out.is_dir()
-        else []
-    )
-    if args.check:
-        wrong = [n for n, text in files.items() if not (out / n).is_file() or (out / n).read_text() != text]
-        if wrong or stale:
-            _err(
-                f"{out}: not the generated objects: {', '.join(wrong + stale)}; run `mldiag fleet pko` again"
-            )
-            return EXIT_GATE
-        return EXIT_OK
-    out.mkdir(parents=True, exist_ok=True)
-    for name in stale:
-        (out / name).unlink()
-    for name, text in files.items():
-        (out / name).write_text(text)
-    count = sum(len(o) for _, o in made.waves)
-    print(
-        f"wrote {len(files)} file(s) to {out}: {count} Stack(s), {len(made.secrets)} member Secret(s) to create"
-    )
-    return EXIT_OK
-
-
-def fleet_gate_approvals(fleet_rel: str) -> str:
-    from program.fleet_gate import approvals_file
-
-    return approvals_file(fleet_rel)
-
-
-def _generated(path: Path) -> bool:
-    from mldiag.fleet.pko import GENERATED
-
-    return path.read_text(errors="replace").startswith(GENERATED)
-
-
-def _program_paths(plan: Plan, project: Path) -> list[str]:
-    """What the members' digest covers: the program and the environment's stack file."""
-    from mldiag.fleet.planner import environment_stack_file
-    from program.fleet_member import PROGRAM_PATHS
-
-    env = environment_stack_file(project, plan.environment_stack)
-    return [*PROGRAM_PATHS, str(env.relative_to(project))]

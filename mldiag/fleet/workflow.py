@@ -18,6 +18,7 @@ GitHub runs the rollout; the jobs call `mldiag fleet`, which keeps progress in t
 
 `mldiag fleet drift` runs on a schedule in fleet-drift.yml (`drift_workflow`), with the read-only identity.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
