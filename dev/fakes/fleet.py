@@ -160,6 +160,7 @@ class SimulatedExecutor:
         if self.script(member).tags == "unavailable":
             raise StackUnavailable(f"the tags of {member.stack} could not be read")
         with self._lock:
+            self.calls.append(("read tag", member.stack))
             return self.tags.get(member.stack)
 
     def write_record(self, member: Member, text: str) -> None:

@@ -10,6 +10,7 @@ is empty, no tolerance is larger than its wave.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -82,7 +83,7 @@ class Wave:
     soak: int
     gate: Gate
 
-    @property
+    @cached_property
     def revision(self) -> str:
         """Its members at their revisions: what a wave's mark and its approval name (progress.wave_digest)."""
         from mldiag.fleet.progress import wave_digest

@@ -111,21 +111,23 @@ def wave_tag(number: int) -> str:
 
 
 def wave_digest(name: str, members: Any) -> str:
-    """What a wave's mark stands for: its name and each member's target and revision."""
-    text = "\n".join([name, *sorted(f"{m.ref}={m.revision}" for m in members)])
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
+    """What a wave's mark stands for: its name and each member's target and revision, in the wave's order."""
+    h = hashlib.sha256(name.encode())
+    for m in members:
+        h.update(f"\n{m.ref}={m.revision}".encode())
+    return h.hexdigest()[:16]
 
 
-def wave_mark(name: str, members: Any, at: int) -> str:
-    return f"{VERSION};wave={name};rev={wave_digest(name, members)};at={at}"
+def wave_mark(name: str, revision: str, at: int) -> str:
+    return f"{VERSION};wave={name};rev={revision};at={at}"
 
 
-def wave_marked(text: str | None, name: str, members: Any) -> bool:
-    """The mark says this wave is complete at its members' current revisions."""
+def wave_marked(text: str | None, name: str, revision: str) -> bool:
+    """The mark says this wave is complete at this revision (its members' revisions: Wave.revision)."""
     if not text or not text.startswith(VERSION + ";"):
         return False
     fields = dict(p.split("=", 1) for p in text.split(";")[1:] if "=" in p)
-    return fields.get("wave") == name and fields.get("rev") == wave_digest(name, members)
+    return fields.get("wave") == name and fields.get("rev") == revision
 
 
 def current(record: Record | None, revision: str) -> Record | None:

@@ -25,7 +25,7 @@ from __future__ import annotations
 import threading
 from collections import deque
 from collections.abc import Callable
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -451,6 +451,10 @@ class Rollout:
 
     def _wave(self, wave: Wave) -> tuple[WaveOutcome, int, str]:
         t0 = self.clock.now()
+        if self._marked(wave):
+            self.log(f"wave {wave.name}: complete at these revisions (its mark), skipped")
+            done = [MemberOutcome(m, "done earlier") for m in wave.members]
+            return WaveOutcome(wave, "done earlier", done), EXIT_OK, ""
         try:
             records = self.read(wave.members)
         except StackUnavailable as e:
@@ -539,14 +543,23 @@ class Rollout:
         self._mark(wave)
         return outcome, EXIT_OK, ""
 
+    def _marked(self, wave: Wave) -> bool:
+        """The wave's mark says it is complete at its members' revisions (a rerun then reads none of their tags);
+        a mark that cannot be read is no mark."""
+        try:
+            text = self.executor.read_wave_mark(self.plan.waves.index(wave) + 1)
+        except (LockConflict, StackUnavailable):
+            return False
+        return progress.wave_marked(text, wave.name, wave.revision)
+
     def _mark(self, wave: Wave) -> None:
         """Records on the coordination stack that the wave is complete (an earlier-wave check of a later leg
         reads it); best effort: without it, that check reads the wave's tags."""
         number = self.plan.waves.index(wave) + 1
         try:
-            if not progress.wave_marked(self.executor.read_wave_mark(number), wave.name, wave.members):
+            if not progress.wave_marked(self.executor.read_wave_mark(number), wave.name, wave.revision):
                 self.executor.write_wave_mark(
-                    number, progress.wave_mark(wave.name, wave.members, int(self.clock.now()))
+                    number, progress.wave_mark(wave.name, wave.revision, int(self.clock.now()))
                 )
         except (LockConflict, StackUnavailable) as e:
             self.log(
@@ -593,48 +606,62 @@ class Rollout:
 
     # -- the clusters of a wave -------------------------------------------------------------------------------
     def _members(self, wave: Wave, todo: list[Member]) -> dict[Member, MemberOutcome]:
+        """The wave's clusters on maxParallel workers, each taking the next one in order until none is left,
+        more failed than the wave tolerates, or a stack could not be run (then no further cluster starts; those
+        running finish). This thread keeps the lease meanwhile; it is not woken per cluster."""
         out: dict[Member, MemberOutcome] = {}
         if not todo:
             return out
-        stop: Exception | None = None
-        failures = 0
         pending = deque(todo)
-        running: dict[Future[MemberOutcome], Member] = {}
-        with ThreadPoolExecutor(
-            max_workers=min(wave.max_parallel, len(todo)), thread_name_prefix="fleet"
-        ) as pool:
-            while pending or running:
-                while (
-                    pending
-                    and len(running) < wave.max_parallel
-                    and stop is None
-                    and failures <= wave.tolerance
-                ):
-                    m = pending.popleft()
-                    running[pool.submit(self.member, wave, m)] = m
-                if not running:
-                    break
-                done, _ = wait(running, timeout=RENEW_TICK, return_when=FIRST_COMPLETED)
-                for f in done:
-                    m = running.pop(f)
-                    try:
-                        result = f.result()
-                    except (LockConflict, StackUnavailable) as e:
-                        stop = stop or e
+        lock = threading.Lock()
+        stop: list[Exception] = []
+        crashed: list[BaseException] = []
+        failures = 0
+
+        def take() -> Member | None:
+            with lock:
+                if not pending or stop or crashed or failures > wave.tolerance:
+                    return None
+                return pending.popleft()
+
+        def work() -> None:
+            nonlocal failures
+            while (m := take()) is not None:
+                try:
+                    result = self.member(wave, m)
+                except (LockConflict, StackUnavailable) as e:
+                    with lock:
+                        stop.append(e)
                         out[m] = MemberOutcome(m, "not run", why=str(e))
-                        continue
+                    continue
+                except BaseException as e:  # the process dies here (a simulated crash): start nothing more
+                    with lock:
+                        crashed.append(e)
+                    raise
+                with lock:
                     out[m] = result
                     failures += result.state == "failed"
+
+        workers = min(wave.max_parallel, len(todo))
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="fleet") as pool:
+            running = [pool.submit(work) for _ in range(workers)]
+            while running:
+                _, left = wait(running, timeout=RENEW_TICK)
+                running = list(left)
                 if self.lease is not None:
                     try:
                         self.lease.renew_if_due()
                     except LeaseHeld:
-                        pending.clear()
+                        with lock:
+                            pending.clear()
                         raise
-        for m in pending:
-            out[m] = MemberOutcome(m, "not started")
-        if stop is not None:
-            raise _Abort(stop, out)
+        with lock:
+            for m in pending:
+                out[m] = MemberOutcome(m, "not started")
+        if crashed:
+            raise crashed[0]
+        if stop:
+            raise _Abort(stop[0], out)
         return out
 
     def member(self, wave: Wave, m: Member) -> MemberOutcome:
@@ -773,10 +800,10 @@ class Rollout:
         """The earlier waves that are not complete at the current revisions (a later wave must not start): a
         wave's mark when it has one of these revisions, else its members' tags."""
         out = []
-        for number, w in enumerate(self.plan.waves, start=1):
+        for w in self.plan.waves:
             if w is wave:
                 break
-            if progress.wave_marked(self.executor.read_wave_mark(number), w.name, w.members):
+            if self._marked(w):
                 continue
             if self.complete(w, self.read(w.members)):
                 self._mark(w)
