@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from ml_diagnostics import compat, verify_record
-from ml_diagnostics.gke_cluster import gke_kubeconfig
+from ml_diagnostics.gke_kubeconfig import gke_kubeconfig
 from ml_diagnostics.rules.google_api import GoogleApiSpec
 from ml_diagnostics.verify_record import GkeRecord
 from program.clouds import Unreachable
