@@ -49,11 +49,10 @@ from typing import Literal
 from pydantic import SecretStr, field_validator, model_validator
 
 from ml_diagnostics.compat import quote
+from ml_diagnostics.rules.azure_cluster import MIN_HA_NODES, AzureClusterSpec
 from ml_diagnostics.rules.azure_ml import (
-    MIN_HA_NODES,
     NGINX_DEFAULT_CONTROLLER,
     ROUTER_SERVICE_TYPES,
-    AzureClusterSpec,
     AzureMlExtensionRules,
     InferenceSpec,
     pem_problem,
