@@ -92,6 +92,6 @@ class Component(pulumi.ComponentResource, Generic[S]):
 
 
 PART = Part(
-    order=0, exports=("rules.base:InvalidArgsError", "lifecycle:DeletionPolicy", "DeletionPolicyInput")
+    order=0, exports=("rules.errors:InvalidArgsError", "lifecycle:DeletionPolicy", "DeletionPolicyInput")
 )
 """What every component shares: its refusal of bad arguments, its deletion policy."""
