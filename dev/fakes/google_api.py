@@ -1,17 +1,41 @@
 """What the loopback Google APIs share: an API's error answer (`ApiError`, written as Google's JSON error with
-its status name) and the credential side, `FakeAuth` (the OAuth token endpoint of a service-account ADC file,
-and IAM Credentials' `generateAccessToken` for impersonation).
+its status name), the credential side, `FakeAuth` (the OAuth token endpoint of a service-account ADC file,
+and IAM Credentials' `generateAccessToken` for impersonation), and the `SimulatedClock` a client and a fake
+share.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import threading
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qs
 
 from dev.fakes.loopback import send_json
+from ml_diagnostics.providers.google_rest import Clock
+
+
+class SimulatedClock(Clock):
+    """Simulated time shared by the client (sleep advances it) and the fake (operations end on it)."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.sleeps: list[float] = []
+        self._lock = threading.Lock()
+
+    def monotonic(self) -> float:
+        with self._lock:
+            return self.now
+
+    def sleep(self, seconds: float) -> None:
+        with self._lock:
+            self.sleeps.append(seconds)
+            self.now += max(0.0, seconds)
+
+    def random(self) -> float:
+        return 0.5
 
 
 class ApiError(Exception):

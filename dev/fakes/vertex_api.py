@@ -24,7 +24,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from dev.fakes.google_api import STATUS_NAMES, ApiError, FakeAuth
+from dev.fakes.google_api import STATUS_NAMES, ApiError, FakeAuth, SimulatedClock
 from dev.fakes.loopback import send_json
 from dev.fakes.vertex_schema import (
     SCHEMA,
@@ -36,31 +36,9 @@ from dev.fakes.vertex_schema import (
     snake,
     validate_cluster,
 )
-from ml_diagnostics.providers.google_rest import Clock
 
 DEFAULT_IMAGE = "projects/vertex-ai-slurm/global/images/slurm-2026-01"
 CLUSTER_TYPE = "type.googleapis.com/google.cloud.aiplatform.v1beta1.ModelDevelopmentCluster"
-
-
-class SimulatedClock(Clock):
-    """Simulated time shared by the client (sleep advances it) and the fake (operations end on it)."""
-
-    def __init__(self) -> None:
-        self.now = 0.0
-        self.sleeps: list[float] = []
-        self._lock = threading.Lock()
-
-    def monotonic(self) -> float:
-        with self._lock:
-            return self.now
-
-    def sleep(self, seconds: float) -> None:
-        with self._lock:
-            self.sleeps.append(seconds)
-            self.now += max(0.0, seconds)
-
-    def random(self) -> float:
-        return 0.5
 
 
 @dataclass
