@@ -294,11 +294,17 @@ def test_the_clouds_stand_below_the_rooms_that_read_them():
 
 
 def test_base_layer_imports_nothing_above_it(imports):
-    # below the program's base layer: the library's rules (and what they use: compat, the MDC schema)
+    # below the program's base layer: the library's rules (and what they use: compat, the MDC schema, nested data)
     loaded = set(imports["program.config_base"]["loaded"])
     assert loaded - {"program", "program.config_base"} <= {
         m for m in loaded if m.startswith(("ml_diagnostics.rules", "ml_diagnostics.specs"))
-    } | {"ml_diagnostics", "ml_diagnostics._exports", "ml_diagnostics.compat", "ml_diagnostics.lifecycle"}
+    } | {
+        "ml_diagnostics",
+        "ml_diagnostics._exports",
+        "ml_diagnostics.compat",
+        "ml_diagnostics.lifecycle",
+        "ml_diagnostics.nested",
+    }
     assert not loaded & COMPONENT_MODULES
 
 

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ml_diagnostics.compat import quote
+from ml_diagnostics.nested import map_leaves
 from program.stack_file.ciphertexts import check_ciphertexts
 from program.stack_file.reader import (
     BYTES_PER_VALUE,
@@ -113,13 +114,7 @@ class StackFile:
 def plain_data(value: Any) -> Any:
     """A parsed document's value with each `secure:` leaf back as `{"secure": ciphertext}` (for a tool that
     edits a stack file's data and writes it out again)."""
-    if isinstance(value, SecretLeaf):
-        return {"secure": value.ciphertext}
-    if isinstance(value, dict):
-        return {k: plain_data(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [plain_data(v) for v in value]
-    return value
+    return map_leaves(value, lambda v: {"secure": v.ciphertext} if isinstance(v, SecretLeaf) else v)
 
 
 def read_document(path: Path) -> dict[str, Any]:
