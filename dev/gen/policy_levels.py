@@ -26,6 +26,9 @@ if str(ROOT / "policies") not in sys.path:
 
 from mldiag_policy import levels, pack  # noqa: E402
 
+from dev import gen  # noqa: E402
+from dev.gen import write_or_check  # noqa: E402
+
 README = Path("policies") / "README.md"
 EXPECTED = Path("tests") / "fixtures" / "policy_levels.py"
 GENERATOR = "python -m dev.gen.policy_levels --write"
@@ -146,13 +149,9 @@ def outputs(root: Path = ROOT) -> dict[Path, str]:
     return out
 
 
-def _stale(wanted: dict[Path, str], root: Path) -> list[Path]:
-    return [p for p, text in wanted.items() if not (root / p).exists() or (root / p).read_text() != text]
-
-
 def stale(root: Path = ROOT) -> list[Path]:
     """The generated files under `root` that differ from what the declarations make."""
-    return _stale(outputs(root), root)
+    return gen.stale(outputs(root), root)
 
 
 def main(argv: list[str], root: Path = ROOT) -> int:
@@ -164,17 +163,7 @@ def main(argv: list[str], root: Path = ROOT) -> int:
     except StaleInput as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    old = _stale(wanted, root)
-    for p in old:
-        if argv == ["--check"]:
-            print(f"{p} is stale: run {GENERATOR}")
-        else:
-            (root / p).parent.mkdir(parents=True, exist_ok=True)
-            (root / p).write_text(wanted[p])
-            print(f"wrote {p}")
-    if not old:
-        print("the policy levels' generated files are current")
-    return 1 if old and argv == ["--check"] else 0
+    return write_or_check(argv, wanted, root, GENERATOR, "the policy levels' generated files are current")
 
 
 if __name__ == "__main__":
