@@ -11,7 +11,7 @@ from pydantic import BeforeValidator, Field, field_validator
 
 from ml_diagnostics.compat import arm_location
 from ml_diagnostics.rules import names
-from ml_diagnostics.rules.base import Spec, casefolded, check
+from ml_diagnostics.rules.base import Spec, casefolded, check, checked
 
 # The CLI derives a small-cluster setup (clusterPurpose=DevTest, one inference router) below this many nodes.
 MIN_HA_NODES = 3
@@ -24,9 +24,9 @@ class AzureClusterSpec(Spec):
     """aks (managedClusters) or arc (connectedClusters), any case."""
     subscription_id: str
     """The cluster's subscription (the explicit provider is bound to it)."""
-    resource_group: str
+    resource_group: Annotated[str, checked(names.azure_resource_group_problem)]
     """The cluster's resource group (Arc: the Azure Relay goes here too)."""
-    name: str
+    name: Annotated[str, checked(names.azure_cluster_name_problem)]
     """The cluster's name."""
     location: str
     """The cluster's Azure region in any form ARM takes: any case, with or without spaces (`eastus`, `EastUS`,
@@ -53,16 +53,6 @@ class AzureClusterSpec(Spec):
     @classmethod
     def _subscription(cls, v: str) -> str:
         return check(names.azure_subscription_problem, v).lower()
-
-    @field_validator("resource_group")
-    @classmethod
-    def _resource_group(cls, v: str) -> str:
-        return check(names.azure_resource_group_problem, v)
-
-    @field_validator("name")
-    @classmethod
-    def _name(cls, v: str) -> str:
-        return check(names.azure_cluster_name_problem, v)
 
     @field_validator("location")
     @classmethod

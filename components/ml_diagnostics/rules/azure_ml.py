@@ -11,7 +11,7 @@ The cluster it goes on is rules/azure_cluster.py (named here too).
 from __future__ import annotations
 
 import re
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import field_validator, model_validator
 
@@ -22,6 +22,7 @@ from ml_diagnostics.rules.base import (
     Path,
     Spec,
     check,
+    checked,
     key,
     phrase,
     raise_issues,
@@ -44,6 +45,12 @@ _INGRESS_CONTROLLER = re.compile(
     r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?/[A-Za-z0-9][-A-Za-z0-9_./]{0,62}", re.ASCII
 )
 NGINX_DEFAULT_CONTROLLER = "k8s.io/ingress-nginx"
+
+
+def _secret_name_problem(name: str) -> str | None:
+    return names.dns_subdomain_problem(name, "a Kubernetes secret name")
+
+
 VERIFY_ACCESS = phrase(
     stack="verifyAccess (a kubeconfig secret, or aksUserCredentials on AKS)",
     args="kubeconfig (a secret), or aks_user_credentials on AKS",
@@ -109,7 +116,7 @@ class InferenceSpec(Spec):
     """HTTP inference endpoints (dev/test only); refused in prod by policy."""
     ssl_cname: str | None = None
     """CNAME of the HTTPS inference endpoint; required unless insecure."""
-    ssl_secret: str | None = None
+    ssl_secret: Annotated[str | None, checked(_secret_name_problem)] = None
     """Name of a Kubernetes secret in the `azureml` namespace holding cert.pem and key.pem."""
     ssl_cert_pem: Input[str] | None = None
     """TLS certificate: PEM text (not a path), a secret; sent base64-encoded as a protected setting."""
@@ -134,13 +141,6 @@ class InferenceSpec(Spec):
     def _ssl_cname(cls, v: str | None) -> str | None:
         if v is not None and not _DNS_NAME.fullmatch(v):
             raise ValueError("must be a DNS name such as ml.example.com")
-        return v
-
-    @field_validator("ssl_secret")
-    @classmethod
-    def _ssl_secret(cls, v: str | None) -> str | None:
-        if v is not None:
-            check(lambda s: names.dns_subdomain_problem(s, "a Kubernetes secret name"), v)
         return v
 
     @field_validator("ssl_cert_pem")

@@ -24,6 +24,7 @@ from typing import Annotated, Any, ClassVar, Literal, Self, TypeVar
 
 import pulumi
 from pydantic import (
+    AfterValidator,
     BaseModel,
     BeforeValidator,
     ConfigDict,
@@ -317,3 +318,10 @@ def check(problem: Callable[[str], str | None], value: str) -> str:
     if (msg := problem(value)) is not None:
         raise ValueError(msg)
     return value
+
+
+def checked(problem: Callable[[str], str | None]) -> AfterValidator:
+    """A field's own rule, in its annotation (`name: Annotated[str, checked(names.short_name_problem)]`):
+    `problem` says what is wrong with a value, as `check` reports it; None (an unset optional) passes. Unlike
+    a `field_validator`, it is not inherited by a subclass that declares the field again."""
+    return AfterValidator(lambda value: value if value is None else check(problem, value))
