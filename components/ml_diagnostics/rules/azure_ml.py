@@ -27,7 +27,7 @@ from ml_diagnostics.rules.base import (
     phrase,
     raise_issues,
 )
-from ml_diagnostics.rules.in_cluster import VerifyRbacSpec
+from ml_diagnostics.rules.verify_rbac import VerifyRbacSpec
 
 ROUTER_SERVICE_TYPES = ("LoadBalancer", "NodePort", "ClusterIP")
 _ROUTER_BY_LOWER = {t.lower(): t for t in ROUTER_SERVICE_TYPES}
