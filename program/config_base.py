@@ -26,7 +26,7 @@ from pydantic_core import PydanticCustomError
 from ml_diagnostics.nested import holds, map_leaves
 from ml_diagnostics.rules import names
 from ml_diagnostics.rules.base import Issues as Issues
-from ml_diagnostics.rules.base import Spec
+from ml_diagnostics.rules.base import Spec, key
 from ml_diagnostics.rules.base import raise_issues as raise_issues
 
 NAMESPACE = "ml-diagnostics"
@@ -226,3 +226,17 @@ class TargetBase(Model):
     @classmethod
     def _previous_name_shape(cls, v: str | None) -> str | None:
         return None if v is None else names.check(names.target_name_problem, v)
+
+    def named_after_target(self, field: str, what: str, noun: str) -> None:
+        """A rename keeps `what` (a `noun`), which is named after the target unless `field` names it: so with
+        `previous_name` that field must name it."""
+        if self.previous_name and getattr(self, field) is None:
+            raise_issues(
+                [
+                    (
+                        (field,),
+                        f"required with {key('previous_name')}: {what} is named after the target; set "
+                        f"{key(field)}: {self.previous_name} to keep the {noun} it names",
+                    )
+                ]
+            )
