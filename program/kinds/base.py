@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
+from ml_diagnostics import lifecycle
 from program.clouds import Cloud
 from program.costly import Costly
 from program.lazy import Lazy
@@ -24,6 +25,7 @@ from program.lazy import Lazy
 if TYPE_CHECKING:
     import pulumi
 
+    from ml_diagnostics.component import Component
     from program.config_base import TargetBase
     from program.previous_deployment import PreviousDeployment
 
@@ -32,6 +34,7 @@ __all__ = ["BuildContext", "Claim", "Costly", "KindDocs", "Lazy", "TargetKind"]
 # (identity of the physical resource, what it is, key path relative to the kind's list entry)
 Claim = tuple[tuple[Any, ...], str, str]
 T = TypeVar("T", bound="TargetBase")
+C = TypeVar("C", bound="Component[Any]")
 
 
 @dataclass(frozen=True)
@@ -67,6 +70,12 @@ class BuildContext:
 
     def settings_of(self, cloud: Cloud) -> Any:
         return self.settings[cloud.name]
+
+    def component(self, cls: type[C], prefix: str, target: TargetBase, spec: Any) -> C:
+        """The target's component, `<prefix>-<name>`, from the Spec the stack file's checks already made (not
+        checked again); a renamed target (`previousName`) keeps its resources through aliases."""
+        name = f"{prefix}-{target.name}"
+        return cls.from_spec(name, spec, lifecycle.rename_options(prefix, target.previous_name))
 
 
 DERIVED = Lazy("")
