@@ -17,8 +17,8 @@ from pydantic import BaseModel, Field, ValidationError, create_model, field_vali
 
 from ml_diagnostics.compat import arm_location, quote
 from ml_diagnostics.rules import names, regions
-from ml_diagnostics.rules.base import describe as describe_error
-from ml_diagnostics.rules.base import format_loc
+from ml_diagnostics.rules.errors import describe as describe_error
+from ml_diagnostics.rules.errors import format_loc
 from program import checks, config_input, fleet_member, stack_file
 from program.clouds import Cloud, clouds_of
 from program.clouds.google import GoogleApiSettings

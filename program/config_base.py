@@ -23,9 +23,10 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
+from ml_diagnostics.nested import holds, map_leaves
 from ml_diagnostics.rules import names
 from ml_diagnostics.rules.base import Issues as Issues
-from ml_diagnostics.rules.base import Spec
+from ml_diagnostics.rules.base import Spec, key
 from ml_diagnostics.rules.base import raise_issues as raise_issues
 
 NAMESPACE = "ml-diagnostics"
@@ -86,23 +87,11 @@ class Secret:
 
 def reveal(value: Any) -> Any:
     """The value with every `Secret` leaf replaced by its plain text (for config-time checks only)."""
-    if isinstance(value, Secret):
-        return value.get_secret_value()
-    if isinstance(value, dict):
-        return {k: reveal(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [reveal(v) for v in value]
-    return value
+    return map_leaves(value, lambda v: v.get_secret_value() if isinstance(v, Secret) else v)
 
 
 def contains_secret(value: Any) -> bool:
-    if isinstance(value, Secret):
-        return True
-    if isinstance(value, dict):
-        return any(contains_secret(v) for v in value.values())
-    if isinstance(value, list):
-        return any(contains_secret(v) for v in value)
-    return False
+    return holds(value, lambda v: isinstance(v, Secret))
 
 
 # Validation context keys. PLAIN_SECRETS_OK: the engine marked a key secret but where its secret leaves are is
@@ -169,13 +158,7 @@ def _secret(text: str) -> pulumi.Output[str]:
 
 def secret_inputs(value: Any) -> Any:
     """Free-form config data as resource inputs: every `Secret` leaf becomes `Output.secret`."""
-    if isinstance(value, Secret):
-        return _secret(value.get_secret_value())
-    if isinstance(value, Mapping):
-        return {k: secret_inputs(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [secret_inputs(v) for v in value]
-    return value
+    return map_leaves(value, lambda v: _secret(v.get_secret_value()) if isinstance(v, Secret) else v)
 
 
 def secret_output(value: SecretStr | None) -> pulumi.Output[str] | None:
@@ -243,3 +226,17 @@ class TargetBase(Model):
     @classmethod
     def _previous_name_shape(cls, v: str | None) -> str | None:
         return None if v is None else names.check(names.target_name_problem, v)
+
+    def named_after_target(self, field: str, what: str, noun: str) -> None:
+        """A rename keeps `what` (a `noun`), which is named after the target unless `field` names it: so with
+        `previous_name` that field must name it."""
+        if self.previous_name and getattr(self, field) is None:
+            raise_issues(
+                [
+                    (
+                        (field,),
+                        f"required with {key('previous_name')}: {what} is named after the target; set "
+                        f"{key(field)}: {self.previous_name} to keep the {noun} it names",
+                    )
+                ]
+            )

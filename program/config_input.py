@@ -18,6 +18,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from ml_diagnostics.nested import map_leaves
 from ml_diagnostics.rules.names import quote
 from program import stack_file
 from program.config_base import NAMESPACE, PLACEHOLDER_SECRET, Secret, is_placeholder
@@ -97,13 +98,7 @@ def _wrap_at(value: Any, path: Path_) -> Any:
 
 
 def _wrap_all(value: Any) -> Any:
-    if isinstance(value, str):
-        return Secret(value)
-    if isinstance(value, dict):
-        return {k: _wrap_all(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_wrap_all(v) for v in value]
-    return value
+    return map_leaves(value, lambda v: Secret(v) if isinstance(v, str) else v)
 
 
 def wrap_secrets(

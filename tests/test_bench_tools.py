@@ -9,6 +9,7 @@ import yaml
 
 from dev.bench import input as bench_input
 from dev.bench import plan as bench_plan
+from dev.bench import plan_child
 
 
 def test_bench_input_help_prints_usage_and_runs_nothing():
@@ -43,11 +44,11 @@ def test_the_pack_benchmark_reads_the_dev_levels_where_a_pack_keeps_them(tmp_pat
 
     (tmp_path / "config" / "environments").mkdir(parents=True)
     (tmp_path / "config" / "dev.json").write_text('{"b": {"opt": 1}, "c": "mandatory"}')
-    assert bench_plan.dev_pack_config(tmp_path, load_pack_config) == {"b": {"opt": 1}, "c": "mandatory"}
+    assert plan_child.dev_pack_config(tmp_path, load_pack_config) == {"b": {"opt": 1}, "c": "mandatory"}
     (tmp_path / "config" / "environments" / "dev.json").write_text(
         '{"all": "advisory", "b": "mandatory", "c": {"enforcementLevel": "advisory", "opt": 2}}'
     )
-    assert bench_plan.dev_pack_config(tmp_path, load_pack_config) == {
+    assert plan_child.dev_pack_config(tmp_path, load_pack_config) == {
         "all": "advisory",
         "b": {"enforcementLevel": "mandatory", "opt": 1},
         "c": {"enforcementLevel": "mandatory", "opt": 2},

@@ -13,7 +13,7 @@ from google.protobuf import struct_pb2
 from pulumi.runtime.proto import provider_pb2
 
 from ml_diagnostics import DiagonArgs, plugin
-from ml_diagnostics.rules.in_cluster import DiagonSpec
+from ml_diagnostics.rules.diagon import DiagonSpec
 from tests.test_kubernetes_components import by_name, cluster, run
 from tests.test_plugin_errors import plugin as plugin_process  # noqa: F401 (the plugin's gRPC server)
 

@@ -53,3 +53,37 @@ def test_two_kinds_of_one_order_are_refused(monkeypatch: pytest.MonkeyPatch) -> 
         match="kinds program.kinds.gke and program.kinds.kubernetes have the same order 10|kinds program.kinds.kubernetes and program.kinds.gke have the same order 10",
     ):
         table.discover()
+
+
+def test_an_entry_gives_only_what_differs_from_the_default() -> None:
+    """The stack config attribute, the output key, the record section and the component's token follow from
+    the key, the package and the model; an entry names them only where they differ."""
+    found = {k.key: (k.field, k.export, k.section, k.component) for k in table.KINDS if k.key in SHIPPED}
+    assert found == {
+        "kubernetesClusters": (
+            "kubernetes_clusters",
+            "kubernetesCluster",
+            "in_cluster",
+            "mldiag:index:KubernetesCluster",
+        ),
+        "gkeClusters": ("gke_clusters", "gkeCluster", "gke", "mldiag:index:GkeCluster"),
+        "azureMl": ("azure_ml", "azureMl", "azure_ml", "mldiag:index:AzureMlExtension"),
+        "modelDevelopmentClusters": (
+            "model_development_clusters",
+            "modelDevelopmentCluster",
+            "model_development",
+            "mldiag:index:ModelDevelopmentCluster",
+        ),
+    }
+    kind = table.BY_KEY["gkeClusters"]
+    other = dataclasses.replace(kind, key="eksClusters", field="", export="", component="", section="")
+    assert (other.field, other.export, other.section, other.component) == (
+        "eks_clusters",
+        "eksCluster",
+        "gke",
+        "mldiag:index:GkeCluster",
+    )
+    with pytest.raises(
+        ValueError, match=r"^kind eksClusters: give its package \(package=__name__\) or section$"
+    ):
+        dataclasses.replace(other, package="", section="")

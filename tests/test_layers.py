@@ -279,12 +279,32 @@ def test_no_arrow_runs_back_up_between_the_rooms(top):
     assert _circles({"plan": {"diff"}, "diff": {"report", "plan"}, "report": set()}) == [["diff", "plan"]]
 
 
+def test_the_clouds_stand_below_the_rooms_that_read_them():
+    """The clouds' clients raise `Unreachable` of their own (program/clouds): they import nothing of the
+    program but the clouds and its base, so verify's result, the kinds and in-cluster checks sit above them."""
+    graph = _import_graph()
+    clouds = {name: targets for name, targets in graph.items() if _room(name, "program") == "clouds"}
+    assert {"program.clouds.kubernetes_client", "program.clouds.google_client"} <= set(clouds)
+    above = {
+        name: sorted(t for t in targets if _room(t, "program") not in (None, "clouds", "lazy"))
+        for name, targets in clouds.items()
+    }
+    assert {k: v for k, v in above.items() if v} == {}
+    assert "program.clouds" in graph["program.verify.result"]
+
+
 def test_base_layer_imports_nothing_above_it(imports):
-    # below the program's base layer: the library's rules (and what they use: compat, the MDC schema)
+    # below the program's base layer: the library's rules (and what they use: compat, the MDC schema, nested data)
     loaded = set(imports["program.config_base"]["loaded"])
     assert loaded - {"program", "program.config_base"} <= {
         m for m in loaded if m.startswith(("ml_diagnostics.rules", "ml_diagnostics.specs"))
-    } | {"ml_diagnostics", "ml_diagnostics._exports", "ml_diagnostics.compat", "ml_diagnostics.lifecycle"}
+    } | {
+        "ml_diagnostics",
+        "ml_diagnostics._exports",
+        "ml_diagnostics.compat",
+        "ml_diagnostics.lifecycle",
+        "ml_diagnostics.nested",
+    }
     assert not loaded & COMPONENT_MODULES
 
 

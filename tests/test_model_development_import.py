@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from dev.fakes.vertex_schema import fill_defaults
 from ml_diagnostics.specs.model_development import normalize, to_rest
 
 NAME = "projects/p/locations/us-central1/modelDevelopmentClusters/mdc1"
@@ -28,7 +29,7 @@ def created_by_curl(api, spec: dict[str, Any], **changes: Any) -> dict[str, Any]
     body = to_rest(spec)
     body.update(changes)
     api.put_cluster(NAME, body)
-    api._fill_defaults(NAME, api.clusters[NAME])
+    fill_defaults(NAME, api.clusters[NAME])
     return api.clusters[NAME]
 
 

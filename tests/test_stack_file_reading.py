@@ -11,7 +11,7 @@ import pytest
 
 from ml_diagnostics.compat import QUOTE_LIMIT, quote
 from program import config, stack_file
-from program.stack_file import StackFileError
+from program.stack_file import StackFileError, reader
 from tests.fixtures.tools import need
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -90,7 +90,7 @@ def test_merge_keys_are_refused_whichever_way_they_are_written(text):
 
 
 def test_both_loaders_read_every_file_alike():
-    need(stack_file.yaml.__with_libyaml__, "PyYAML without libyaml: one loader only")
+    need(reader.yaml.__with_libyaml__, "PyYAML without libyaml: one loader only")
 
     def outcome(loader_cls, text):
         loader = None
@@ -105,7 +105,7 @@ def test_both_loaders_read_every_file_alike():
             if loader is not None:
                 loader.dispose()
         try:
-            builder = stack_file._Builder(stack_file.MIN_VALUES)
+            builder = reader._Builder(stack_file.MIN_VALUES)
             return ("ok", builder.build(node, (), 0)) if node is not None else ("ok", None)
         except StackFileError as e:
             return ("error", str(e))
@@ -113,10 +113,10 @@ def test_both_loaders_read_every_file_alike():
     compared = 0
     for path in READABLE:
         text = path.read_text(errors="replace")
-        if stack_file._nesting_upper_bound(text) > stack_file._C_SAFE_DEPTH:
+        if reader._nesting_upper_bound(text) > reader._C_SAFE_DEPTH:
             continue  # never given to the C loader (its composer recurses in C)
         compared += 1
-        assert outcome(stack_file._CLoader, text) == outcome(stack_file._Loader, text), path
+        assert outcome(reader._CLoader, text) == outcome(reader._Loader, text), path
     assert compared > 80
 
 
@@ -132,13 +132,13 @@ def nested(depth: int) -> str:
 def test_a_comment_line_never_changes_the_outcome(depth):
     # A long indented comment makes the pre-scan pick the other loader; the result must not change.
     text = nested(depth)
-    brackets = "# " + "[{" * stack_file._C_SAFE_DEPTH
+    brackets = "# " + "[{" * reader._C_SAFE_DEPTH
     variants = (
         text,
         text.replace("config:\n", f"config:  {brackets}\n", 1),
         text + " " * 300 + brackets + "\n",
     )
-    assert stack_file._nesting_upper_bound(variants[1]) > stack_file._C_SAFE_DEPTH
+    assert reader._nesting_upper_bound(variants[1]) > reader._C_SAFE_DEPTH
     results = []
     for t in variants:
         try:
@@ -350,10 +350,10 @@ YAML_ERRORS = [
 @pytest.mark.parametrize("loader", ["libyaml", "pyyaml"])
 @pytest.mark.parametrize(("text", "message"), YAML_ERRORS)
 def test_a_yaml_error_says_what_is_wrong_and_where(monkeypatch, loader, text, message):
-    if loader == "libyaml" and not stack_file.yaml.__with_libyaml__:
+    if loader == "libyaml" and not reader.yaml.__with_libyaml__:
         pytest.skip("PyYAML without libyaml")
     if loader == "pyyaml":
-        monkeypatch.setattr(stack_file.yaml, "__with_libyaml__", False)
+        monkeypatch.setattr(reader.yaml, "__with_libyaml__", False)
     with pytest.raises(StackFileError) as e:
         stack_file.parse_text(text, "Pulumi.dev.yaml")
     assert str(e.value) == f"Pulumi.dev.yaml: {message}"

@@ -36,7 +36,7 @@ if TYPE_CHECKING:  # what mypy and IDEs see
     from ml_diagnostics.kubernetes_cluster import KubernetesCluster as KubernetesCluster
     from ml_diagnostics.lifecycle import DeletionPolicy as DeletionPolicy
     from ml_diagnostics.model_development import ModelDevelopmentCluster as ModelDevelopmentCluster
-    from ml_diagnostics.rules.base import InvalidArgsError as InvalidArgsError
+    from ml_diagnostics.rules.errors import InvalidArgsError as InvalidArgsError
     from ml_diagnostics.rules.in_cluster import MlDiagnosticsMode as MlDiagnosticsMode
     from ml_diagnostics.workload_opt_in import WorkloadOptIn as WorkloadOptIn
 
@@ -61,7 +61,7 @@ EXPORTS = {
     "GoogleApiArgs": "args",
     "InClusterArgs": "args",
     "InferenceArgs": "args",
-    "InvalidArgsError": "rules.base",
+    "InvalidArgsError": "rules.errors",
     "KubernetesCluster": "kubernetes_cluster",
     "KubernetesClusterArgs": "args",
     "MlDiagnosticsManualArgs": "args",

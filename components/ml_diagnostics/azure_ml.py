@@ -20,7 +20,8 @@ from ml_diagnostics.compat import arm_location
 from ml_diagnostics.component import Component, known
 from ml_diagnostics.parts import Part
 from ml_diagnostics.records import AzureMlRecord
-from ml_diagnostics.rules.azure_ml import MIN_HA_NODES, AzureMlExtensionSpec
+from ml_diagnostics.rules.azure_cluster import MIN_HA_NODES
+from ml_diagnostics.rules.azure_ml import AzureMlExtensionSpec
 
 EXTENSION_TYPE = "Microsoft.AzureML.Kubernetes"
 RELEASE_NAMESPACE = "azureml"

@@ -23,12 +23,8 @@ from ml_diagnostics.diagon import Diagon
 from ml_diagnostics.mldiagnostics_manual import MlDiagnosticsManual
 from ml_diagnostics.parts import Part
 from ml_diagnostics.records import InClusterRecord
-from ml_diagnostics.rules.in_cluster import (
-    ClusterMlDiagnosticsSpec,
-    MlDiagnosticsMode,
-    VerifyRbacSpec,
-    WorkloadOptInSpec,
-)
+from ml_diagnostics.rules.in_cluster import ClusterMlDiagnosticsSpec, MlDiagnosticsMode, WorkloadOptInSpec
+from ml_diagnostics.rules.verify_rbac import VerifyRbacSpec
 from ml_diagnostics.verify_rbac import VerifyRbac
 from ml_diagnostics.workload_opt_in import WorkloadOptIn
 

@@ -13,6 +13,7 @@ import pulumi
 from pydantic import BaseModel
 
 from ml_diagnostics import rules
+from ml_diagnostics.nested import holds
 from ml_diagnostics.parts import Part
 from ml_diagnostics.rules.base import is_output
 
@@ -24,20 +25,12 @@ async def _now(value: T) -> T:
     return value
 
 
-def _holds_output(value: Any) -> bool:
-    if isinstance(value, dict):
-        return any(_holds_output(v) for v in value.values())
-    if isinstance(value, (list, tuple)):
-        return any(_holds_output(v) for v in value)
-    return is_output(value)
-
-
 def known(value: "T | pulumi.Output[T]") -> "pulumi.Output[T]":
     """An output of a value: plain data known now is one Output (where `Output.from_input` makes one per
     nested value); data holding an Output is lifted as `from_input` does."""
     if isinstance(value, pulumi.Output):
         return value
-    if _holds_output(value):
+    if holds(value, is_output):
         return pulumi.Output.from_input(value)
     return pulumi.Output(set(), _now(value), _now(True))
 
@@ -92,6 +85,6 @@ class Component(pulumi.ComponentResource, Generic[S]):
 
 
 PART = Part(
-    order=0, exports=("rules.base:InvalidArgsError", "lifecycle:DeletionPolicy", "DeletionPolicyInput")
+    order=0, exports=("rules.errors:InvalidArgsError", "lifecycle:DeletionPolicy", "DeletionPolicyInput")
 )
 """What every component shares: its refusal of bad arguments, its deletion policy."""

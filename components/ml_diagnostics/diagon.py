@@ -20,7 +20,7 @@ from ml_diagnostics import compat, docs, lifecycle, verify_record
 from ml_diagnostics.args import DiagonArgs
 from ml_diagnostics.component import Component
 from ml_diagnostics.parts import Part
-from ml_diagnostics.rules.in_cluster import DiagonSpec
+from ml_diagnostics.rules.diagon import DiagonSpec
 
 DAEMON_NAME = "diagon-daemon"
 DAEMON_COMMAND = [

@@ -14,7 +14,6 @@ runs inside it (`ClusterMlDiagnostics`).
 """
 
 # No `from __future__ import annotations`: the component plugin infers its schema from these annotations.
-import json
 from typing import Any, NamedTuple
 
 import pulumi
@@ -33,64 +32,14 @@ from ml_diagnostics.args import (
 )
 from ml_diagnostics.cluster_ml_diagnostics import ClusterMlDiagnostics
 from ml_diagnostics.component import Component, known
+from ml_diagnostics.gke_kubeconfig import gke_kubeconfig
+from ml_diagnostics.gke_node_pools import node_pool_args
 from ml_diagnostics.google_api import exec_env, gcp_provider_args, rest_inputs
 from ml_diagnostics.parts import Part
 from ml_diagnostics.providers.gke_managed_diagnostics import ManagedMlDiagnostics
 from ml_diagnostics.records import GkeRecord
 from ml_diagnostics.rules.gke import GkeClusterSpec
 from ml_diagnostics.rules.in_cluster import ClusterMlDiagnosticsSpec, InClusterSpec, MlDiagnosticsMode
-
-CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
-AUTH_PLUGIN = "gke-gcloud-auth-plugin"
-AUTH_PLUGIN_HINT = (
-    "Install gke-gcloud-auth-plugin (gcloud components install gke-gcloud-auth-plugin); see "
-    "https://cloud.google.com/kubernetes-engine/docs/how-to/cluster-access-for-kubectl#install_plugin"
-)
-
-
-def gke_kubeconfig(
-    project: str,
-    location: str,
-    cluster: str,
-    endpoint: str,
-    ca_certificate: str,
-    env: list[dict[str, str]] | None = None,
-) -> str:
-    """A kubeconfig (JSON) for one GKE cluster; credentials come from `gke-gcloud-auth-plugin` at use time."""
-    ref = f"gke_{project}_{location}_{cluster}"
-    exec_cfg: dict[str, Any] = {
-        "apiVersion": "client.authentication.k8s.io/v1beta1",
-        "command": AUTH_PLUGIN,
-        "installHint": AUTH_PLUGIN_HINT,
-        "provideClusterInfo": True,
-    }
-    if env:
-        exec_cfg["env"] = env
-    return json.dumps(
-        {
-            "apiVersion": "v1",
-            "kind": "Config",
-            "clusters": [
-                {
-                    "name": ref,
-                    "cluster": {
-                        "server": f"https://{endpoint}",
-                        "certificate-authority-data": ca_certificate,
-                    },
-                }
-            ],
-            "contexts": [{"name": ref, "context": {"cluster": ref, "user": ref}}],
-            "current-context": ref,
-            "users": [
-                {
-                    "name": ref,
-                    "user": {"exec": exec_cfg},
-                }
-            ],
-        },
-        sort_keys=True,
-    )
-
 
 AUTOPILOT_DIAGON = (
     "GKE cluster {path} is an Autopilot cluster, and Autopilot admits no privileged pods: the Diagon daemon "
@@ -120,57 +69,6 @@ def managed_flag(
     if previous_mode is None:
         return True
     return pulumi.Output.from_input(previous_mode).apply(lambda prev: prev != "manual")
-
-
-def _node_config(pool: GkeNodePoolArgs, workload_identity: bool) -> dict[str, Any]:
-    cfg: dict[str, Any] = {
-        "machine_type": pool["machine_type"],
-        "oauth_scopes": [CLOUD_PLATFORM_SCOPE],
-        "labels": dict(pool.get("labels") or {}),
-        "taints": [
-            {"key": t["key"], "value": t.get("value", ""), "effect": t["effect"]}
-            for t in pool.get("taints") or []
-        ],
-        "spot": pool.get("spot", False),
-    }
-    if workload_identity:
-        cfg["workload_metadata_config"] = {"mode": "GKE_METADATA"}
-    for key in ("disk_size_gb", "disk_type", "service_account"):
-        if pool.get(key) is not None:
-            cfg[key] = pool[key]
-    if (acc := pool.get("guest_accelerator")) is not None:
-        cfg["guest_accelerators"] = [
-            {
-                "type": acc["type"],
-                "count": acc["count"],
-                "gpu_driver_installation_config": {
-                    "gpu_driver_version": acc.get("gpu_driver_version", "DEFAULT")
-                },
-            }
-        ]
-    return cfg
-
-
-def _node_pool_args(pool: GkeNodePoolArgs, workload_identity: bool) -> dict[str, Any]:
-    """A NodePool's size, placement and nodes: autoscaled or a fixed count, auto-repaired and upgraded."""
-    scaling = pool.get("autoscaling")
-    return {
-        "node_count": None if scaling else pool.get("node_count", 1),
-        "autoscaling": (
-            {
-                "min_node_count": scaling.get("min_node_count", 0),
-                "max_node_count": scaling["max_node_count"],
-            }
-            if scaling
-            else None
-        ),
-        "node_locations": pool.get("node_locations") or None,
-        "management": {"auto_repair": True, "auto_upgrade": True},
-        "placement_policy": (
-            {"type": "COMPACT", "tpu_topology": pool["tpu_topology"]} if pool.get("tpu_topology") else None
-        ),
-        "node_config": _node_config(pool, workload_identity),
-    }
 
 
 class _ClusterAccess(NamedTuple):
@@ -337,7 +235,7 @@ class GkeCluster(Component[GkeClusterSpec]):
                     cluster=cluster.name,
                     project=project,
                     location=location,
-                    **_node_pool_args(pool, workload_identity),
+                    **node_pool_args(pool, workload_identity),
                     opts=child,
                 )
             )

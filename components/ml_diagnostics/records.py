@@ -9,7 +9,7 @@ from typing import Literal
 
 from pydantic import model_validator
 
-from ml_diagnostics.rules.azure_ml import AzureClusterSpec
+from ml_diagnostics.rules.azure_cluster import AzureClusterSpec
 from ml_diagnostics.rules.base import Spec, alias_of
 from ml_diagnostics.rules.google_api import GoogleApiSpec
 

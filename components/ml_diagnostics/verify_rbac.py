@@ -23,7 +23,7 @@ from ml_diagnostics import compat
 from ml_diagnostics.diagon import DAEMON_NAME
 from ml_diagnostics.in_cluster import InClusterArgs, MlDiagnosticsMode, VerifyRbacArgs
 from ml_diagnostics.parts import Part
-from ml_diagnostics.rules.in_cluster import VerifyRbacSpec
+from ml_diagnostics.rules.verify_rbac import VerifyRbacSpec
 
 DEFAULT_NAME = "ml-diagnostics-verify"
 

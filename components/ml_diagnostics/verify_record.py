@@ -32,7 +32,8 @@ from ml_diagnostics.records import (
     ModelDevelopmentRecord,
     ReleaseRecord,
 )
-from ml_diagnostics.rules.azure_ml import AzureClusterSpec, AzureMlExtensionRules
+from ml_diagnostics.rules.azure_cluster import AzureClusterSpec
+from ml_diagnostics.rules.azure_ml import AzureMlExtensionRules
 from ml_diagnostics.rules.base import Spec
 from ml_diagnostics.rules.google_api import GoogleApiSpec
 from ml_diagnostics.rules.in_cluster import InClusterSpec, MlDiagnosticsManualSpec

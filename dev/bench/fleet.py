@@ -6,7 +6,7 @@ then 10 %, 30 % and the rest, at most 20 at a time) and measures:
 
 - plan:    `planner.load`: the fleet file, the environment stack file validated as the program validates it,
            the waves resolved, every member's revision; "of it, stack file" is the environment stack file's
-           part (read and validated: program/stack_file.py and program/config.py, not the fleet's code);
+           part (read and validated: program/stack_file/ and program/config.py, not the fleet's code);
 - rollout: `Rollout.run` over the simulated executor and clock (dev/fakes/fleet.py): every update and
            gate returns at once, so what is left is the orchestration: threads, records (tags) written and
            read back, the lease;

@@ -7,13 +7,12 @@ list* actions are reads); anything else is 405 and recorded.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from dev.fakes.loopback import LoopbackServer
+from dev.fakes.loopback import LoopbackServer, send_json
 
 
 @dataclass
@@ -51,9 +50,4 @@ class FakeArm(LoopbackServer):
             status, body = 200, res
         else:
             status, body = 404, {"error": {"code": "ResourceNotFound", "message": f"{parts.path} not found"}}
-        data = json.dumps(body).encode()
-        h.send_response(status)
-        h.send_header("Content-Type", "application/json")
-        h.send_header("Content-Length", str(len(data)))
-        h.end_headers()
-        h.wfile.write(data)
+        send_json(h, status, body)

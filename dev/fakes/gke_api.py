@@ -18,7 +18,7 @@ from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from dev.fakes.loopback import LoopbackServer
+from dev.fakes.loopback import LoopbackServer, send_json
 
 _CLUSTER = re.compile(r"^/v1/projects/([^/]+)/locations/([^/]+)/clusters/([^/:]+)$")
 _OPERATION = re.compile(r"^/v1/projects/([^/]+)/locations/([^/]+)/operations/([^/]+)$")
@@ -134,12 +134,7 @@ class FakeGkeApi(LoopbackServer):
                 Request(method, parts.path, parse_qs(parts.query), body, dict(h.headers.items()))
             )
             status, payload = self._route(method, parts.path, body)
-        data = json.dumps(payload).encode()
-        h.send_response(status)
-        h.send_header("Content-Type", "application/json")
-        h.send_header("Content-Length", str(len(data)))
-        h.end_headers()
-        h.wfile.write(data)
+        send_json(h, status, payload)
 
     @staticmethod
     def _error(status: int, message: str, reason: str = "") -> tuple[int, dict[str, Any]]:

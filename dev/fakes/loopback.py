@@ -1,15 +1,39 @@
 """The server half every loopback fake shares: 127.0.0.1 on a free port, optionally TLS, stopped on exit.
 
 A fake subclasses `LoopbackServer`, lists the HTTP methods it answers in `METHODS` (others get the standard
-library's 501) and implements `_handle(handler, method)`.
+library's 501) and implements `_handle(handler, method)`; every fake answers with `send` or `send_json`.
 """
 
 from __future__ import annotations
 
+import json
 import ssl
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, ClassVar, Self
+
+
+def send(
+    h: BaseHTTPRequestHandler,
+    status: int,
+    data: bytes,
+    content_type: str,
+    headers: dict[str, str] | None = None,
+) -> None:
+    """One whole answer: status, content type and length, any other headers, the body."""
+    h.send_response(status)
+    h.send_header("Content-Type", content_type)
+    h.send_header("Content-Length", str(len(data)))
+    for name, value in (headers or {}).items():
+        h.send_header(name, value)
+    h.end_headers()
+    h.wfile.write(data)
+
+
+def send_json(
+    h: BaseHTTPRequestHandler, status: int, body: Any, headers: dict[str, str] | None = None
+) -> None:
+    send(h, status, json.dumps(body).encode(), "application/json", headers)
 
 
 class LoopbackServer:

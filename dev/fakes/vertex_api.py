@@ -6,11 +6,9 @@ and maps, `updateMode` node image rules, and the whole-payload compare when the 
 and operations, with a configurable operation duration on a shared (simulated) clock, and injected
 faults: HTTP errors (429, 503, 409, 404, ...), dropped connections and failing operations.
 
-It validates request bodies against the API's own JSON field names (lowerCamelCase) and answers unknown
-fields with 400 INVALID_ARGUMENT, like the real service.
-
-One file (over 450 lines) because it is one fake service: its routes share the cluster store, the operations
-and the simulated clock, and its tests read it as the API's one stand-in.
+A body is checked as the real service checks it (the API's own lowerCamelCase field names, an unknown one
+400 INVALID_ARGUMENT; the rules and defaults of a cluster): dev/fakes/vertex_schema.py. Set `auth` to demand
+the credentials a configuration should produce (dev/fakes/google_api.py).
 """
 
 from __future__ import annotations
@@ -26,109 +24,21 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from ml_diagnostics.providers.google_rest import Clock
+from dev.fakes.google_api import STATUS_NAMES, ApiError, FakeAuth, SimulatedClock
+from dev.fakes.loopback import send_json
+from dev.fakes.vertex_schema import (
+    SCHEMA,
+    UPDATABLE,
+    check_shape,
+    fill_defaults,
+    get_path,
+    set_path,
+    snake,
+    validate_cluster,
+)
 
 DEFAULT_IMAGE = "projects/vertex-ai-slurm/global/images/slurm-2026-01"
 CLUSTER_TYPE = "type.googleapis.com/google.cloud.aiplatform.v1beta1.ModelDevelopmentCluster"
-
-# The API's JSON shape (what the service accepts). "*" = free-form map or opaque message.
-_STR = "s"
-_POOL = {
-    "id": _STR,
-    "machineSpec": {
-        "machineType": _STR,
-        "acceleratorType": _STR,
-        "acceleratorCount": _STR,
-        "reservationAffinity": {"reservationAffinityType": _STR, "values": _STR},
-    },
-    "scalingSpec": {"minNodeCount": _STR, "maxNodeCount": _STR},
-    "zone": _STR,
-    "enablePublicIps": _STR,
-    "bootDisk": {"bootDiskType": _STR, "bootDiskSizeGb": _STR},
-    "nodeImage": _STR,
-    "provisioningModel": _STR,
-    "confidentialInstanceConfig": {"confidentialInstanceType": _STR},
-    "flexStartMaxDuration": _STR,
-    "filestores": _STR,
-    "lustres": _STR,
-    "startupScript": _STR,
-    "labels": "*",
-}
-_SLURM = {
-    "homeDirectoryStorage": _STR,
-    "partitions": [{"id": _STR, "nodePoolIds": _STR, "config": "*"}],
-    "loginNodePoolId": _STR,
-    "defaultPartitionId": _STR,
-    "config": "*",
-    "scheduling": "*",
-    "accounting": "*",
-    "nodeSets": [{"nodePoolId": _STR, "config": "*"}],
-    "prologBashScripts": _STR,
-    "epilogBashScripts": _STR,
-}
-SCHEMA = {
-    "name": _STR,
-    "displayName": _STR,
-    "labels": "*",
-    "network": {"network": _STR, "subnetwork": _STR},
-    "nodePools": [_POOL],
-    "orchestratorSpec": {"slurmSpec": _SLURM},
-    "runtimeSpec": {"serviceAccount": _STR},
-    "lustreExportConfig": {
-        "destinationBucket": _STR,
-        "daysOfWeek": _STR,
-        "lustres": _STR,
-        "startTime": {"hours": _STR, "minutes": _STR},
-    },
-}
-# The fields updateMask may name: the Model Development Cluster docs' list, and displayName and lustreExportConfig, mutable in
-# Google's API definition (magic-modules). A test can make the fake refuse any of them (`refuse_mask`).
-UPDATABLE = {
-    "display_name": ("displayName",),
-    "lustre_export_config": ("lustreExportConfig",),
-    "labels": ("labels",),
-    "node_pools": ("nodePools",),
-    **{
-        f"orchestrator_spec.slurm_spec.{f}": ("orchestratorSpec", "slurmSpec", c)
-        for f, c in [
-            ("partitions", "partitions"),
-            ("default_partition_id", "defaultPartitionId"),
-            ("login_node_pool_id", "loginNodePoolId"),
-            ("prolog_bash_scripts", "prologBashScripts"),
-            ("epilog_bash_scripts", "epilogBashScripts"),
-            ("config", "config"),
-            ("scheduling", "scheduling"),
-            ("accounting", "accounting"),
-            ("node_sets", "nodeSets"),
-        ]
-    },
-}
-
-
-class SimulatedClock(Clock):
-    """Simulated time shared by the client (sleep advances it) and the fake (operations end on it)."""
-
-    def __init__(self) -> None:
-        self.now = 0.0
-        self.sleeps: list[float] = []
-        self._lock = threading.Lock()
-
-    def monotonic(self) -> float:
-        with self._lock:
-            return self.now
-
-    def sleep(self, seconds: float) -> None:
-        with self._lock:
-            self.sleeps.append(seconds)
-            self.now += max(0.0, seconds)
-
-    def random(self) -> float:
-        return 0.5
-
-
-class ApiError(Exception):
-    def __init__(self, code: int, status: str, message: str, reason: str = ""):
-        self.code, self.status, self.message, self.reason = code, status, message, reason
 
 
 @dataclass
@@ -164,134 +74,6 @@ class Operation:
     polls: int = 0
     noticed_at: float | None = None
     hidden_polls: int = 0  # GETs answered 404 before the operation is visible
-
-
-_STATUS_NAMES = {
-    400: "INVALID_ARGUMENT",
-    403: "PERMISSION_DENIED",
-    404: "NOT_FOUND",
-    409: "ALREADY_EXISTS",
-    408: "DEADLINE_EXCEEDED",
-    429: "RESOURCE_EXHAUSTED",
-    500: "INTERNAL",
-    502: "UNAVAILABLE",
-    503: "UNAVAILABLE",
-    504: "DEADLINE_EXCEEDED",
-}
-
-
-def _check_shape(value: Any, schema: Any, path: str) -> None:
-    if schema == "*" or schema == _STR:
-        return
-    if isinstance(schema, list):
-        if not isinstance(value, list):
-            raise ApiError(400, "INVALID_ARGUMENT", f'Invalid value at "{path}": expected a list')
-        for i, v in enumerate(value):
-            _check_shape(v, schema[0], f"{path}[{i}]")
-        return
-    if not isinstance(value, dict):
-        raise ApiError(400, "INVALID_ARGUMENT", f'Invalid value at "{path}": expected an object')
-    for k, v in value.items():
-        if k not in schema:
-            raise ApiError(
-                400,
-                "INVALID_ARGUMENT",
-                f"Invalid JSON payload received. Unknown name \"{k}\" at '{path}': Cannot find field.",
-            )
-        _check_shape(v, schema[k], f"{path}.{k}" if path else k)
-
-
-def _get_path(obj: dict[str, Any], parts: tuple[str, ...]) -> Any:
-    for p in parts:
-        if not isinstance(obj, dict) or p not in obj:
-            return None
-        obj = obj[p]
-    return obj
-
-
-def _set_path(obj: dict[str, Any], parts: tuple[str, ...], value: Any) -> None:
-    for p in parts[:-1]:
-        obj = obj.setdefault(p, {})
-    if value is None or value == {} or value == []:  # proto3: empty is absent
-        obj.pop(parts[-1], None)
-    else:
-        obj[parts[-1]] = copy.deepcopy(value)
-
-
-def _snake(path: str) -> str:
-    return re.sub(r"([A-Z])", lambda m: "_" + m.group(1).lower(), path)
-
-
-def _respond(h: BaseHTTPRequestHandler, code: int, out: dict[str, Any]) -> None:
-    data = json.dumps(out).encode()
-    h.send_response(code)
-    h.send_header("Content-Type", "application/json")
-    h.send_header("Content-Length", str(len(data)))
-    h.end_headers()
-    h.wfile.write(data)
-
-
-class FakeAuth:
-    """The credential side of a loopback "Google": an OAuth token endpoint (`/token`, for a
-    service-account ADC file pointing at it) and the IAM Credentials `generateAccessToken` method
-    (service account impersonation). With it set on the fake, every API call must carry the token the
-    configuration should produce: the impersonated one when `service_account` is set, else the ADC one."""
-
-    SOURCE_TOKEN = "ya29.adc-source-token"
-    IMPERSONATED_TOKEN = "ya29.impersonated-token"
-
-    def __init__(self, service_account: str | None = None):
-        self.service_account = service_account
-        self.token_requests: list[dict[str, list[str]]] = []
-        self.iam_requests: list[tuple[str, Any, dict[str, str]]] = []
-
-    def adc_file(self, endpoint: str, path: Any) -> str:
-        """Writes a service-account ADC key file (a fresh RSA key) whose token URI is this fake."""
-        from cryptography.hazmat.primitives import serialization
-        from cryptography.hazmat.primitives.asymmetric import rsa
-
-        key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-        pem = key.private_bytes(
-            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-        )
-        info = {
-            "type": "service_account",
-            "project_id": "p",
-            "private_key_id": "fake-key-1",
-            "private_key": pem.decode(),
-            "client_email": "adc-source@p.iam.gserviceaccount.com",
-            "client_id": "1",
-            "token_uri": f"{endpoint}/token",
-        }
-        with open(path, "w") as fh:
-            json.dump(info, fh)
-        return str(path)
-
-    def serve(self, h: BaseHTTPRequestHandler, path: str, body: Any, headers: dict[str, str]) -> bool:
-        if path == "/token" and h.command == "POST":
-            self.token_requests.append(parse_qs(body if isinstance(body, str) else ""))
-            _respond(h, 200, {"access_token": self.SOURCE_TOKEN, "expires_in": 3600, "token_type": "Bearer"})
-            return True
-        m = re.fullmatch(r"/v1/projects/-/serviceAccounts/([^/:]+):generateAccessToken", path)
-        if m and h.command == "POST":
-            self.iam_requests.append((m[1], body, headers))
-            if headers.get("authorization") != f"Bearer {self.SOURCE_TOKEN}":
-                _respond(
-                    h, 401, {"error": {"code": 401, "status": "UNAUTHENTICATED", "message": "bad source"}}
-                )
-            elif m[1] != self.service_account:
-                _respond(h, 403, {"error": {"code": 403, "status": "PERMISSION_DENIED", "message": m[1]}})
-            else:
-                _respond(
-                    h, 200, {"accessToken": self.IMPERSONATED_TOKEN, "expireTime": "2099-01-01T00:00:00Z"}
-                )
-            return True
-        return False
-
-    def check_api_call(self, headers: dict[str, str]) -> None:
-        want = self.IMPERSONATED_TOKEN if self.service_account else self.SOURCE_TOKEN
-        if headers.get("authorization") != f"Bearer {want}":
-            raise ApiError(401, "UNAUTHENTICATED", "Request had invalid authentication credentials.")
 
 
 class FakeVertexApi:
@@ -441,7 +223,7 @@ class FakeVertexApi:
                     extra_headers["Retry-After"] = fault.retry_after
                 raise ApiError(
                     fault.status,
-                    fault.body_status or _STATUS_NAMES.get(fault.status, "UNKNOWN"),
+                    fault.body_status or STATUS_NAMES.get(fault.status, "UNKNOWN"),
                     fault.message or "injected fault",
                 )
             with self._lock:
@@ -458,14 +240,7 @@ class FakeVertexApi:
                     }
                 ]
             code, out = e.code, {"error": err}
-        data = json.dumps(out).encode()
-        h.send_response(code)
-        h.send_header("Content-Type", "application/json")
-        h.send_header("Content-Length", str(len(data)))
-        for k, v in extra_headers.items():
-            h.send_header(k, v)
-        h.end_headers()
-        h.wfile.write(data)
+        send_json(h, code, out, extra_headers)
 
     def _take_fault(self, method: str, path: str) -> Fault | None:
         for f in self.faults:
@@ -575,49 +350,13 @@ class FakeVertexApi:
                 out["response"] = copy.deepcopy(op.response)
         return out
 
-    def _validate_cluster(self, c: dict[str, Any], old: dict[str, Any] | None = None) -> None:
-        slurm = _get_path(c, ("orchestratorSpec", "slurmSpec")) or {}
-        if slurm.get("config") and (slurm.get("scheduling") or slurm.get("accounting")):
-            raise ApiError(
-                400, "INVALID_ARGUMENT", "config cannot be set together with scheduling or accounting"
-            )
-        parts = [p.get("id") for p in slurm.get("partitions") or []]
-        default = slurm.get("defaultPartitionId")
-        if default and default not in parts:
-            raise ApiError(400, "INVALID_ARGUMENT", f"default_partition_id {default!r} is not a partition")
-        if old is not None:
-            old_default = _get_path(old, ("orchestratorSpec", "slurmSpec", "defaultPartitionId"))
-            if old_default and old_default not in parts:
-                raise ApiError(
-                    400,
-                    "FAILED_PRECONDITION",
-                    f"cannot delete or rename the default partition {old_default!r}",
-                )
-            old_pools = {p["id"]: p for p in old.get("nodePools") or []}
-            for p in c.get("nodePools") or []:
-                if p["id"] in old_pools and p.get("machineSpec") != old_pools[p["id"]].get("machineSpec"):
-                    raise ApiError(
-                        400, "INVALID_ARGUMENT", f"node_pools[{p['id']}].machine_spec is immutable"
-                    )
-
-    def _fill_defaults(self, name: str, c: dict[str, Any]) -> None:
-        project, region = name.split("/")[1], name.split("/")[3]
-        net = c.setdefault("network", {"network": f"projects/{project}/global/networks/default"})
-        net.setdefault("subnetwork", f"projects/{project}/regions/{region}/subnetworks/default")
-        c.setdefault("runtimeSpec", {"serviceAccount": f"{project}-compute@developer.gserviceaccount.com"})
-        for p in c.get("nodePools") or []:
-            disk = p.setdefault("bootDisk", {})
-            disk.setdefault("bootDiskType", "pd-ssd")
-            disk.setdefault("bootDiskSizeGb", 100)
-            p.setdefault("provisioningModel", "ON_DEMAND")
-
     def _create(self, parent: str, query: dict[str, str], body: Any) -> dict[str, Any]:
         cid = query.get("modelDevelopmentClusterId") or query.get("model_development_cluster_id")
         if not cid:
             raise ApiError(400, "INVALID_ARGUMENT", "modelDevelopmentClusterId is required")
         if not isinstance(body, dict):
             raise ApiError(400, "INVALID_ARGUMENT", "body must be a ModelDevelopmentCluster")
-        _check_shape(body, SCHEMA, "")
+        check_shape(body, SCHEMA, "")
         name = f"{parent}/modelDevelopmentClusters/{cid}"
         if name in self.clusters:
             raise ApiError(
@@ -627,8 +366,8 @@ class FakeVertexApi:
                 "RESOURCE_ALREADY_EXISTS",
             )
         c = copy.deepcopy(body)
-        self._validate_cluster(c)
-        self._fill_defaults(name, c)
+        validate_cluster(c)
+        fill_defaults(name, c)
         c["name"] = name
         c["createTime"] = f"t+{self.clock.monotonic():.0f}s"
         c["clusterStatus"] = {"state": "PROVISIONING"}
@@ -643,7 +382,7 @@ class FakeVertexApi:
         old = self._cluster(name)
         if not isinstance(body, dict):
             raise ApiError(400, "INVALID_ARGUMENT", "body must be a ModelDevelopmentCluster")
-        _check_shape(body, SCHEMA, "")
+        check_shape(body, SCHEMA, "")
         if self.reject_update_mode and "updateMode" in query:
             raise ApiError(
                 400,
@@ -659,7 +398,7 @@ class FakeVertexApi:
         else:
             paths = []
             for p in mask:
-                sp = _snake(p)
+                sp = snake(p)
                 if p in self.refuse_mask:
                     raise ApiError(400, "INVALID_ARGUMENT", f"update_mask path {p!r} cannot be updated")
                 if sp not in UPDATABLE:
@@ -667,8 +406,8 @@ class FakeVertexApi:
                 paths.append(sp)
         new = copy.deepcopy(old)
         for p in paths:
-            _set_path(new, UPDATABLE[p], _get_path(body, UPDATABLE[p]))
-        self._validate_cluster(new, old)
+            set_path(new, UPDATABLE[p], get_path(body, UPDATABLE[p]))
+        validate_cluster(new, old)
         if "node_pools" in paths:
             old_pools = {p["id"]: p for p in old.get("nodePools") or []}
             for p in new.get("nodePools") or []:
@@ -681,7 +420,7 @@ class FakeVertexApi:
                     image = self._default_image(p["machineSpec"]["machineType"])
                 self.running_images[key] = image
                 p["nodeImage"] = image
-            self._fill_defaults(name, new)
+            fill_defaults(name, new)
         new["clusterStatus"] = {"state": "UPDATING"}
         self.clusters[name] = new
         return self._start_operation(name.split("/modelDevelopmentClusters/")[0], "update", name)

@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TypeVar
 
+from dev.gen import write_or_check
 from program.kinds.table import KINDS, TargetKind
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -103,16 +104,7 @@ def main(argv: list[str], root: Path = ROOT, kinds: Sequence[TargetKind] = KINDS
     except (StaleInput, FileNotFoundError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    old = [p for p, text in wanted.items() if (root / p).read_text() != text]
-    for p in old:
-        if argv == ["--check"]:
-            print(f"{p} is stale: run {GENERATOR}")
-        else:
-            (root / p).write_text(wanted[p])
-            print(f"wrote {p}")
-    if not old:
-        print("the kinds' generated texts are current")
-    return 1 if old and argv == ["--check"] else 0
+    return write_or_check(argv, wanted, root, GENERATOR, "the kinds' generated texts are current")
 
 
 if __name__ == "__main__":

@@ -41,8 +41,6 @@ class Names:
             "kind": self.kind,
             "Kind": camel[:1].upper() + camel[1:],
             "key": camel + "s",
-            "field": self.kind + "s",
-            "export": camel,
             "section_key": camel,
             "prefix": self.kind.replace("_", "-"),
             "rule": self.kind.replace("_", "-") + "-replicas-limit",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ml_diagnostics.nested import holds
 from mldiag.common import SECRET_MASK
 
 MISSING: Any = object()
@@ -80,10 +81,4 @@ def under(path: str, prefix: str) -> bool:
 
 
 def has_secret(value: Any) -> bool:
-    if value == SECRET_MASK:
-        return True
-    if isinstance(value, dict):
-        return any(has_secret(v) for v in value.values())
-    if isinstance(value, list):
-        return any(has_secret(v) for v in value)
-    return False
+    return holds(value, lambda v: v == SECRET_MASK)

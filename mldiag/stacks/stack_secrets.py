@@ -157,29 +157,46 @@ def example_kubeconfig(cluster: str, server: str, user: str) -> str:
 def example_tls(cname: str) -> tuple[str, str]:
     """A throwaway self-signed certificate and unencrypted key for `cname` (PEM text)."""
     from cryptography import x509
+
+    cert, key = self_signed(cname, x509.DNSName(cname), datetime.timedelta(days=365))
+    return cert.decode(), key.decode()
+
+
+def self_signed(
+    common_name: str,
+    alt_name: Any,
+    lifetime: datetime.timedelta,
+    *,
+    backdated: datetime.timedelta = datetime.timedelta(0),
+    ca: bool = False,
+) -> tuple[bytes, bytes]:
+    """(certificate, unencrypted key) as PEM: a P-256 key and its self-signed certificate for `common_name`
+    and the subject alternative name `alt_name` (an x509 GeneralName), valid from `backdated` ago for
+    `lifetime`; `ca`: it may sign."""
+    from cryptography import x509
     from cryptography.hazmat.primitives import hashes, serialization
     from cryptography.hazmat.primitives.asymmetric import ec
     from cryptography.x509.oid import NameOID
 
     key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, cname)])
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
     now = datetime.datetime.now(datetime.UTC)
-    cert = (
+    builder = (
         x509.CertificateBuilder()
         .subject_name(name)
         .issuer_name(name)
         .public_key(key.public_key())
         .serial_number(x509.random_serial_number())
-        .not_valid_before(now)
-        .not_valid_after(now + datetime.timedelta(days=365))
-        .add_extension(x509.SubjectAlternativeName([x509.DNSName(cname)]), critical=False)
-        .sign(key, hashes.SHA256())
+        .not_valid_before(now - backdated)
+        .not_valid_after(now + lifetime)
+        .add_extension(x509.SubjectAlternativeName([alt_name]), critical=False)
     )
-    cert_pem = cert.public_bytes(serialization.Encoding.PEM).decode()
-    key_pem = key.private_bytes(
+    if ca:
+        builder = builder.add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+    cert = builder.sign(key, hashes.SHA256()).public_bytes(serialization.Encoding.PEM)
+    return cert, key.private_bytes(
         serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-    ).decode()
-    return cert_pem, key_pem
+    )
 
 
 def _prod_tls(part: int) -> Callable[[], str]:

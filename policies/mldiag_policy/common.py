@@ -1,7 +1,8 @@
-"""How a rule is built and run: the documentation links, unknowns, options with defaults, and the
-`resource_rule` / `stack_rule` constructors that run a check on every canonical form (forms.py) of the
-resources. Each rule declares its levels by environment there (`levels=`, see levels.py), and every rule
-built is recorded in `DECLARED`, which the pack is made of (pack.py).
+"""How a rule is built and run: the documentation links, what a rule is about (its tags and compliance
+framework), unknowns, options with defaults, and the `resource_rule` / `stack_rule` constructors that run a
+check on every canonical form (forms.py) of the resources. Each rule declares there what it is about
+(`about=`: its target kinds, their cloud and document, its concern) and its levels by environment (`levels=`,
+see levels.py), and every rule built is recorded in `DECLARED`, which the pack is made of (pack.py).
 
 Rules read plain copies of the inputs (values.py): unknown values stay as their sentinel strings, each rule
 notes the paths it could not check (`Unknowns`) and, after reporting every violation it could establish
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -20,6 +22,7 @@ from typing import Any, Protocol
 import jsonschema
 from pulumi_policy import (
     EnforcementLevel,
+    PolicyComplianceFramework,
     PolicyConfigSchema,
     ReportViolation,
     ResourceValidationPolicy,
@@ -36,6 +39,93 @@ from .values import is_unknown, plain
 GKE_DOCS = "https://docs.cloud.google.com/tpu/docs/ml-diagnostics/gke"
 AZUREML_DOCS = "https://learn.microsoft.com/azure/machine-learning/how-to-deploy-kubernetes-extension"
 MDC_DOCS = "https://docs.cloud.google.com/vertex-ai/docs/training/training-clusters/manage-cluster"
+
+# What a rule is about, its tags: the target kinds it guards (their stack file keys), their cloud, its concern.
+CONCERNS = frozenset(
+    {
+        "accounts",
+        "availability",
+        "configuration",
+        "dependencies",
+        "identity",
+        "lifecycle",
+        "network",
+        "pod-security",
+        "resources",
+        "secrets",
+        "sizing",
+        "supply-chain",
+        "versions",
+    }
+)
+_KIND = re.compile(r"[a-z][A-Za-z]*")
+_CLOUD = re.compile(r"[a-z][a-z0-9-]*")
+
+
+@dataclass(frozen=True)
+class Subject:
+    """What rules guard: the target kinds whose resources they check (by stack file key), the cloud those run
+    on, and the document the rules come from (every violation message ends with its link)."""
+
+    kinds: tuple[str, ...]
+    cloud: str
+    docs: str
+
+    def concern(self, concern: str, framework: PolicyComplianceFramework | None = None) -> About:
+        """A rule of this subject about `concern` (one of CONCERNS), checking a control of `framework`."""
+        return About(self, concern, framework)
+
+
+@dataclass(frozen=True)
+class About:
+    """What one rule is about: its subject and concern (the policy's `tags`), and the compliance framework
+    whose control it checks, if any (its `framework`); the engine receives both (GetAnalyzerInfo)."""
+
+    subject: Subject
+    concern: str
+    framework: PolicyComplianceFramework | None = None
+
+    @property
+    def tags(self) -> list[str]:
+        return [*self.subject.kinds, self.subject.cloud, self.concern]
+
+    def problems(self) -> list[str]:
+        found = [f"kind {k!r} is not a stack file key" for k in self.subject.kinds if not _KIND.fullmatch(k)]
+        if not self.subject.kinds:
+            found.append("names no target kind")
+        if not _CLOUD.fullmatch(self.subject.cloud):
+            found.append(f"cloud {self.subject.cloud!r} is not a cloud's name")
+        if self.concern not in CONCERNS:
+            found.append(f"concern {self.concern!r} is not one of {', '.join(sorted(CONCERNS))}")
+        f = self.framework
+        if f is not None and not (f.name and f.version and f.reference and f.specification):
+            found.append("its framework needs a name, version, reference and specification")
+        return found
+
+
+AZURE_ML = Subject(("azureMl",), "azure", AZUREML_DOCS)
+"""The Azure ML extension and the AKS or Arc cluster it goes on."""
+GKE = Subject(("gkeClusters",), "google", GKE_DOCS)
+"""GKE clusters and their managed ML Diagnostics flag."""
+IN_CLUSTER = Subject(("kubernetesClusters", "gkeClusters"), "kubernetes", GKE_DOCS)
+"""What runs inside a cluster: the manual install's Helm releases, the opt-in labels, Diagon."""
+MODEL_DEVELOPMENT = Subject(("modelDevelopmentClusters",), "google", MDC_DOCS)
+"""Vertex AI Model Development Clusters."""
+
+# The Kubernetes release whose Pod Security Standards the pod-security rules check (the e2e tier's API server).
+POD_SECURITY_STANDARDS_VERSION = "v1.35"
+POD_SECURITY_STANDARDS_URL = "https://kubernetes.io/docs/concepts/security/pod-security-standards/"
+
+
+def pod_security_standards(specification: str) -> PolicyComplianceFramework:
+    """The Kubernetes Pod Security Standards as a rule's compliance framework; `specification`: the profiles
+    and controls the rule checks."""
+    return PolicyComplianceFramework(
+        name="Kubernetes Pod Security Standards",
+        version=POD_SECURITY_STANDARDS_VERSION,
+        reference=POD_SECURITY_STANDARDS_URL,
+        specification=specification,
+    )
 
 
 class PreviewUnknown(UnknownValueError):
@@ -231,7 +321,9 @@ DECLARED: dict[str, Declared] = {}
 """Every rule built so far, by name: importing a rule module records its rules here (pack.py imports them all)."""
 
 
-def _declare(name: str, levels: Levels, defaults: Defaults | None) -> None:
+def _declare(name: str, about: About, levels: Levels, defaults: Defaults | None) -> None:
+    if found := about.problems():
+        raise ValueError(f"rule {name!r}: about: {'; '.join(found)}")
     found = problems(levels, list(defaults or {}))
     if not found and defaults is not None:
         for env in levels:
@@ -250,14 +342,15 @@ def _rule(
     description: str,
     validate: Validate,
     *,
-    docs: str,
+    about: About,
     severity: Severity,
     remediation: str,
     levels: Levels,
     defaults: Defaults | None = None,
     types: Collection[str] | None = None,
 ) -> Any:
-    _declare(name, levels, defaults)
+    _declare(name, about, levels, defaults)
+    docs = about.subject.docs
     policy = kind(
         name=name,
         description=description,
@@ -268,16 +361,18 @@ def _rule(
         url=docs,
         severity=severity,
         remediation_steps=remediation,
+        tags=about.tags,
+        framework=about.framework,
     )
     DECLARED[name] = Declared(policy, levels, None if types is None else frozenset(types))
     return policy
 
 
-def stack_rule(name: str, description: str, validate: Validate, **about: Any) -> StackValidationPolicy:
-    """A stack policy running `validate` on the whole stack. `about`: docs (every message cites it),
-    severity, remediation, levels (its entries by environment, levels.py) and optionally defaults (the
-    options' schema)."""
-    return _rule(StackValidationPolicy, name, description, validate, **about)
+def stack_rule(name: str, description: str, validate: Validate, **metadata: Any) -> StackValidationPolicy:
+    """A stack policy running `validate` on the whole stack. `metadata`: about (what the rule is about: its
+    tags, framework and document, which every message cites), severity, remediation, levels (its entries by
+    environment, levels.py) and optionally defaults (the options' schema)."""
+    return _rule(StackValidationPolicy, name, description, validate, **metadata)
 
 
 def resource_rule(
@@ -287,13 +382,13 @@ def resource_rule(
     *,
     applies: Collection[str],
     when: Callable[[Any], bool] | None = None,
-    **about: Any,
+    **metadata: Any,
 ) -> ResourceValidationPolicy:
     """A resource policy running `check` on the resources whose canonical type token is in `applies` (and,
     with `when`, that the predicate takes: it gets the resource in its canonical form, plain props), with
     their plain props and options (`{}` without `defaults`); the unknowns it noted are raised after it
-    returns. `about` as for `stack_rule`."""
-    defaults = about.get("defaults")
+    returns. `metadata` as for `stack_rule`."""
+    defaults = metadata.get("defaults")
     applies = frozenset(applies)
 
     def validate(args: Any, report: Report) -> None:
@@ -305,4 +400,4 @@ def resource_rule(
         check(args, args.props, cfg, unknowns, report)
         unknowns.finish()
 
-    return _rule(ResourceValidationPolicy, name, description, validate, types=applies, **about)
+    return _rule(ResourceValidationPolicy, name, description, validate, types=applies, **metadata)

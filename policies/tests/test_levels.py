@@ -58,12 +58,13 @@ def test_a_new_rule_module_joins_the_pack_as_it_is(tmp_path):
     )
     (copy / "mldiag_policy" / "rules" / "extra.py").write_text(
         "from pulumi_policy import Severity\n"
-        "from ..common import GKE_DOCS, resource_rule\n"
+        "from ..common import IN_CLUSTER, resource_rule\n"
         "from ..levels import MANDATORY\n"
         "def _check(args, props, options, unknowns, report):\n"
         "    return None\n"
         "extra = resource_rule('zz-extra', 'A rule in a module no list names, for the discovery test of the pack.',"
-        " _check, applies={'x:y:Z'}, docs=GKE_DOCS, severity=Severity.LOW, remediation='None.',"
+        " _check, applies={'x:y:Z'}, about=IN_CLUSTER.concern('configuration'), severity=Severity.LOW,"
+        " remediation='None.',"
         " levels={'dev': MANDATORY})\n"
     )
     code = (
@@ -86,7 +87,7 @@ def _rule(**about):
         "A rule built by the tests only, to see what a declaration of levels may say.",
         check,
         applies={"x:y:Z"},
-        docs=common.GKE_DOCS,
+        about=common.IN_CLUSTER.concern("configuration"),
         severity=Severity.LOW,
         remediation="None.",
         **about,
@@ -128,7 +129,7 @@ def test_two_rules_of_one_name_are_refused():
             "x" * 61,
             lambda *a: None,
             applies={"x:y:Z"},
-            docs=common.GKE_DOCS,
+            about=common.IN_CLUSTER.concern("configuration"),
             severity=Severity.LOW,
             remediation="None.",
             levels=levels.FOLLOWS_BASE,

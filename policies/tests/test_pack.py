@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -13,8 +14,8 @@ import jsonschema
 import pytest
 from google.protobuf import empty_pb2, struct_pb2
 from harness import BY_NAME, PACK_DIR, check
-from mldiag_policy import compat
-from mldiag_policy.common import AZUREML_DOCS, GKE_DOCS, MDC_DOCS
+from mldiag_policy import common, compat
+from mldiag_policy.common import AZUREML_DOCS, CONCERNS, GKE_DOCS, MDC_DOCS
 from mldiag_policy.pack import POLICIES
 from pulumi.runtime.proto import analyzer_pb2, analyzer_pb2_grpc
 from pulumi_policy import Severity
@@ -29,6 +30,62 @@ def test_every_policy_carries_its_metadata():
         assert isinstance(p.severity, Severity), p.name
         assert p.remediation_steps and len(p.description) > 60, p.name
         assert "seed" not in p.description.lower(), p.name
+
+
+# The rules whose framework is the Kubernetes Pod Security Standards: they check what its profiles define.
+POD_SECURITY = {"k8s-diagon-pod-security", "k8s-privileged-only-diagon"}
+
+
+def test_every_rule_is_tagged_with_its_kind_its_cloud_and_its_concern():
+    """(tests/test_policies_tags.py holds the kinds and clouds against the program's.)"""
+    for p in POLICIES:
+        *kinds, cloud, concern = p.tags
+        assert kinds and all(re.fullmatch(r"[a-z][A-Za-z]*", k) for k in kinds), p.name
+        assert re.fullmatch(r"[a-z][a-z0-9-]*", cloud) and concern in CONCERNS, p.name
+    by_concern = {p.name for p in POLICIES if p.tags[-1] == "pod-security"}
+    assert by_concern == POD_SECURITY
+
+
+def test_the_pod_security_rules_name_the_pod_security_standards_as_their_framework():
+    frameworks = {p.name: p.framework for p in POLICIES if p.framework is not None}
+    assert set(frameworks) == POD_SECURITY
+    for name, f in frameworks.items():
+        assert (f.name, f.version, f.reference) == (
+            "Kubernetes Pod Security Standards",
+            common.POD_SECURITY_STANDARDS_VERSION,
+            "https://kubernetes.io/docs/concepts/security/pod-security-standards/",
+        ), name
+        assert "Privileged" in f.specification and "Baseline" in f.specification, name
+
+
+@pytest.mark.parametrize(
+    ("about", "message"),
+    [
+        (common.IN_CLUSTER.concern("safety"), "concern 'safety' is not one of accounts, availability, "),
+        (common.Subject((), "kubernetes", GKE_DOCS).concern("network"), "names no target kind"),
+        (
+            common.Subject(("k8s-clusters",), "kubernetes", GKE_DOCS).concern("network"),
+            "is not a stack file key",
+        ),
+        (
+            common.IN_CLUSTER.concern("pod-security", common.PolicyComplianceFramework(name="PSS")),
+            "its framework needs a name, version, reference and specification",
+        ),
+    ],
+)
+def test_a_rule_that_does_not_say_what_it_is_about_fails_as_the_pack_loads(about, message):
+    with pytest.raises(ValueError, match=r"^rule 'test-only-about': about: .*" + message):
+        common.resource_rule(
+            "test-only-about",
+            "A rule built by the tests only, to see what a declaration of what it is about may say.",
+            lambda *a: None,
+            applies={"x:y:Z"},
+            about=about,
+            severity=Severity.LOW,
+            remediation="None.",
+            levels={},
+        )
+    assert "test-only-about" not in common.DECLARED
 
 
 @pytest.mark.parametrize("env", ["dev", "staging", "prod"])
@@ -82,6 +139,29 @@ def test_pack_serves_the_analyzer_protocol_from_its_own_directory():
             stub = analyzer_pb2_grpc.AnalyzerStub(channel)
             info = stub.GetAnalyzerInfo(empty_pb2.Empty(), timeout=30)
             assert [p.name for p in info.policies] == [p.name for p in POLICIES]
+            # what each rule is about reaches the engine: its tags, and the framework of the pod-security ones
+            assert [list(p.tags) for p in info.policies] == [p.tags for p in POLICIES]
+            served = {
+                p.name: (
+                    p.framework.name,
+                    p.framework.version,
+                    p.framework.reference,
+                    p.framework.specification,
+                )
+                for p in info.policies
+                if p.HasField("framework")
+            }
+            assert served == {
+                p.name: (
+                    p.framework.name,
+                    p.framework.version,
+                    p.framework.reference,
+                    p.framework.specification,
+                )
+                for p in POLICIES
+                if p.framework is not None
+            }
+            assert set(served) == POD_SECURITY
             props = struct_pb2.Struct()
             props.update(
                 {

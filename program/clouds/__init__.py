@@ -5,7 +5,8 @@ and the stack config, the build context, verify and the fleet read the cloud thr
 - `client`: what verify reads the cloud with, made once per run from the settings and verify's options;
 - `options`: verify's (and the fleet gates') command-line options for it (`--arm-endpoint`).
 
-A kind on a new cloud adds one module here and names it in its entry.
+A client raises `Unreachable` when its cloud cannot be asked at all. A kind on a new cloud adds one module
+here and names it in its entry.
 """
 
 from __future__ import annotations
@@ -13,6 +14,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
+
+
+class Unreachable(Exception):
+    """The target cannot be reached (connection, credentials, missing secret): no check can run."""
 
 
 @dataclass(frozen=True)

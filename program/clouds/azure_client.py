@@ -11,7 +11,7 @@ from typing import Any
 import requests
 
 from ml_diagnostics.specs.google_endpoints import is_loopback_url
-from program.verify.result import Unreachable
+from program.clouds import Unreachable
 
 ARM_ENDPOINT = "https://management.azure.com"
 ARM_SCOPE = "https://management.azure.com/.default"

@@ -12,7 +12,7 @@ from ml_diagnostics.google_api import rest_inputs
 from ml_diagnostics.providers import google_rest
 from ml_diagnostics.providers.google_rest import GoogleApiError, GoogleRestClient, RetryPolicy
 from ml_diagnostics.rules.google_api import GoogleApiSpec
-from program.verify.result import Unreachable
+from program.clouds import Unreachable
 
 CONTAINER_ENDPOINT = "https://container.googleapis.com"
 CREDENTIAL_HINT = (

@@ -13,11 +13,17 @@ import yaml
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from program.verify.result import TargetResult, Unreachable
+from program.clouds import Unreachable
 
 TIMEOUT = (5, 30)
 RBAC_HINT = "apply the verify role (`verifyRbac: {enabled: true}`, README 'After `pulumi up`')"
 UNNAMED = "(unnamed)"
+
+
+class Checks(Protocol):
+    """Where a check's outcome goes (a verify run's TargetResult)."""
+
+    def add(self, name: str, ok: bool, detail: str, fix: str = "") -> Any: ...
 
 
 class Object(Protocol):
@@ -58,7 +64,7 @@ def _short(e: BaseException) -> str:
     return text[:300]
 
 
-def guarded(result: TargetResult, name: str, fn: Callable[[], None]) -> None:
+def guarded(result: Checks, name: str, fn: Callable[[], None]) -> None:
     """Runs one check; a refused or failed read becomes a failed check, a lost connection Unreachable."""
     try:
         fn()

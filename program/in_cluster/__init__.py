@@ -15,15 +15,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ml_diagnostics.rules.diagon import DiagonSpec
 from ml_diagnostics.rules.in_cluster import (
     CertManagerSpec,
     ChartSpec,
-    DiagonSpec,
     InClusterSpec,
     MlDiagnosticsManualSpec,
-    VerifyRbacSpec,
     WorkloadNamespaceSpec,
 )
+from ml_diagnostics.rules.verify_rbac import VerifyRbacSpec
 from program.config_base import secret_inputs
 from program.costly import Costly
 

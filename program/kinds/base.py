@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
+from ml_diagnostics import lifecycle
 from program.clouds import Cloud
 from program.costly import Costly
 from program.lazy import Lazy
@@ -23,6 +25,7 @@ from program.lazy import Lazy
 if TYPE_CHECKING:
     import pulumi
 
+    from ml_diagnostics.component import Component
     from program.config_base import TargetBase
     from program.previous_deployment import PreviousDeployment
 
@@ -31,6 +34,7 @@ __all__ = ["BuildContext", "Claim", "Costly", "KindDocs", "Lazy", "TargetKind"]
 # (identity of the physical resource, what it is, key path relative to the kind's list entry)
 Claim = tuple[tuple[Any, ...], str, str]
 T = TypeVar("T", bound="TargetBase")
+C = TypeVar("C", bound="Component[Any]")
 
 
 @dataclass(frozen=True)
@@ -67,6 +71,12 @@ class BuildContext:
     def settings_of(self, cloud: Cloud) -> Any:
         return self.settings[cloud.name]
 
+    def component(self, cls: type[C], prefix: str, target: TargetBase, spec: Any) -> C:
+        """The target's component, `<prefix>-<name>`, from the Spec the stack file's checks already made (not
+        checked again); a renamed target (`previousName`) keeps its resources through aliases."""
+        name = f"{prefix}-{target.name}"
+        return cls.from_spec(name, spec, lifecycle.rename_options(prefix, target.previous_name))
+
 
 DERIVED = Lazy("")
 """A TargetKind entry's reference left to its package's module of that name."""
@@ -76,27 +86,30 @@ DERIVED = Lazy("")
 class TargetKind(Generic[T]):
     key: str
     """The stack config key (`ml-diagnostics:<key>`): a list of targets."""
-    field: str
-    """The StackConfig attribute holding the list."""
     model: type[T]
     """The config model of one target."""
     description: str
     """One line for the config reference."""
     prefix: str
     """Component name prefix: the target's component is `<prefix>-<name>` (renames alias it)."""
-    export: str
-    """Stack output key prefix: `<export>:<name>`."""
     cloud: Cloud
     """The cloud its targets are on (program/clouds)."""
-    component: str
-    """The type token of the component a target builds (verify finds it by that in a stack's state)."""
-    section: str
-    """The section of a verify record (ml_diagnostics.verify_record.VerifyRecord) its checks read."""
     docs: KindDocs
     """Its texts in README, docs/verify.md, docs/lifecycle.md and the new-stack template."""
     package: str = ""
     """The kind's package (its entry passes `__name__`): build, verify, check and mock_answers default to its
-    modules build.py (`build`), verify.py (`verify`, `check`) and mocks.py, from_state to its state.py."""
+    modules build.py (`build`), verify.py (`verify`, `check`) and mocks.py, from_state to its state.py, and
+    section to its name."""
+    field: str = ""
+    """The StackConfig attribute holding the list (default: the key in snake_case, `gke_clusters`)."""
+    export: str = ""
+    """Stack output key prefix, `<export>:<name>` (default: the key in the singular, `gkeCluster`)."""
+    component: str = ""
+    """The type token of the component a target builds, which verify finds it by in a stack's state (default:
+    the model's name without `Target`, `mldiag:index:GkeCluster` of GkeClusterTarget)."""
+    section: str = ""
+    """The section of a verify record (ml_diagnostics.verify_record.VerifyRecord) its checks read (default:
+    its package's name, `gke`)."""
     order: int = 0
     """Where the kind stands in the table, which the registry sorts by (program/kinds/table.py): the order
     targets are built in."""
@@ -129,12 +142,23 @@ class TargetKind(Generic[T]):
     """How verify reports name the kind (default: the key)."""
 
     def __post_init__(self) -> None:
+        self._default("field", re.sub(r"(?<!^)(?=[A-Z])", "_", self.key).lower())
+        self._default("export", self.key.removesuffix("s"))
+        self._default("component", f"mldiag:index:{self.model.__name__.removesuffix('Target')}")
+        if not self.section:
+            if not self.package:
+                raise ValueError(f"kind {self.key}: give its package (package=__name__) or section")
+            self._default("section", self.package.rsplit(".", 1)[-1])
         for attr, ref in (("build", "build:build"), ("verify", "verify:verify"), ("check", "verify:check")):
             self._derive(attr, ref)
         self._derive("mock_answers", "mocks")
         if self.from_state is DERIVED:
             found = self.package and importlib.util.find_spec(f"{self.package}.state") is not None
             object.__setattr__(self, "from_state", Lazy(f"{self.package}.state") if found else None)
+
+    def _default(self, attr: str, value: str) -> None:
+        if not getattr(self, attr):
+            object.__setattr__(self, attr, value)
 
     def _derive(self, attr: str, ref: str) -> None:
         if getattr(self, attr) is not DERIVED:

@@ -6,8 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from program.clouds import Cloud
-from program.verify.result import Unreachable
+from program.clouds import Cloud, Unreachable
 
 ENCRYPTED_HINT = "encrypted_hint"
 """The option that says how a secret the stack file holds encrypted gets decrypted (mldiag verify sets it)."""

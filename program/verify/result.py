@@ -1,12 +1,17 @@
 """What a verification run finds: one `TargetResult` per configured target, each with its `Check`s. A target
 that could not be reached at all carries `unreachable` (the reason) and no checks. Exit codes: 0 every check
 passed; 1 a check failed; 2 the stack config is invalid; 3 a target is unreachable (it wins over 1: a
-target nobody could look at is not known to work). Rendering is mldiag/verify/report.py.
+target nobody could look at is not known to work). Rendering is mldiag/verify/report.py. `Unreachable` is
+the clients' (program/clouds), named here too for the checks that raise it.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+
+from program.clouds import Unreachable
+
+__all__ = ["Check", "TargetResult", "Unreachable"]
 
 
 @dataclass(frozen=True)
@@ -36,7 +41,3 @@ class TargetResult:
         check = Check(name, ok, detail, "" if ok else fix)
         self.checks.append(check)
         return check
-
-
-class Unreachable(Exception):
-    """The target cannot be reached (connection, credentials, missing secret): no check can run."""

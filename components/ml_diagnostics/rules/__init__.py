@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from ml_diagnostics.rules.base import InvalidArgsError, problems_of
+from ml_diagnostics.rules.errors import InvalidArgsError, problems_of
 
 S = TypeVar("S", bound=BaseModel)
 

@@ -5,8 +5,7 @@ client (partner_extensions/AzureMLKubernetes.py and custom.py of the k8s-extensi
 limits. `AzureMlExtensionRules` holds every key a stack file's azureMl target has too; `AzureMlExtensionSpec`
 adds what only a program passes (how the verify role reaches the cluster).
 
-One file (over 450 lines) because it mirrors one client's rules (the k8s-extension CLI's), which read each other
-(inference against cluster kind and node count, access against verify_rbac).
+The cluster it goes on is rules/azure_cluster.py (named here too).
 """
 
 from __future__ import annotations
@@ -14,28 +13,26 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import BeforeValidator, Field, field_validator, model_validator
+from pydantic import field_validator, model_validator
 
-from ml_diagnostics.compat import arm_location
 from ml_diagnostics.rules import names
+from ml_diagnostics.rules.azure_cluster import MIN_HA_NODES, AzureClusterSpec
 from ml_diagnostics.rules.base import (
     Input,
     Path,
     Spec,
-    casefolded,
     check,
+    checked,
     key,
     phrase,
     raise_issues,
 )
-from ml_diagnostics.rules.in_cluster import VerifyRbacSpec
+from ml_diagnostics.rules.verify_rbac import VerifyRbacSpec
 
 ROUTER_SERVICE_TYPES = ("LoadBalancer", "NodePort", "ClusterIP")
 _ROUTER_BY_LOWER = {t.lower(): t for t in ROUTER_SERVICE_TYPES}
 _ROUTER_ALLOWED = "'LoadBalancer', 'NodePort' or 'ClusterIP'"
 _KEY_LABELS = ("PRIVATE KEY", "RSA PRIVATE KEY", "EC PRIVATE KEY")
-# The CLI derives a small-cluster setup (clusterPurpose=DevTest, one inference router) below this many nodes.
-MIN_HA_NODES = 3
 
 # The extension name becomes the Helm release name (and prefixes e.g. `<name>-kube-state-metrics`).
 _EXTENSION_NAME = re.compile(r"[a-z0-9]([-a-z0-9]{0,51}[a-z0-9])?")
@@ -48,6 +45,12 @@ _INGRESS_CONTROLLER = re.compile(
     r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?/[A-Za-z0-9][-A-Za-z0-9_./]{0,62}", re.ASCII
 )
 NGINX_DEFAULT_CONTROLLER = "k8s.io/ingress-nginx"
+
+
+def _secret_name_problem(name: str) -> str | None:
+    return names.dns_subdomain_problem(name, "a Kubernetes secret name")
+
+
 VERIFY_ACCESS = phrase(
     stack="verifyAccess (a kubeconfig secret, or aksUserCredentials on AKS)",
     args="kubeconfig (a secret), or aks_user_credentials on AKS",
@@ -100,78 +103,6 @@ def pem_problem(text: str, want: Literal["certificate", "private key"]) -> str |
     return None
 
 
-class AzureClusterSpec(Spec):
-    """The AKS or Arc cluster the extension goes on: its ARM id and facts are built from this, never looked up."""
-
-    kind: Annotated[Literal["aks", "arc"], BeforeValidator(casefolded)]
-    """aks (managedClusters) or arc (connectedClusters), any case."""
-    subscription_id: str
-    """The cluster's subscription (the explicit provider is bound to it)."""
-    resource_group: str
-    """The cluster's resource group (Arc: the Azure Relay goes here too)."""
-    name: str
-    """The cluster's name."""
-    location: str
-    """The cluster's Azure region in any form ARM takes: any case, with or without spaces (`eastus`, `EastUS`,
-    `East US`). Sent as `az k8s-extension create` sends it, lowercase without spaces (`eastus`): the
-    extension's `location`, `jobSchedulerLocation` and default `domain`, and on Arc the relay's location."""
-    node_count: int = Field(ge=1, le=5000)
-    """Total nodes (AKS: sum of agent pool counts; Arc: totalNodeCount), as the CLI reads it from ARM; fewer
-    than 3 gets the CLI's small-cluster defaults."""
-    openshift: bool = False
-    """Arc-connected OpenShift (OCP/ARO); the CLI sends `openshift=true` for that distribution."""
-    tenant_id: str | None = None
-    """Entra tenant of the subscription (the explicit provider authenticates there); unset: ambient."""
-    cloud_environment: Literal["public", "usgovernment", "china"] | None = None
-    """Azure cloud of the subscription (the provider's `environment`); unset: public."""
-
-    @field_validator("tenant_id")
-    @classmethod
-    def _tenant(cls, v: str | None) -> str | None:
-        if v is not None:
-            check(lambda x: names.azure_guid_problem(x, "tenant"), v)
-        return v.lower() if v else v
-
-    @field_validator("subscription_id")
-    @classmethod
-    def _subscription(cls, v: str) -> str:
-        return check(names.azure_subscription_problem, v).lower()
-
-    @field_validator("resource_group")
-    @classmethod
-    def _resource_group(cls, v: str) -> str:
-        return check(names.azure_resource_group_problem, v)
-
-    @field_validator("name")
-    @classmethod
-    def _name(cls, v: str) -> str:
-        return check(names.azure_cluster_name_problem, v)
-
-    @field_validator("location")
-    @classmethod
-    def _location(cls, v: str) -> str:
-        return arm_location(check(names.azure_location_problem, v))
-
-    @property
-    def cluster_rp(self) -> str:
-        return "Microsoft.ContainerService" if self.kind == "aks" else "Microsoft.Kubernetes"
-
-    @property
-    def cluster_type(self) -> str:
-        return "managedClusters" if self.kind == "aks" else "connectedClusters"
-
-    @property
-    def resource_id(self) -> str:
-        return (
-            f"/subscriptions/{self.subscription_id}/resourceGroups/{self.resource_group}"
-            f"/providers/{self.cluster_rp}/{self.cluster_type}/{self.name}"
-        )
-
-    @property
-    def small(self) -> bool:
-        return self.node_count < MIN_HA_NODES
-
-
 class InferenceSpec(Spec):
     """Inference settings of the extension (the CLI's --config inference keys)."""
 
@@ -185,7 +116,7 @@ class InferenceSpec(Spec):
     """HTTP inference endpoints (dev/test only); refused in prod by policy."""
     ssl_cname: str | None = None
     """CNAME of the HTTPS inference endpoint; required unless insecure."""
-    ssl_secret: str | None = None
+    ssl_secret: Annotated[str | None, checked(_secret_name_problem)] = None
     """Name of a Kubernetes secret in the `azureml` namespace holding cert.pem and key.pem."""
     ssl_cert_pem: Input[str] | None = None
     """TLS certificate: PEM text (not a path), a secret; sent base64-encoded as a protected setting."""
@@ -210,13 +141,6 @@ class InferenceSpec(Spec):
     def _ssl_cname(cls, v: str | None) -> str | None:
         if v is not None and not _DNS_NAME.fullmatch(v):
             raise ValueError("must be a DNS name such as ml.example.com")
-        return v
-
-    @field_validator("ssl_secret")
-    @classmethod
-    def _ssl_secret(cls, v: str | None) -> str | None:
-        if v is not None:
-            check(lambda s: names.dns_subdomain_problem(s, "a Kubernetes secret name"), v)
         return v
 
     @field_validator("ssl_cert_pem")

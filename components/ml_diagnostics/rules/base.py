@@ -7,8 +7,8 @@ whose config models are these Specs validated by alias. So a rule never writes a
 text: a problem's path is a tuple of field names, list indexes and `MapKey`s (user-chosen keys, spelled as
 given), and a key named inside a message is `key("node_count")`; `spell()` writes both for one caller.
 
-One file (over 450 lines) because the Spec base, the problem paths and their two spellings are one contract:
-every rule module and both callers read them together.
+How a refused value is then told (pydantic's errors read in either spelling, a component's InvalidArgsError)
+is rules/errors.py.
 """
 
 from __future__ import annotations
@@ -23,12 +23,11 @@ from functools import cache
 from typing import Annotated, Any, ClassVar, Literal, Self, TypeVar
 
 import pulumi
-from pulumi.errors import InputPropertyErrorDetails
 from pydantic import (
+    AfterValidator,
     BaseModel,
     BeforeValidator,
     ConfigDict,
-    ValidationError,
     ValidationInfo,
     ValidatorFunctionWrapHandler,
     WrapValidator,
@@ -150,6 +149,14 @@ def did_you_mean(value: str, allowed: list[str]) -> str:
     hint = closest(value, allowed)
     listed = ", ".join(allowed)
     return f" (did you mean {hint!r}?); allowed keys: {listed}" if hint else f"; allowed keys: {listed}"
+
+
+def allowed_keys(model: type[BaseModel], spelling: Spelling) -> list[str]:
+    """The keys a model takes, as the caller spells them (a stack file does not see the Args-only ones)."""
+    hidden: frozenset[str] = getattr(model, "ARGS_ONLY", frozenset()) if spelling == "stack" else frozenset()
+    return sorted(
+        (f.alias or n) if spelling == "stack" else n for n, f in model.model_fields.items() if n not in hidden
+    )
 
 
 # --- the Spec base model and its field types -------------------------------------------------------------
@@ -313,152 +320,8 @@ def check(problem: Callable[[str], str | None], value: str) -> str:
     return value
 
 
-# --- reading pydantic's errors, in either spelling -------------------------------------------------------
-
-_TYPE_MESSAGES = {
-    "int_type": "must be a whole number (not a string, boolean or decimal)",
-    "int_from_float": "must be a whole number (not a string, boolean or decimal)",
-    "float_type": "must be a number (not a string or boolean)",
-    "bool_type": "must be true or false (not a string or number)",
-    "string_type": "must be a string (quote numbers and booleans: '0.8', 'true')",
-    "list_type": "must be a list",
-    "dict_type": "must be a map of key: value",
-    "model_type": "must be a map of key: value",
-    "model_attributes_type": "must be a map of key: value",
-}
-_BOUNDS = {"less_than_equal": "at most", "greater_than_equal": "at least", "greater_than": "more than"}
-
-
-def format_loc(loc: Iterable[Any]) -> str:
-    out = ""
-    for part in loc:
-        if isinstance(part, str) and len(part) > 60:
-            part = part[:60] + "..."
-        if isinstance(part, int):
-            out += f"[{part}]"
-        elif part == "[key]":
-            out += " (key)"
-        elif str(part).startswith("["):
-            out += str(part)
-        else:
-            out += f".{part}" if out else str(part)
-    return out
-
-
-def allowed_keys(model: type[BaseModel], spelling: Spelling) -> list[str]:
-    hidden: frozenset[str] = getattr(model, "ARGS_ONLY", frozenset()) if spelling == "stack" else frozenset()
-    return sorted(
-        (f.alias or n) if spelling == "stack" else n for n, f in model.model_fields.items() if n not in hidden
-    )
-
-
-def model_at(root: type[BaseModel], loc: tuple[Any, ...], spelling: Spelling) -> type[BaseModel] | None:
-    """The model that owns the last key of `loc`, walking `root`'s fields (unknown-key hints)."""
-    model: Any = root
-    for part in loc[:-1]:
-        if isinstance(part, int):
-            continue
-        if not (isinstance(model, type) and issubclass(model, BaseModel)):
-            return None
-        field = next(
-            (
-                f
-                for n, f in model.model_fields.items()
-                if ((f.alias or n) if spelling == "stack" else n) == part
-            ),
-            None,
-        )
-        if field is None:
-            return None
-        ann = field.annotation
-        for _ in range(4):  # unwrap Optional / list / dict / Annotated to the model inside
-            if isinstance(ann, type) and issubclass(ann, BaseModel):
-                break
-            args = [a for a in typing.get_args(ann) if a is not type(None)]
-            if not args:
-                break
-            ann = next((a for a in args if isinstance(a, type) and issubclass(a, BaseModel)), args[-1])
-        model = ann
-    return model if isinstance(model, type) and issubclass(model, BaseModel) else None
-
-
-def describe(err: Mapping[str, Any], root: type[BaseModel], spelling: Spelling) -> list[tuple[str, str]]:
-    """(key path, message) of one pydantic error, every key and message in `spelling`."""
-    loc = tuple(
-        p for p in err["loc"] if not (isinstance(p, str) and p.startswith(("function-", "is-instance[")))
-    )
-    path = format_loc(loc)
-    typ = err["type"]
-    ctx = err.get("ctx") or {}
-    if typ == "value_error" and isinstance(ctx.get("error"), Issues):
-        base = path
-        return [(join_path(base, rel, spelling), spell(msg, spelling)) for rel, msg in ctx["error"].problems]
-    if typ == "extra_forbidden":
-        owner = model_at(root, loc, spelling)
-        name = loc[-1] if loc and isinstance(loc[-1], str) else ""
-        return [(path, f"unknown key{did_you_mean(name, allowed_keys(owner, spelling)) if owner else ''}")]
-    if typ == "missing":
-        return [(path, "required key is missing")]
-    msg = _TYPE_MESSAGES.get(typ) or str(err["msg"])
-    if msg.startswith("Value error, "):
-        msg = msg[len("Value error, ") :]
-    if typ in ("literal_error", "enum"):
-        msg = f"must be one of {ctx.get('expected')}"
-    if typ in _BOUNDS:
-        limit = next(iter(ctx.values()), "")
-        msg = (
-            f"must be {_BOUNDS[typ]} {limit:g}"
-            if isinstance(limit, float)
-            else f"must be {_BOUNDS[typ]} {limit}"
-        )
-    return [(path, spell(msg, spelling))]
-
-
-# --- a component's own check of its Args -----------------------------------------------------------------
-
-MAX_PROBLEMS = 60
-S = TypeVar("S", bound=BaseModel)
-
-
-class InvalidArgsError(pulumi.InputPropertiesError, pulumi.RunError, ValueError):
-    """A component refused its arguments, before it registered anything. Every problem is listed, each with
-    its key path in the caller's spelling (`GkeClusterArgs.node_pools[0].node_count: must be 0 or more`).
-
-    A ValueError for Python callers; a pulumi.RunError, so `pulumi up` prints it without a traceback; a
-    pulumi.InputPropertiesError whose `errors` give each problem's property path (`node_pools[0].node_count`)
-    and reason, which the component plugin returns to other languages as the engine's property errors."""
-
-    def __init__(self, component: str, name: str, problems: list[str]):
-        self.component, self.name, self.problems = component, name, problems
-        shown = problems[:MAX_PROBLEMS]
-        more = (
-            [f"... and {len(problems) - MAX_PROBLEMS} more problem(s)"]
-            if len(problems) > MAX_PROBLEMS
-            else []
-        )
-        lines = "\n".join(f"  - {p}" for p in [*shown, *more])
-        message = f"invalid arguments of {component} {name!r} ({len(problems)} problem(s)):\n{lines}"
-        super().__init__(message, [_property_error(f"{component}Args", p) for p in problems])
-
-
-def _property_error(owner: str, problem: str) -> InputPropertyErrorDetails:
-    """`Owner.a.b[0]: reason` as the property path below the Args (`a.b[0]`) and the reason."""
-    path, _, reason = problem.partition(": ")
-    if path == owner or path.startswith((f"{owner}.", f"{owner}[")):
-        path = path[len(owner) :].removeprefix(".")
-    return {"property_path": path, "reason": reason}
-
-
-def problems_of(spec: type[S], args: Any, owner: str) -> tuple[S | None, list[str]]:
-    """The validated Spec of `args` (None when refused) and every problem, `owner` first in each key path."""
-    if not isinstance(args, Mapping):
-        return None, [f"{owner}: must be a dict of its keys, not {type(args).__name__}"]
-    try:
-        return spec.model_validate(dict(args), by_name=True, by_alias=False), []
-    except ValidationError as e:
-        found = [
-            f"{join_path(owner, [], 'args')}{'.' if path and not path.startswith('[') else ''}{path}: {msg}"
-            for err in e.errors(include_url=False)
-            for path, msg in describe(err, spec, "args")
-        ]
-        return None, sorted(dict.fromkeys(found))
+def checked(problem: Callable[[str], str | None]) -> AfterValidator:
+    """A field's own rule, in its annotation (`name: Annotated[str, checked(names.short_name_problem)]`):
+    `problem` says what is wrong with a value, as `check` reports it; None (an unset optional) passes. Unlike
+    a `field_validator`, it is not inherited by a subclass that declares the field again."""
+    return AfterValidator(lambda value: value if value is None else check(problem, value))

@@ -7,14 +7,25 @@ a program passes (the resolved Google API settings, the mode of the last deploym
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import Field, field_validator, model_validator
 
 from ml_diagnostics import compat
 from ml_diagnostics.lifecycle import DeletionPolicy
 from ml_diagnostics.rules import names
-from ml_diagnostics.rules.base import Input, MapKey, Path, Spec, check, enum_of, key, phrase, raise_issues
+from ml_diagnostics.rules.base import (
+    Input,
+    MapKey,
+    Path,
+    Spec,
+    check,
+    checked,
+    enum_of,
+    key,
+    phrase,
+    raise_issues,
+)
 from ml_diagnostics.rules.google_api import GoogleApiSpec
 from ml_diagnostics.rules.in_cluster import InClusterSpec, MlDiagnosticsMode, Mode
 
@@ -60,17 +71,12 @@ class GkeTaintSpec(Spec):
 class GkeGuestAcceleratorSpec(Spec):
     """GPUs attached to each node (N1 machine types, or to size the GPUs of A2/A3/G2 types)."""
 
-    type: str
+    type: Annotated[str, checked(names.gcp_name_problem)]
     """e.g. nvidia-l4, nvidia-tesla-a100, nvidia-h100-80gb"""
     count: int = Field(ge=1, le=16)
     """GPUs per node (1-16, the most any machine type takes)."""
     gpu_driver_version: Literal["DEFAULT", "LATEST", "INSTALLATION_DISABLED"] = "DEFAULT"
     """DEFAULT, LATEST or INSTALLATION_DISABLED."""
-
-    @field_validator("type")
-    @classmethod
-    def _type(cls, v: str) -> str:
-        return check(names.gcp_name_problem, v)
 
 
 class GkeAutoscalingSpec(Spec):
@@ -95,9 +101,9 @@ class GkeAutoscalingSpec(Spec):
 class GkeNodePoolSpec(Spec):
     """A node pool of a cluster created here."""
 
-    name: str
+    name: Annotated[str, checked(names.short_name_problem)]
     """Pool name (part of the child resource's name)."""
-    machine_type: str
+    machine_type: Annotated[str, checked(names.gcp_machine_type_problem)]
     """Compute Engine machine type, e.g. ct5lp-hightpu-4t or a3-highgpu-8g."""
     node_count: int | None = Field(default=None, le=MAX_POOL_NODES)
     """Fixed size per zone; or `autoscaling`. Neither: 1 node per zone."""
@@ -109,9 +115,9 @@ class GkeNodePoolSpec(Spec):
     """Spot VMs."""
     disk_size_gb: int | None = Field(default=None, le=65536)
     """Boot disk size."""
-    disk_type: str | None = None
+    disk_type: Annotated[str | None, checked(names.gcp_name_problem)] = None
     """Boot disk type."""
-    service_account: str | None = None
+    service_account: Annotated[str | None, checked(names.gcp_service_account_problem)] = None
     """The nodes' Google service account."""
     labels: dict[str, str] = {}
     """Kubernetes labels of the nodes."""
@@ -122,31 +128,11 @@ class GkeNodePoolSpec(Spec):
     tpu_topology: str | None = None
     """Multi-host TPU slice shape, e.g. 2x4 (TPU machine types only): COMPACT placement with this topology."""
 
-    @field_validator("name")
-    @classmethod
-    def _name(cls, v: str) -> str:
-        return check(names.short_name_problem, v)
-
-    @field_validator("machine_type")
-    @classmethod
-    def _machine_type(cls, v: str) -> str:
-        return check(names.gcp_machine_type_problem, v)
-
     @field_validator("node_locations")
     @classmethod
     def _zones(cls, v: list[str]) -> list[str]:
         raise_issues([((i,), p) for i, z in enumerate(v) if (p := names.gcp_zone_problem(z))])
         return v
-
-    @field_validator("disk_type")
-    @classmethod
-    def _disk_type(cls, v: str | None) -> str | None:
-        return v if v is None else check(names.gcp_name_problem, v)
-
-    @field_validator("service_account")
-    @classmethod
-    def _service_account(cls, v: str | None) -> str | None:
-        return v if v is None else check(names.gcp_service_account_problem, v)
 
     @property
     def accelerator(self) -> Literal["tpu", "gpu"] | None:
@@ -196,9 +182,9 @@ class GkeClusterRules(InClusterSpec):
     """A GKE cluster created here (`create: true`) or adopted, and ML Diagnostics in it: every key a stack
     file's target has too."""
 
-    project: str
+    project: Annotated[str, checked(names.gcp_project_problem)]
     """The cluster's project."""
-    location: str
+    location: Annotated[str, checked(names.gcp_location_problem)]
     """Region (regional cluster) or zone (zonal cluster)."""
     cluster_name: str | None
     """The GKE cluster's name."""
@@ -212,9 +198,9 @@ class GkeClusterRules(InClusterSpec):
     """Created clusters: the release channel (unset: GKE's default)."""
     min_master_version: str | None = None
     """Created clusters: minimum master version, e.g. 1.35.1-gke.1396000 (decides `auto`)."""
-    network: str | None = None
+    network: Annotated[str | None, checked(names.gcp_network_problem)] = None
     """Created clusters: VPC network (default network when unset)."""
-    subnetwork: str | None = None
+    subnetwork: Annotated[str | None, checked(names.gcp_network_problem)] = None
     """Created clusters: subnetwork."""
     workload_identity: bool = True
     """Created clusters: Workload Identity (PROJECT.svc.id.goog)."""
@@ -238,25 +224,12 @@ class GkeClusterRules(InClusterSpec):
     def workload_monitoring(self) -> bool:
         return compat.supports_workload_monitoring(self.version)
 
+    # a validator, not `checked`: the stack file's model declares the field again (optional, its default the
+    # target's name), and a field's own annotation is not inherited by a field declared again
     @field_validator("cluster_name")
     @classmethod
     def _cluster_name(cls, v: str | None) -> str | None:
         return v if v is None else check(names.short_name_problem, v)
-
-    @field_validator("location")
-    @classmethod
-    def _location(cls, v: str) -> str:
-        return check(names.gcp_location_problem, v)
-
-    @field_validator("project")
-    @classmethod
-    def _project(cls, v: str) -> str:
-        return check(names.gcp_project_problem, v)
-
-    @field_validator("network", "subnetwork")
-    @classmethod
-    def _network(cls, v: str | None) -> str | None:
-        return v if v is None else check(names.gcp_network_problem, v)
 
     @field_validator("current_version", "min_master_version")
     @classmethod

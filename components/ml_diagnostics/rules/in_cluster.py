@@ -5,17 +5,15 @@ The stack file's cluster targets (gkeClusters, kubernetesClusters) carry these k
 the program's models are these Specs with the program's defaults (Diagon and the verify role off unless
 enabled, the manual install's settings always there).
 
-One file (over 450 lines) because the in-cluster parts check each other (namespaces the manual install and
-Diagon create, the manual install's versions against cert-manager's) through one model, InClusterSpec.
+Diagon's own rules are rules/diagon.py, the verify role's rules/verify_rbac.py (both named here too).
 """
 
 from __future__ import annotations
 
-import re
 from enum import StrEnum
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Any
 
-from pydantic import BeforeValidator, field_validator, model_validator
+from pydantic import field_validator, model_validator
 
 from ml_diagnostics import compat
 from ml_diagnostics.rules import names
@@ -27,12 +25,11 @@ from ml_diagnostics.rules.base import (
     Spec,
     check,
     enum_of,
-    is_output,
     key,
     raise_issues,
 )
-
-SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+from ml_diagnostics.rules.diagon import DiagonSpec
+from ml_diagnostics.rules.verify_rbac import VerifyRbacSpec
 
 
 class MlDiagnosticsMode(StrEnum):
@@ -239,171 +236,6 @@ class MlDiagnosticsManualSpec(Spec):
                     problems.append((("connection_operator", "version"), p))
         if p := names.helm_repository_problem(self.repository):
             problems.append((("repository",), p))
-        raise_issues(problems)
-        return self
-
-
-_PERCENT = re.compile(r"([1-9]\d?|100)%", re.ASCII)
-
-
-def max_unavailable_problem(v: object) -> str | None:
-    """RollingUpdate maxUnavailable: a positive count (1 or "1") or a percentage ("10%")."""
-    if isinstance(v, bool):
-        return "must be a positive integer or a percentage like 10%"
-    if isinstance(v, int) and v >= 1:
-        return None
-    if isinstance(v, str) and (_PERCENT.fullmatch(v) or (v.isascii() and v.isdigit() and int(v) >= 1)):
-        return None
-    return "must be a positive integer or a percentage like 10%"
-
-
-def _int_or_string(v: Any) -> Any:
-    """An IntOrString as it arrives: another language's whole number comes as a float (protobuf), and any
-    other type is one problem, not one per member of the union."""
-    if isinstance(v, float) and v.is_integer():
-        return int(v)
-    if is_output(v) or (isinstance(v, int | str) and not isinstance(v, bool)):
-        return v
-    raise ValueError("must be a positive integer or a percentage like 10%")
-
-
-IntOrString = Annotated[int | str, BeforeValidator(_int_or_string)]
-
-
-class DiagonSpec(Spec):
-    """The Diagon profiling DaemonSet (preview)."""
-
-    enabled: bool = True
-    """False: no Diagon (its other keys are kept, unused)."""
-    namespace: str = compat.DIAGON_DEFAULT_NAMESPACE
-    """Namespace of the daemon."""
-    create_namespace: bool = True
-    """False: the namespace exists already (e.g. kube-system) and is not created or owned here."""
-    image: Input[str] = compat.DIAGON_DEFAULT_IMAGE
-    """Daemon image; pull policy Always only for :latest. Pin a tag or digest outside dev."""
-    service_account: str = "diagon-daemon"
-    """Kubernetes ServiceAccount the daemon runs as (created)."""
-    gcp_service_account: Input[str] | None = None
-    """GKE Workload Identity: the Google service account the daemon's Kubernetes SA acts as."""
-    accelerator_node_labels: list[str] | None = None
-    """Runs on nodes carrying any of these labels (node affinity `Exists`); empty list: every node. Unset:
-    GKE the GKE accelerator labels (and nvidia.com/gpu.present); self-managed every node (the vendor manifest)."""
-    node_selector: dict[str, str] | None = None
-    """Overrides the accelerator affinity: run only on nodes with exactly these labels."""
-    max_unavailable: IntOrString = 1
-    """RollingUpdate maxUnavailable, an IntOrString as Kubernetes takes it: a count (1) or a percentage ("10%")."""
-    adopt: bool = False
-    """Take over what `kubectl apply -f diagon-daemonset.yaml` made (the DaemonSet, its ServiceAccount and the
-    namespace, when it is created here); placement then defaults to the manifest's (none)."""
-    self_managed: bool = False
-    """Not GKE: the default placement is every node, as the vendor manifest (the cluster components set it)."""
-
-    ARGS_ONLY = frozenset({"self_managed"})
-
-    @field_validator("namespace", "service_account")
-    @classmethod
-    def _names(cls, v: str) -> str:
-        return check(names.dns_label_problem, v)
-
-    @field_validator("image")
-    @classmethod
-    def _image(cls, v: Any) -> Any:
-        if not is_output(v):
-            compat.parse_image(v)
-        return v
-
-    @field_validator("gcp_service_account")
-    @classmethod
-    def _gsa(cls, v: Any) -> Any:
-        if isinstance(v, str):
-            check(names.gcp_service_account_problem, v)
-        return v
-
-    @field_validator("max_unavailable")
-    @classmethod
-    def _max_unavailable(cls, v: Any) -> Any:
-        if not is_output(v) and (p := max_unavailable_problem(v)):
-            raise ValueError(p)
-        return v
-
-    def node_labels(self, self_managed: bool) -> list[str]:
-        """The labels of the nodes Diagon runs on (any of them); empty: every node, like the vendor manifest."""
-        if self.accelerator_node_labels is not None:
-            return list(self.accelerator_node_labels)
-        return [] if self_managed or self.adopt else list(compat.ACCELERATOR_NODE_LABELS)
-
-    @model_validator(mode="after")
-    def _check(self) -> DiagonSpec:
-        problems: list[tuple[Path, str]] = []
-        if self.create_namespace and self.namespace in SYSTEM_NAMESPACES:
-            problems.append(
-                (
-                    ("namespace",),
-                    f"{self.namespace!r} always exists; set {key('create_namespace')}: false to deploy into it",
-                )
-            )
-        for i, k in enumerate(self.accelerator_node_labels or ()):
-            if p := names.label_key_problem(k):
-                problems.append((("accelerator_node_labels", i), p))
-        problems += names.k8s_labels_problems(self.node_selector or {}, ("node_selector",))
-        if self.node_selector is not None and not self.node_selector:
-            problems.append(
-                (("node_selector",), "must name at least one label; omit it for accelerator nodes")
-            )
-        raise_issues(problems)
-        return self
-
-
-class RbacSubjectSpec(Spec):
-    """Who the verify role is bound to."""
-
-    kind: Literal["User", "Group", "ServiceAccount"]
-    """Kubernetes RBAC subject kind: User, Group or ServiceAccount."""
-    name: str
-    """User or group name as the cluster authenticates it, or the ServiceAccount's name."""
-    namespace: str | None = None
-    """ServiceAccount only: the namespace it lives in."""
-
-    @model_validator(mode="after")
-    def _check(self) -> RbacSubjectSpec:
-        problems: list[tuple[Path, str]] = []
-        if not self.name:
-            problems.append((("name",), "must not be empty"))
-        if self.kind == "ServiceAccount":
-            if self.namespace is None:
-                problems.append((("namespace",), "required for kind ServiceAccount"))
-            elif p := names.namespace_problem(self.namespace):
-                problems.append((("namespace",), p))
-            if self.name and (p := names.dns_subdomain_problem(self.name, "a ServiceAccount name")):
-                problems.append((("name",), p))
-        elif self.namespace is not None:
-            problems.append((("namespace",), f"only for kind ServiceAccount, not {self.kind}"))
-        raise_issues(problems)
-        return self
-
-
-class VerifyRbacSpec(Spec):
-    """A ClusterRole and Roles holding exactly the reads `mldiag verify` makes, bound to `subjects`."""
-
-    enabled: bool = True
-    """False: no role (its other keys are kept, unused)."""
-    subjects: list[RbacSubjectSpec] = []
-    """Who runs `mldiag verify` against this cluster."""
-    name: str = "ml-diagnostics-verify"
-    """Name of the ClusterRole, the Roles and their bindings."""
-
-    @model_validator(mode="after")
-    def _check(self) -> VerifyRbacSpec:
-        problems: list[tuple[Path, str]] = []
-        if self.enabled and not self.subjects:
-            problems.append(
-                (
-                    ("subjects",),
-                    "name at least one subject (User, Group or ServiceAccount) to bind the role to",
-                )
-            )
-        if p := names.dns_subdomain_problem(self.name):
-            problems.append((("name",), p))
         raise_issues(problems)
         return self
 

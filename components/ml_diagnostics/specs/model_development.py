@@ -24,6 +24,7 @@ from pulumi.runtime.rpc import UNKNOWN
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel, to_snake
 
+from ml_diagnostics.nested import holds
 from ml_diagnostics.rules.base import Input
 
 API_VERSION = "v1beta1"
@@ -371,10 +372,4 @@ def cluster_path(spec: Mapping[str, Any]) -> str:
 
 def is_unknown(v: Any) -> bool:
     """Whether a value is (or contains) the engine's placeholder for a value not known during preview."""
-    if v == UNKNOWN:
-        return True
-    if isinstance(v, Mapping):
-        return any(is_unknown(x) for x in v.values())
-    if isinstance(v, list):
-        return any(is_unknown(x) for x in v)
-    return False
+    return holds(v, lambda x: x == UNKNOWN)

@@ -11,7 +11,7 @@ from typing import Any
 from pulumi_policy import Severity
 
 from .. import compat
-from ..common import AZUREML_DOCS, Defaults, Report, Unknowns, resource_rule
+from ..common import AZURE_ML, Defaults, Report, Unknowns, resource_rule
 from ..forms import MANAGED_CLUSTER
 from ..levels import ADVISORY, FOLLOWS_BASE
 from ..values import as_bool, dig
@@ -70,7 +70,7 @@ aks_identity = resource_rule(
     ),
     _check_aks,
     applies={MANAGED_CLUSTER},
-    docs=AZUREML_DOCS,
+    about=AZURE_ML.concern("identity"),
     severity=Severity.HIGH,
     remediation="Use a managed identity and leave local accounts enabled.",
     levels=FOLLOWS_BASE,
@@ -95,7 +95,7 @@ no_pod_identity = resource_rule(
     "AKS clusters do not enable Microsoft Entra pod identity (Azure ML extension docs, limitations).",
     _check_pod_identity,
     applies={MANAGED_CLUSTER},
-    docs=AZUREML_DOCS,
+    about=AZURE_ML.concern("identity"),
     severity=Severity.HIGH,
     remediation="Disable podIdentityProfile.",
     levels=FOLLOWS_BASE,
@@ -172,7 +172,7 @@ node_size_minimum = resource_rule(
     ),
     _check_size,
     applies={MANAGED_CLUSTER},
-    docs=AZUREML_DOCS,
+    about=AZURE_ML.concern("sizing"),
     severity=Severity.MEDIUM,
     remediation="Size node pools to at least 4 vCPU and 14 GB in total.",
     defaults=SIZE_DEFAULTS,
@@ -251,7 +251,7 @@ authorized_ip_ranges = resource_rule(
     ),
     _check_ranges,
     applies={MANAGED_CLUSTER},
-    docs=AZUREML_DOCS,
+    about=AZURE_ML.concern("network"),
     severity=Severity.MEDIUM,
     remediation="Admit the Azure ML control plane ranges in authorizedIPRanges.",
     defaults=RANGES_DEFAULTS,

@@ -20,7 +20,7 @@ from typing import Any
 
 from pulumi_policy import Severity
 
-from ..common import AZUREML_DOCS, Report, Unknowns, resource_rule
+from ..common import AZURE_ML, Report, Unknowns, resource_rule
 from ..levels import ADVISORY, FOLLOWS_BASE, MANDATORY, with_options
 from ..values import as_bool, dig, is_unknown
 
@@ -111,7 +111,7 @@ workloads_enabled = resource_rule(
     _check_workloads,
     applies={EXTENSION_TYPE_TOKEN},
     when=is_azureml,
-    docs=AZUREML_DOCS,
+    about=AZURE_ML.concern("configuration"),
     severity=Severity.HIGH,
     remediation="Enable training and/or inference; give inference a router service type.",
     levels={"dev": MANDATORY},
@@ -176,7 +176,7 @@ inference_https = resource_rule(
     _check_https,
     applies={EXTENSION_TYPE_TOKEN},
     when=is_azureml,
-    docs=AZUREML_DOCS,
+    about=AZURE_ML.concern("network"),
     severity=Severity.HIGH,
     remediation="Set sslCname and sslSecret or the PEM pair; do not allow insecure connections in prod.",
     defaults=HTTPS_DEFAULTS,
@@ -246,7 +246,7 @@ secrets_protected = resource_rule(
     ),
     _check_secrets,
     applies={EXTENSION_TYPE_TOKEN},
-    docs=AZUREML_DOCS,
+    about=AZURE_ML.concern("secrets"),
     severity=Severity.CRITICAL,
     remediation="Move secret material to configurationProtectedSettings, from secret config.",
     levels={"dev": MANDATORY},
@@ -283,7 +283,7 @@ cluster_scope = resource_rule(
     _check_scope,
     applies={EXTENSION_TYPE_TOKEN},
     when=is_azureml,
-    docs=AZUREML_DOCS,
+    about=AZURE_ML.concern("configuration"),
     severity=Severity.MEDIUM,
     remediation="Use scope.cluster.releaseNamespace 'azureml'.",
     levels=FOLLOWS_BASE,
@@ -339,7 +339,7 @@ arc_relay = resource_rule(
     _check_relay,
     applies={EXTENSION_TYPE_TOKEN},
     when=is_azureml,
-    docs=AZUREML_DOCS,
+    about=AZURE_ML.concern("network"),
     severity=Severity.HIGH,
     remediation="Create the Azure Relay for the Arc cluster and pass its settings.",
     levels=FOLLOWS_BASE,
@@ -378,7 +378,7 @@ version_pinned = resource_rule(
     _check_version,
     applies={EXTENSION_TYPE_TOKEN},
     when=is_azureml,
-    docs=AZUREML_DOCS,
+    about=AZURE_ML.concern("versions"),
     severity=Severity.MEDIUM,
     remediation="Set version and autoUpgradeMinorVersion: false on the extension.",
     levels={"staging": ADVISORY},

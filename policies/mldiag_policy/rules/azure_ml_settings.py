@@ -11,7 +11,7 @@ from typing import Any
 
 from pulumi_policy import Severity, StackValidationArgs
 
-from ..common import AZUREML_DOCS, Defaults, Report, Unknowns, config, resource_rule, stack_rule
+from ..common import AZURE_ML, Defaults, Report, Unknowns, config, resource_rule, stack_rule
 from ..forms import AGENT_POOL, MANAGED_CLUSTER
 from ..levels import FOLLOWS_BASE, MANDATORY
 from ..values import as_bool, plain
@@ -72,7 +72,7 @@ setting_keys_case = resource_rule(
     _check_keys,
     applies={EXTENSION_TYPE_TOKEN},
     when=is_azureml,
-    docs=AZUREML_DOCS,
+    about=AZURE_ML.concern("configuration"),
     severity=Severity.HIGH,
     remediation="Spell setting keys exactly as the settings table does.",
     levels=FOLLOWS_BASE,
@@ -109,7 +109,7 @@ internal_lb_aks_only = resource_rule(
     _check_internal_lb,
     applies={EXTENSION_TYPE_TOKEN},
     when=is_azureml,
-    docs=AZUREML_DOCS,
+    about=AZURE_ML.concern("network"),
     severity=Severity.MEDIUM,
     remediation="Use internalLoadBalancerProvider=azure on AKS only.",
     levels=FOLLOWS_BASE,
@@ -175,7 +175,7 @@ inference_router_ha = stack_rule(
         "inferenceRouterHA=False (Azure ML extension docs, settings table)."
     ),
     _validate_router_ha,
-    docs=AZUREML_DOCS,
+    about=AZURE_ML.concern("availability"),
     severity=Severity.HIGH,
     remediation="Set inferenceRouterHA=False below 3 nodes.",
     levels={"dev": MANDATORY},
@@ -267,7 +267,7 @@ allowed_subscriptions = stack_rule(
         "attach clusters across subscriptions (Azure ML extension docs, limitations)."
     ),
     _validate_subscriptions,
-    docs=AZUREML_DOCS,
+    about=AZURE_ML.concern("accounts"),
     severity=Severity.HIGH,
     remediation="Attach clusters from the workspace's subscription or via Azure Arc.",
     defaults=SUBSCRIPTION_DEFAULTS,

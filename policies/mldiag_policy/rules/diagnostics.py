@@ -10,7 +10,7 @@ from typing import Any
 from pulumi_policy import Severity
 
 from .. import compat
-from ..common import GKE_DOCS, Report, Unknowns, resource_rule
+from ..common import IN_CLUSTER, Report, Unknowns, resource_rule
 from ..forms import K8S_KINDS, is_patch
 from ..levels import FOLLOWS_BASE
 from ..values import dig, name_of
@@ -43,7 +43,7 @@ diagon_no_cpu_limit = resource_rule(
     ),
     _check_cpu,
     applies=DAEMONSET_TYPES,
-    docs=GKE_DOCS,
+    about=IN_CLUSTER.concern("resources"),
     severity=Severity.MEDIUM,
     remediation="Remove resources.limits.cpu from the Diagon containers.",
     defaults=DIAGON_DEFAULTS,
@@ -87,7 +87,7 @@ host_network_dns_policy = resource_rule(
     ),
     _check_dns,
     applies=DAEMONSET_TYPES,
-    docs=GKE_DOCS,
+    about=IN_CLUSTER.concern("network"),
     severity=Severity.MEDIUM,
     remediation="Set dnsPolicy ClusterFirstWithHostNet next to hostNetwork: true.",
     defaults=DIAGON_DEFAULTS,
@@ -124,7 +124,7 @@ opt_in_label_value = resource_rule(
     ),
     _check_opt_in,
     applies=LABELLED_TYPES,
-    docs=GKE_DOCS,
+    about=IN_CLUSTER.concern("configuration"),
     severity=Severity.MEDIUM,
     remediation=f'Set {compat.OPT_IN_LABEL}: "true".',
     levels=FOLLOWS_BASE,

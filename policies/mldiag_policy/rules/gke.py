@@ -14,7 +14,7 @@ from typing import Any
 from pulumi_policy import Severity, StackValidationArgs
 
 from .. import compat
-from ..common import GKE_DOCS, Report, Unknowns, resource_rule, stack_rule
+from ..common import GKE, Report, Unknowns, resource_rule, stack_rule
 from ..levels import FOLLOWS_BASE, MANDATORY, everywhere
 from ..values import dig, is_unknown
 from .helm import RELEASE_TYPE, release_info, release_kind
@@ -75,7 +75,7 @@ managed_min_version = resource_rule(
     ),
     _check_min_version,
     applies=(CLUSTER_TYPE, ADOPTED_TYPE),
-    docs=GKE_DOCS,
+    about=GKE.concern("versions"),
     severity=Severity.HIGH,
     remediation="Pin a GKE version at or above the threshold, or use the manual install.",
     levels=everywhere(MANDATORY),
@@ -108,7 +108,7 @@ managed_explicit = resource_rule(
     ),
     _check_explicit,
     applies=(CLUSTER_TYPE, ADOPTED_TYPE),
-    docs=GKE_DOCS,
+    about=GKE.concern("configuration"),
     severity=Severity.MEDIUM,
     remediation="Set managedMachineLearningDiagnosticsConfig.enabled to true or false.",
     levels=FOLLOWS_BASE,
@@ -190,7 +190,7 @@ no_manual_when_managed = stack_rule(
         "diagnostics flag is on (ML Diagnostics docs: the managed feature installs both)."
     ),
     _validate_no_manual_when_managed,
-    docs=GKE_DOCS,
+    about=GKE.concern("configuration"),
     severity=Severity.HIGH,
     remediation="Use either the managed flag or the manual releases on a cluster, not both.",
     levels=everywhere(MANDATORY),

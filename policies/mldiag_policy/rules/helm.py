@@ -18,7 +18,7 @@ from typing import Any
 from pulumi_policy import Severity
 
 from .. import compat
-from ..common import GKE_DOCS, Report, Unknowns, resource_rule
+from ..common import IN_CLUSTER, Report, Unknowns, resource_rule
 from ..levels import ADVISORY, FOLLOWS_BASE, MANDATORY
 from ..values import as_bool, dig, is_unknown
 
@@ -118,7 +118,7 @@ chart_version_pinned = resource_rule(
     ),
     _check_version_pinned,
     applies={RELEASE_TYPE},
-    docs=GKE_DOCS,
+    about=IN_CLUSTER.concern("versions"),
     severity=Severity.MEDIUM,
     remediation="Set the release version to an exact chart version.",
     levels=FOLLOWS_BASE,
@@ -170,7 +170,7 @@ allowed_repositories = resource_rule(
     ),
     _check_repositories,
     applies={RELEASE_TYPE},
-    docs=GKE_DOCS,
+    about=IN_CLUSTER.concern("supply-chain"),
     severity=Severity.HIGH,
     remediation="Install charts from an allowed repository URL.",
     defaults=REPOSITORY_DEFAULTS,
@@ -246,7 +246,7 @@ cert_manager_crds = resource_rule(
     ),
     _check_cert_manager_crds,
     applies={RELEASE_TYPE},
-    docs=GKE_DOCS,
+    about=IN_CLUSTER.concern("versions"),
     severity=Severity.HIGH,
     remediation="Set the CRD values that match the chart version; never both styles.",
     levels={"dev": MANDATORY},
@@ -283,7 +283,7 @@ installcrds_deprecated = resource_rule(
     ),
     _check_installcrds_deprecated,
     applies={RELEASE_TYPE},
-    docs=GKE_DOCS,
+    about=IN_CLUSTER.concern("versions"),
     severity=Severity.LOW,
     remediation="Replace installCRDs with crds.enabled: true.",
     levels={"staging": ADVISORY, "prod": ADVISORY},

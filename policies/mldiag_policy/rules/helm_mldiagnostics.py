@@ -10,7 +10,7 @@ from typing import Any
 from pulumi_policy import Severity, StackValidationArgs
 
 from .. import compat
-from ..common import GKE_DOCS, Report, Unknowns, resource_rule, stack_rule
+from ..common import IN_CLUSTER, Report, Unknowns, resource_rule, stack_rule
 from ..levels import FOLLOWS_BASE, MANDATORY
 from ..values import dig, is_unknown
 from .helm import NAMESPACE_TYPE, RELEASE_TYPE, ReleaseInfo, release_info, release_kind, release_label
@@ -105,7 +105,7 @@ connection_operator_jax = resource_rule(
     _check_connection_operator,
     applies={RELEASE_TYPE},
     when=_is_operator,
-    docs=GKE_DOCS,
+    about=IN_CLUSTER.concern("versions"),
     severity=Severity.HIGH,
     remediation="Set chart version and controller args from the JAX table for the cluster's JAX version.",
     defaults=JAX_DEFAULTS,
@@ -195,7 +195,7 @@ requires_cert_manager = stack_rule(
         "(ML Diagnostics docs: cert-manager is the injection-webhook's prerequisite)."
     ),
     _validate_requires_cert_manager,
-    docs=GKE_DOCS,
+    about=IN_CLUSTER.concern("dependencies"),
     severity=Severity.HIGH,
     remediation="Install cert-manager in the same cluster and depend on it, or declare it pre-installed.",
     levels={"dev": MANDATORY},

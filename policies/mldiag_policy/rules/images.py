@@ -11,7 +11,7 @@ from typing import Any
 from pulumi_policy import ResourceValidationArgs, Severity
 
 from .. import compat
-from ..common import GKE_DOCS, Report, Unknowns, resource_rule
+from ..common import IN_CLUSTER, Report, Unknowns, resource_rule
 from ..forms import is_patch
 from ..levels import ADVISORY, FOLLOWS_BASE, MANDATORY, with_options
 from ..values import name_of
@@ -80,7 +80,7 @@ images_pinned = resource_rule(
     ),
     _check_pinned,
     applies=WORKLOAD_TYPES,
-    docs=GKE_DOCS,
+    about=IN_CLUSTER.concern("supply-chain"),
     severity=Severity.MEDIUM,
     remediation="Pin a version tag or digest in the stack config and run `pulumi up`.",
     defaults=PINNED_DEFAULTS,
@@ -140,7 +140,7 @@ images_allowed_registries = resource_rule(
     ),
     _check_registries,
     applies=WORKLOAD_TYPES,
-    docs=GKE_DOCS,
+    about=IN_CLUSTER.concern("supply-chain"),
     severity=Severity.HIGH,
     remediation="Reference images from an allowed registry or extend allowedRegistries after review.",
     defaults=REGISTRY_DEFAULTS,

@@ -13,7 +13,7 @@ from typing import Any
 from pulumi_policy import Severity
 
 from .. import compat
-from ..common import GKE_DOCS, Report, Unknowns, resource_rule
+from ..common import IN_CLUSTER, Report, Unknowns, pod_security_standards, resource_rule
 from ..forms import is_patch
 from ..levels import FOLLOWS_BASE
 from ..values import dig, is_unknown, name_of
@@ -141,6 +141,12 @@ def _check_privileged(args: Any, props: dict, cfg: dict, unknowns: Unknowns, rep
         )
 
 
+# The Baseline profile's controls it checks, for every pod but Diagon's (which needs the Privileged profile).
+POD_SECURITY_PRIVILEGED = pod_security_standards(
+    "Baseline profile: Privileged Containers (securityContext.privileged) and Host Namespaces (hostNetwork, "
+    "hostPID, hostIPC); the Diagon DaemonSet alone runs under the Privileged profile"
+)
+
 privileged_only_diagon = resource_rule(
     "k8s-privileged-only-diagon",
     (
@@ -149,7 +155,7 @@ privileged_only_diagon = resource_rule(
     ),
     _check_privileged,
     applies=WORKLOAD_TYPES,
-    docs=GKE_DOCS,
+    about=IN_CLUSTER.concern("pod-security", POD_SECURITY_PRIVILEGED),
     severity=Severity.CRITICAL,
     remediation="Remove privileged/hostNetwork/hostPID/hostIPC from the workload.",
     defaults=PRIVILEGED_DEFAULTS,
@@ -262,7 +268,7 @@ daemonset_memory_limit = resource_rule(
     ),
     _check_memory,
     applies=DAEMONSET_TYPES,
-    docs=GKE_DOCS,
+    about=IN_CLUSTER.concern("resources"),
     severity=Severity.MEDIUM,
     remediation="Set resources.limits.memory on every DaemonSet container, within the configured cap.",
     defaults=MEMORY_DEFAULTS,

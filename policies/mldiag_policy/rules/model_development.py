@@ -12,7 +12,7 @@ from typing import Any
 
 from pulumi_policy import Severity
 
-from ..common import MDC_DOCS, Report, Unknowns, resource_rule
+from ..common import MODEL_DEVELOPMENT, Report, Unknowns, resource_rule
 from ..levels import ADVISORY, MANDATORY, with_options
 from ..values import dig
 
@@ -103,7 +103,7 @@ node_pool_references = resource_rule(
     ),
     _check_references,
     applies={MDC_TYPE},
-    docs=MDC_DOCS,
+    about=MODEL_DEVELOPMENT.concern("configuration"),
     severity=Severity.HIGH,
     remediation="Reference only node pool ids and partition ids defined in the spec.",
     levels={"dev": MANDATORY},
@@ -135,7 +135,7 @@ slurm_config_exclusive = resource_rule(
     ),
     _check_config_exclusive,
     applies={MDC_TYPE},
-    docs=MDC_DOCS,
+    about=MODEL_DEVELOPMENT.concern("configuration"),
     severity=Severity.HIGH,
     remediation="Use config only; migrate scheduling/accounting into it.",
     levels={"dev": MANDATORY},
@@ -174,7 +174,7 @@ node_images_pinned = resource_rule(
     ),
     _check_images,
     applies={MDC_TYPE},
-    docs=MDC_DOCS,
+    about=MODEL_DEVELOPMENT.concern("versions"),
     severity=Severity.MEDIUM,
     remediation="Set node_image on every node pool.",
     levels={"staging": ADVISORY, "prod": MANDATORY},
@@ -216,7 +216,7 @@ deletion_policy = resource_rule(
     ),
     _check_deletion,
     applies={MDC_TYPE},
-    docs=MDC_DOCS,
+    about=MODEL_DEVELOPMENT.concern("lifecycle"),
     severity=Severity.HIGH,
     remediation="Set deletion_policy PREVENT or ABANDON.",
     defaults=DELETION_DEFAULTS,

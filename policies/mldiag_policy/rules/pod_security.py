@@ -12,7 +12,7 @@ from typing import Any
 
 from pulumi_policy import Severity, StackValidationArgs
 
-from ..common import GKE_DOCS, Report, Unknowns, config, stack_rule
+from ..common import IN_CLUSTER, Report, Unknowns, config, pod_security_standards, stack_rule
 from ..levels import FOLLOWS_BASE
 from ..values import dig, is_unknown
 from .helm import NAMESPACE_TYPE
@@ -55,6 +55,12 @@ def _validate(args: StackValidationArgs, report: Report) -> None:
     unknowns.finish()
 
 
+# Pod Security Admission of the namespace: the profiles that reject what the Diagon DaemonSet needs.
+POD_SECURITY_ADMISSION = pod_security_standards(
+    "Pod Security Admission (pod-security.kubernetes.io/enforce): the Baseline and Restricted profiles reject "
+    "privileged containers and host networking; the Diagon DaemonSet's namespace needs the Privileged profile"
+)
+
 diagon_pod_security = stack_rule(
     "k8s-diagon-pod-security",
     (
@@ -62,7 +68,7 @@ diagon_pod_security = stack_rule(
         "restricted Pod Security level, which would reject the privileged hostNetwork daemon."
     ),
     _validate,
-    docs=GKE_DOCS,
+    about=IN_CLUSTER.concern("pod-security", POD_SECURITY_ADMISSION),
     severity=Severity.HIGH,
     remediation=f"Label the Diagon namespace {ENFORCE_LABEL}: privileged.",
     defaults=DEFAULTS,

@@ -80,14 +80,11 @@ KIND = TargetKind(
     package=__name__,
     order=30,
     key="azureMl",
-    field="azure_ml",
     model=AzureMlTarget,
     description="Azure ML extension on AKS or Arc clusters.",
     prefix="azureml",
-    export="azureMl",
-    section="azure_ml",
     cloud=AZURE,
-    component="mldiag:index:AzureMlExtension",
+    component="mldiag:index:AzureMlExtension",  # the extension on a cluster the target names
     costly=(
         Costly("azure-native:kubernetesconfiguration:Extension", "Azure ML extension", "Azure ML extensions"),
     ),

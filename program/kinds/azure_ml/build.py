@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from ml_diagnostics import lifecycle
 from ml_diagnostics.azure_ml import AzureMlExtension, AzureMlExtensionArgs
 from ml_diagnostics.rules.azure_ml import AzureMlExtensionSpec
 from program.config_base import secret_output
@@ -55,10 +54,5 @@ def args(target: AzureMlTarget) -> AzureMlExtensionArgs:
 
 
 def build(target: AzureMlTarget, ctx: BuildContext) -> Any:
-    # The target passed the library's checks when the stack file was loaded: not checked again.
-    ext = AzureMlExtension.from_spec(
-        f"azureml-{target.name}",
-        AzureMlExtensionSpec.trusted(args(target)),
-        lifecycle.rename_options("azureml", target.previous_name),
-    )
+    ext = ctx.component(AzureMlExtension, "azureml", target, AzureMlExtensionSpec.trusted(args(target)))
     return ext.extension_id

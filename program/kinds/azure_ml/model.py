@@ -49,16 +49,15 @@ from typing import Literal
 from pydantic import SecretStr, field_validator, model_validator
 
 from ml_diagnostics.compat import quote
+from ml_diagnostics.rules.azure_cluster import MIN_HA_NODES, AzureClusterSpec
 from ml_diagnostics.rules.azure_ml import (
-    MIN_HA_NODES,
     NGINX_DEFAULT_CONTROLLER,
     ROUTER_SERVICE_TYPES,
-    AzureClusterSpec,
     AzureMlExtensionRules,
     InferenceSpec,
     pem_problem,
 )
-from ml_diagnostics.rules.base import Path, key, raise_issues
+from ml_diagnostics.rules.base import Path
 from program.config_base import SecretText, TargetBase, is_placeholder
 from program.in_cluster import VerifyRbacSettings
 from program.kinds.azure_ml.access import AzureVerifyAccess, NodeResources
@@ -155,14 +154,5 @@ class AzureMlTarget(TargetBase, AzureMlExtensionRules):
 
     @model_validator(mode="after")
     def _rename_check(self) -> AzureMlTarget:
-        if self.previous_name and self.extension_name is None:
-            raise_issues(
-                [
-                    (
-                        ("extension_name",),
-                        f"required with {key('previous_name')}: the extension is named after the target; set "
-                        f"{key('extension_name')}: {self.previous_name} to keep the extension it names",
-                    )
-                ]
-            )
+        self.named_after_target("extension_name", "the extension", "extension")
         return self

@@ -7,8 +7,9 @@ import base64
 from typing import Any
 
 from ml_diagnostics.verify_record import AzureMlRecord
+from program.clouds import Unreachable
 from program.clouds.azure_client import Arm
-from program.verify.result import TargetResult, Unreachable
+from program.verify.result import TargetResult
 
 EXTENSION_API = "2023-05-01"
 RELAY_API = "2021-11-01"

@@ -58,12 +58,7 @@ def args(target: GkeClusterTarget, ctx: BuildContext) -> GkeClusterArgs:
 
 
 def build(target: GkeClusterTarget, ctx: BuildContext) -> Any:
-    # The target passed the library's checks when the stack file was loaded: not checked again.
-    gke = GkeCluster.from_spec(
-        f"gke-{target.name}",
-        GkeClusterSpec.trusted(args(target, ctx)),
-        lifecycle.rename_options("gke", target.previous_name),
-    )
+    gke = ctx.component(GkeCluster, "gke", target, GkeClusterSpec.trusted(args(target, ctx)))
     ctx.pending_steps.append(gke.pending_step)
     return {
         "endpoint": gke.endpoint,

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 from pydantic import model_validator
 
-from ml_diagnostics.rules.base import key, raise_issues
 from ml_diagnostics.rules.gke import (
     CREATE_ONLY,
     NODE_POOL_LABEL,
@@ -64,14 +63,5 @@ class GkeClusterTarget(TargetBase, InClusterSettings, GkeClusterRules):
 
     @model_validator(mode="after")
     def _rename_check(self) -> GkeClusterTarget:
-        if self.previous_name and self.cluster_name is None:
-            raise_issues(
-                [
-                    (
-                        ("cluster_name",),
-                        f"required with {key('previous_name')}: the GKE cluster is named after the target; set "
-                        f"{key('cluster_name')}: {self.previous_name} to keep the cluster it names",
-                    )
-                ]
-            )
+        self.named_after_target("cluster_name", "the GKE cluster", "cluster")
         return self

@@ -6,16 +6,17 @@ from __future__ import annotations
 from typing import Any
 
 from ml_diagnostics import compat, verify_record
-from ml_diagnostics.gke_cluster import gke_kubeconfig
+from ml_diagnostics.gke_kubeconfig import gke_kubeconfig
 from ml_diagnostics.rules.google_api import GoogleApiSpec
 from ml_diagnostics.verify_record import GkeRecord
+from program.clouds import Unreachable
 from program.clouds.google import GOOGLE
 from program.clouds.google_client import CONTAINER_ENDPOINT, get_once, rest_client
 from program.clouds.kubernetes_client import kube_client
 from program.in_cluster.verify import check_in_cluster
 from program.kinds.context import VerifyContext
 from program.kinds.gke.model import GkeClusterTarget
-from program.verify.result import TargetResult, Unreachable
+from program.verify.result import TargetResult
 
 
 def record_of(target: GkeClusterTarget, ctx: VerifyContext) -> GkeRecord:

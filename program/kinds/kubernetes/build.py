@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from ml_diagnostics import lifecycle
 from ml_diagnostics.kubernetes_cluster import KubernetesCluster, KubernetesClusterArgs
 from ml_diagnostics.rules.kubernetes import KubernetesClusterSpec
 from program.config_base import secret_output
@@ -23,10 +22,5 @@ def args(target: KubernetesClusterTarget) -> KubernetesClusterArgs:
 
 
 def build(target: KubernetesClusterTarget, ctx: BuildContext) -> Any:
-    # The target passed the library's checks when the stack file was loaded: not checked again.
-    k8s = KubernetesCluster.from_spec(
-        f"k8s-{target.name}",
-        KubernetesClusterSpec.trusted(args(target)),
-        lifecycle.rename_options("k8s", target.previous_name),
-    )
+    k8s = ctx.component(KubernetesCluster, "k8s", target, KubernetesClusterSpec.trusted(args(target)))
     return {"mode": k8s.mode, "workloadMonitoring": k8s.workload_monitoring}

@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from ml_diagnostics import verify_record
+from program.clouds import Unreachable
 from program.in_cluster.from_state import in_cluster_from
 from program.verify.from_state import Resource
-from program.verify.result import Unreachable
 
 K8S_PROVIDER = "pulumi:providers:kubernetes"
 # Every in-cluster component, alone or as a self-managed cluster's.

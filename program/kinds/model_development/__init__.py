@@ -63,14 +63,10 @@ KIND = TargetKind(
     package=__name__,
     order=40,
     key="modelDevelopmentClusters",
-    field="model_development_clusters",
     model=ModelDevelopmentClusterTarget,
     description="Vertex AI Model Development Clusters (Slurm).",
     prefix="mdc",
-    export="modelDevelopmentCluster",
-    section="model_development",
     cloud=GOOGLE,
-    component="mldiag:index:ModelDevelopmentCluster",
     costly=(
         Costly(
             "pulumi-python:dynamic/vertexai:ModelDevelopmentCluster",

@@ -28,10 +28,7 @@ def args(target: ModelDevelopmentClusterTarget, ctx: BuildContext) -> ModelDevel
 
 
 def build(target: ModelDevelopmentClusterTarget, ctx: BuildContext) -> Any:
-    # The target passed the library's checks when the stack file was loaded: not checked again.
-    mdc = ModelDevelopmentCluster.from_spec(
-        f"mdc-{target.name}",
-        trusted(ModelDevelopmentClusterSpec, args(target, ctx)),
-        lifecycle.rename_options("mdc", target.previous_name),
+    mdc = ctx.component(
+        ModelDevelopmentCluster, "mdc", target, trusted(ModelDevelopmentClusterSpec, args(target, ctx))
     )
     return {"name": mdc.cluster_name, "state": mdc.state}
