@@ -15,7 +15,7 @@ from typing import Any
 
 from program import fleet_member, stack_file
 from program.config_base import NAMESPACE
-from program.stack_file import SecretLeaf, StackFileError
+from program.stack_file import StackFileError
 
 PROGRAM_PATHS = fleet_member.PROGRAM_PATHS
 program_digest = fleet_member.program_digest
@@ -99,16 +99,6 @@ def read_environment(project_dir: Path, stack: str) -> Environment:
     return Environment(str(cfg.environment), targets, written, digest, written_file)
 
 
-def _canonical(value: Any) -> Any:
-    if isinstance(value, SecretLeaf):
-        return {"secure": value.ciphertext}
-    if isinstance(value, dict):
-        return {k: _canonical(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_canonical(v) for v in value]
-    return value
-
-
 def member_revision(program: str, written: dict[str, Any], target: EnvTarget) -> str:
     return member_revisions(program, written, [target])[(target.kind, target.name)]
 
@@ -120,9 +110,9 @@ def member_revisions(program: str, written: dict[str, Any], targets: list[EnvTar
 
     kind_keys = {f"{NAMESPACE}:{k.key}" for k in KINDS}
     shared = {k: v for k, v in sorted(written.items()) if k not in kind_keys}
-    head = f'{{"program": {json.dumps(program)}, "shared": {json.dumps(_canonical(shared), sort_keys=True)}, "target": '
+    head = f'{{"program": {json.dumps(program)}, "shared": {json.dumps(stack_file.plain_data(shared), sort_keys=True)}, "target": '
     out = {}
     for t in targets:
-        doc = head + json.dumps([t.kind, _canonical(t.entry)], sort_keys=True) + "}"
+        doc = head + json.dumps([t.kind, stack_file.plain_data(t.entry)], sort_keys=True) + "}"
         out[(t.kind, t.name)] = hashlib.sha256(doc.encode()).hexdigest()[:12]
     return out

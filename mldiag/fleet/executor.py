@@ -35,7 +35,7 @@ from mldiag.fleet.planner import EnvironmentError, Member, Plan, environment_sta
 from mldiag.fleet.rollout import Check, DeployFailed, LockConflict, OtherWay, StackUnavailable, StateInFlux
 from program import fleet_member
 from program.config_base import NAMESPACE
-from program.stack_file import SecretLeaf, StackFileError
+from program.stack_file import StackFileError, plain_data
 
 WORK_DIR = ".fleet-work"
 STACK_TYPE = "pulumi:pulumi:Stack"
@@ -44,16 +44,6 @@ HEADER = (
     "# operation, do not edit. Change the environment's stack file instead.\n"
 )
 _ERROR_LINE = re.compile(r"^\s*(error|[A-Za-z]+Error|.*\berror:)", re.IGNORECASE)
-
-
-def _secure(value: Any) -> Any:
-    if isinstance(value, SecretLeaf):
-        return {"secure": value.ciphertext}
-    if isinstance(value, dict):
-        return {k: _secure(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_secure(v) for v in value]
-    return value
 
 
 class Workspaces:
@@ -118,7 +108,7 @@ class Workspaces:
         work.mkdir(parents=True, exist_ok=True)
         settings = self.project_settings(work)
         _write(work / "Pulumi.yaml", yaml.safe_dump(settings, sort_keys=False))
-        config = {k: _secure(v) for k, v in self.member_config_written(member).items()}
+        config = {k: plain_data(v) for k, v in self.member_config_written(member).items()}
         doc = {**self.secrets_keys, "config": config}
         rel = os.path.relpath(self.source, self.project_dir)
         _write(

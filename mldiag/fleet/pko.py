@@ -33,6 +33,7 @@ from typing import Any
 
 import yaml
 
+from ml_diagnostics.nested import holds
 from mldiag.fleet.planner import Member, Plan, Wave
 from program import fleet_gate, fleet_member
 from program.stack_file import SecretLeaf
@@ -264,7 +265,7 @@ def _member(
             item = _secret_key(key)
             refs[key] = _secret_ref(secret, item)
             out.secrets.setdefault(secret, []).append(item)
-        elif _has_secret(value):
+        elif holds(value, lambda v: isinstance(v, SecretLeaf)):
             raise PkoError(
                 f"the environment stack file's {key} holds a secret inside its value; the "
                 "operator sets only whole keys as secrets: make it a `secure:` value of its own"
@@ -294,16 +295,6 @@ def _secret_key(config_key: str) -> str:
     if path is not None and len(path) > 2:
         text = ".".join(str(p) for p in path[2:])
     return re.sub(r"[^-._a-zA-Z0-9]", "_", text)
-
-
-def _has_secret(value: Any) -> bool:
-    if isinstance(value, SecretLeaf):
-        return True
-    if isinstance(value, dict):
-        return any(_has_secret(v) for v in value.values())
-    if isinstance(value, list):
-        return any(_has_secret(v) for v in value)
-    return False
 
 
 def _gate(

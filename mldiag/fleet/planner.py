@@ -383,7 +383,9 @@ def load(fleet_path: Path, project_dir: Path) -> Plan:
     """Reads and validates the fleet file and its environment stack; FleetError or EnvironmentError."""
     from mldiag.fleet.model import read
 
-    with stack_file.collector_paused():  # millions of young objects, no cycles among them (stack_file.py)
+    with (
+        stack_file.collector_paused()
+    ):  # millions of young objects, no cycles among them (program/stack_file/reader.py)
         fleet = read(fleet_path)
         env = read_environment(project_dir, fleet.environment)
         revisions = member_revisions(program_digest(project_dir), env.written, env.targets)
