@@ -71,7 +71,7 @@ def run(
     script = tmp / "repo/dev/e2e/toolchain.sh"
     if not script.exists():
         script.parent.mkdir(parents=True)
-        for name in ("toolchain.sh", "toolchain_no_build.sh", "plugin_version.py"):
+        for name in ("toolchain.sh", "toolchain_no_build.sh", "plugin_version.py", "cert_manager_chart.py"):
             shutil.copy(REPO / "dev/e2e" / name, script.parent)
         if venv:
             (tmp / "repo/.venv/bin").mkdir(parents=True)

@@ -10,13 +10,16 @@
 # Extras (--extra NAME) go the same way in a key of their own: cached and of the pinned version; else the
 # prebuilt archive <archive dir>/extras/extra-<name>-<version>.tar.zst (SHA-256 against extras/SHA256SUMS, the
 # unpacked binary against extras/BINARIES.sha256, its version from the binary itself); else built.
+# The real cert-manager charts of the e2e tier come from cert-manager's Go module (--charts, packaged by
+# dev/e2e/cert_manager_chart.py into the cache beside the extras): a download, never a build.
 # Usage: dev/e2e/toolchain.sh [--no-build] [--print-bin | --check | --has-archive | --verify | --extra NAME |
-#                             --extra-bin NAME]
+#                             --extra-bin NAME | --charts]
 #   --no-build     never build (as with CI=true): a missing toolchain or extra is a failure
 #   --print-bin    print the bin dir; build nothing
 #   --check        exit 0 when every binary is in the cache (nothing to build)
 #   --has-archive  exit 0 when a prebuilt archive for the current key is found; print its directory
 #   --verify       check the cached binaries' versions against the pins; exit 1 on a mismatch
+#   --charts       the cert-manager chart archives (cached, else downloaded and packaged); print their paths
 set -euo pipefail
 NO_BUILD_FLAG=0
 if [[ "${1:-}" == --no-build ]]; then NO_BUILD_FLAG=1; shift; fi
@@ -314,8 +317,12 @@ case "${1:-}" in
   --check) all_present "$BIN" && exit 0 || exit 1 ;;
   --has-archive) find_archive && exit 0 || exit 1 ;;
   --verify) verify_versions "$BIN" && exit 0 || exit 1 ;;
+  --charts)
+    py="$REPO/.venv/bin/python"
+    [[ -x "$py" ]] || py=python3   # the packager needs the standard library only
+    exec "$py" "$REPO/dev/e2e/cert_manager_chart.py" --cache-root "$CACHE_ROOT" ;;
   "") ;;
-  *) echo "usage: dev/e2e/toolchain.sh [--no-build] [--print-bin | --check | --has-archive | --verify | --extra NAME | --extra-bin NAME]" >&2; exit 2 ;;
+  *) echo "usage: dev/e2e/toolchain.sh [--no-build] [--print-bin | --check | --has-archive | --verify | --extra NAME | --extra-bin NAME | --charts]" >&2; exit 2 ;;
 esac
 
 if all_present "$BIN"; then
