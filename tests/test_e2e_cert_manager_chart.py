@@ -193,10 +193,10 @@ def test_without_go_a_chart_not_cached_fails_at_once_naming_go(tmp_path: Path) -
     version = next(iter(chart.VERSIONS))
     assert (out.returncode, out.stdout) == (1, "")
     assert out.stderr == (
-        f"toolchain: charts: FAILED: cert-manager chart {version} (not in "
-        f"{tmp_path / 'cache' / f'chart-cert-manager-{version}'} yet): go is not on PATH, and the chart comes "
-        f"from its Go module (go mod download {chart.MODULE}@{version}): install Go (1.26) with the Go module "
-        "proxy reachable, then rerun dev/e2e/toolchain.sh --charts\n"
+        f"toolchain: charts: FAILED: cert-manager chart {version} is not in "
+        f"{tmp_path / 'cache' / f'chart-cert-manager-{version}'} yet, and comes from its Go module "
+        f"(go mod download {chart.MODULE}@{version}): go is not on PATH: install Go (1.26) with the Go module "
+        "proxy reachable; then rerun dev/e2e/toolchain.sh --charts\n"
     )
 
 
@@ -205,7 +205,7 @@ def test_a_module_that_is_not_the_pinned_one_is_refused(tmp_path: Path, modules)
     go = fake_go(tmp_path, modules, sums={v: "h1:another=" for v in modules})
     out = run_charts(tmp_path, path_without_go(go))
     assert out.returncode == 1
-    assert out.stderr.strip().endswith(f"the module's sum is 'h1:another=', pinned {chart.VERSIONS[old]}")
+    assert f"the module's sum is 'h1:another=', pinned {chart.VERSIONS[old]}; then rerun" in out.stderr
     assert not (tmp_path / "cache" / f"chart-cert-manager-{old}").exists()
 
 

@@ -67,29 +67,41 @@ def archive_path(cache_root: Path, version: str) -> Path:
 # -- the module ------------------------------------------------------------------------------------------
 
 
-def download(version: str) -> Path:
-    """The module's directory in Go's module cache (downloaded through the proxy when not there)."""
+def go_download(versions: list[str]) -> dict[str, dict[str, str]]:
+    """version -> `go mod download -json`'s answer for MODULE@version (Dir, Sum, ...), every version in one
+    call (downloaded through the proxy unless in Go's module cache); a version go could not get is an error."""
     exe = shutil.which("go")
     if exe is None:
-        raise ChartError(
-            f"go is not on PATH, and the chart comes from its Go module (go mod download {MODULE}@{version}): "
-            "install Go (1.26) with the Go module proxy reachable, then rerun dev/e2e/toolchain.sh --charts"
-        )
+        raise ChartError("go is not on PATH: install Go (1.26) with the Go module proxy reachable")
     # outside any module, so no go.mod around decides anything
     run = subprocess.run(
-        [exe, "mod", "download", "-json", f"{MODULE}@{version}"],
+        [exe, "mod", "download", "-json", *(f"{MODULE}@{v}" for v in versions)],
         cwd=tempfile.gettempdir(),
         capture_output=True,
         text=True,
         check=False,
     )
-    try:
-        info = json.loads(run.stdout or "{}")
-    except json.JSONDecodeError:
-        info = {}
-    if run.returncode != 0 or info.get("Error") or not info.get("Dir"):
-        reason = info.get("Error") or (run.stderr.strip().splitlines() or [f"exit {run.returncode}"])[-1]
-        raise ChartError(f"go mod download {MODULE}@{version} failed: {reason}")
+    answers: dict[str, dict[str, str]] = {}
+    decoder, text = json.JSONDecoder(), run.stdout
+    pos = 0
+    while text[pos:].strip():
+        pos += len(text[pos:]) - len(text[pos:].lstrip())
+        try:
+            info, pos = decoder.raw_decode(text, pos)
+        except json.JSONDecodeError:
+            break
+        answers[info.get("Version", "")] = info
+    for v in versions:
+        info = answers.get(v, {})
+        if info.get("Error") or not info.get("Dir"):
+            reason = info.get("Error") or (run.stderr.strip().splitlines() or [f"exit {run.returncode}"])[-1]
+            raise ChartError(f"go mod download {MODULE}@{v} failed: {reason}")
+    return answers
+
+
+def download(version: str) -> Path:
+    """The module's directory in Go's module cache, its sum the pinned one."""
+    info = go_download([version])[version]
     if info.get("Sum") != VERSIONS[version]:
         raise ChartError(f"the module's sum is {info.get('Sum')!r}, pinned {VERSIONS[version]}")
     return Path(info["Dir"])
@@ -202,7 +214,10 @@ def provide(cache_root: Path, version: str) -> tuple[Path, bool]:
     try:
         module = download(version)
     except ChartError as e:
-        raise ChartError(f"cert-manager chart {version} (not in {path.parent} yet): {e}") from None
+        raise ChartError(
+            f"cert-manager chart {version} is not in {path.parent} yet, and comes from its Go module "
+            f"(go mod download {MODULE}@{version}): {e}; then rerun dev/e2e/toolchain.sh --charts"
+        ) from None
     data = package(chart_files(module, version))
     path.parent.mkdir(parents=True, exist_ok=True)
     scratch = path.with_name(f".{path.name}.tmp-{os.getpid()}")
