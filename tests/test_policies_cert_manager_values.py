@@ -5,22 +5,11 @@ Analyzer protocol. Advisory in dev and staging, mandatory in prod; a version wit
 from __future__ import annotations
 
 from tests.fixtures.policies import ENVS, EXPECTED, UNKNOWN_STRING, body, res
+from tests.fixtures.policies import cert_manager as release
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
 RULE = "helm-cert-manager-values-schema"
 LABEL = "Helm release 'cert-manager' (chart 'cert-manager')"
-
-
-def release(version: str, values: dict | None, **extra) -> dict:
-    return {
-        "name": "cert-manager",
-        "chart": "cert-manager",
-        "version": version,
-        "repositoryOpts": {"repo": "https://charts.jetstack.io"},
-        "namespace": "cert-manager",
-        **({} if values is None else {"values": values}),
-        **extra,
-    }
 
 
 def remediation(version: str) -> str:
@@ -75,7 +64,7 @@ def test_valid_values_and_versions_without_a_known_schema_pass(pack):
         ),
         # a null is dropped from the values when Helm merges them: nothing to refuse
         res(RELEASE, "b", release("v1.18.2", {"webhook": {"replicaCount": None}, "unknownButNull": None})),
-        res(RELEASE, "c", release("v1.21.2", None)),
+        res(RELEASE, "c", {k: v for k, v in release("v1.21.2").items() if k != "values"}),
         # no values.schema.json before v1.16.0; none known for a release newer than the data, or not in it
         res(RELEASE, "d", release("v1.13.0", {"installCRDs": True, "notAValue": 1})),
         res(RELEASE, "e", release("v1.99.0", {"notAValue": 1})),
@@ -96,6 +85,6 @@ def test_an_unknown_value_is_checked_for_its_key_now_and_its_value_at_apply(pack
     )
     (later,) = [v for v in found if v.enforcement_level == "advisory"]
     assert "values.webhook.replicaCont, values.webhook.replicaCount are unknown until apply" in later.message
-    whole = res(RELEASE, "cm", release("v1.16.5", UNKNOWN_STRING))  # type: ignore[arg-type]
+    whole = res(RELEASE, "cm", release("v1.16.5", UNKNOWN_STRING))
     (later,) = pack.findings(RULE, [whole])
     assert "the value(s) at values are unknown until apply" in later.message

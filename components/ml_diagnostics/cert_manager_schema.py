@@ -143,20 +143,19 @@ _JSON_TYPES = {
 }
 
 
+# Python's types of JSON values, bool before int (a bool is an int to Python, not to JSON Schema)
+_PY_TYPES = (
+    (bool, "boolean"),
+    (int, "integer"),
+    (float, "number"),
+    (str, "string"),
+    (list, "array"),
+    (Mapping, "object"),
+)
+
+
 def _json_type(value: Any) -> str:
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    if isinstance(value, Mapping):
-        return "object"
-    return type(value).__name__
+    return next((name for py, name in _PY_TYPES if isinstance(value, py)), type(value).__name__)
 
 
 def _what(err: jsonschema.ValidationError) -> str:

@@ -48,6 +48,15 @@ VERSIONS = {
     "v1.16.5": "h1:XIhKoS4zQV9RHXAkqQW0NLivvoxAnWzbPsy9BG6cPVc=",
 }
 CHART = "cert-manager"
+# The CustomResourceDefinitions the chart installs (its module's deploy/crds/), by name.
+CRDS = (
+    "certificaterequests.cert-manager.io",
+    "certificates.cert-manager.io",
+    "challenges.acme.cert-manager.io",
+    "clusterissuers.cert-manager.io",
+    "issuers.cert-manager.io",
+    "orders.acme.cert-manager.io",
+)
 CHART_SOURCE = "deploy/charts/cert-manager"
 SIGNKEY_INDENT = "    "
 

@@ -20,7 +20,7 @@ import pytest
 import requests
 import yaml
 
-from dev.e2e import plan_fidelity
+from dev.e2e import cert_manager_chart, plan_fidelity
 from dev.e2e.harness import REPO, Project
 from ml_diagnostics import compat
 from mldiag.stacks import policy_config
@@ -122,15 +122,8 @@ def release_records(e2e: E2E, namespace: str, release: str) -> list[dict[str, An
     return sorted(records, key=lambda r: r["version"])
 
 
-# The CRDs the vendor's `--set installCRDs=true` installs (cert-manager's deploy/crds of the chart's module).
-CERT_MANAGER_CRDS = [
-    "certificaterequests.cert-manager.io",
-    "certificates.cert-manager.io",
-    "challenges.acme.cert-manager.io",
-    "clusterissuers.cert-manager.io",
-    "issuers.cert-manager.io",
-    "orders.acme.cert-manager.io",
-]
+# The CRDs the vendor's `--set installCRDs=true` installs.
+CERT_MANAGER_CRDS = list(cert_manager_chart.CRDS)
 CERT_MANAGER_UPGRADE = "v1.16.5"
 
 
