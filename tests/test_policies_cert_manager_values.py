@@ -6,10 +6,28 @@ from __future__ import annotations
 
 from tests.fixtures.policies import ENVS, EXPECTED, UNKNOWN_STRING, body, res
 from tests.fixtures.policies import cert_manager as release
+from tests.fixtures.policy_corpus import case, not_expressible
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
+CHART = "kubernetes:helm.sh/v4:Chart"
 RULE = "helm-cert-manager-values-schema"
 LABEL = "Helm release 'cert-manager' (chart 'cert-manager')"
+not_expressible(
+    RULE,
+    "the config loader refuses cert-manager values the chart's values.schema.json refuses "
+    "(tests/test_cert_manager_values_schema.py)",
+)
+
+
+# the corpus of tests/test_policies_cases.py: each case through both Helm forms the rule claims
+for _expect, _label, _props in (
+    ("violation", "v1.16.5 webhook.replicaCont", release("v1.16.5", {"webhook": {"replicaCont": 2}})),
+    ("violation", "v1.20.0 replicaCount as text", release("v1.20.0", {"replicaCount": "2"})),
+    ("pass", "v1.16.5 webhook.replicaCount", release("v1.16.5", {"webhook": {"replicaCount": 2}})),
+    ("pass", "v1.13.0: no values.schema.json", release("v1.13.0", {"installCRDs": True, "replicaCont": 2})),
+):
+    for _form in (RELEASE, CHART):
+        case(RULE, _expect, _form, _label, res(_form, "r", _props))
 
 
 def remediation(version: str) -> str:
