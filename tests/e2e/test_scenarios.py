@@ -24,7 +24,7 @@ from dev.e2e import cert_manager_chart, plan_fidelity
 from dev.e2e.harness import REPO, Project
 from ml_diagnostics import compat
 from mldiag.stacks import policy_config
-from tests.fixtures.e2e import E2E_ENABLED, SKIP_REASON, TIMINGS
+from tests.fixtures.e2e import E2E_ENABLED, SKIP_REASON, TIMINGS, cert_manager_crds_served
 
 pytestmark = pytest.mark.skipif(not E2E_ENABLED, reason=SKIP_REASON)
 
@@ -475,6 +475,7 @@ def test_4_adoption_takes_over_without_replacing(e2e: E2E) -> None:
         "cluster re-created"
     )
     e2e.pulumi("preview", "--expect-no-changes", stack=ADOPT_STACK)
+    cert_manager_crds_served(e2e.cp)
     e2e.pulumi("destroy", "--yes", "--skip-preview", stack=ADOPT_STACK)
     e2e.pulumi("stack", "rm", "--yes", stack=ADOPT_STACK)
 
@@ -527,5 +528,6 @@ def test_4_adoption_through_pulumi_import_file(e2e: E2E) -> None:
     assert _uids(e2e) == before, "the update after the import replaced or changed an object"
     assert len([r for r in e2e.vertex.api_requests() if r.method == "POST"]) == creates_before
     e2e.pulumi("preview", "--expect-no-changes", stack=stack)
+    cert_manager_crds_served(e2e.cp)
     e2e.pulumi("destroy", "--yes", "--skip-preview", stack=stack)
     e2e.pulumi("stack", "rm", "--yes", stack=stack)
