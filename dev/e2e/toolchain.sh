@@ -10,8 +10,6 @@
 # Extras (--extra NAME) go the same way in a key of their own: cached and of the pinned version; else the
 # prebuilt archive <archive dir>/extras/extra-<name>-<version>.tar.zst (SHA-256 against extras/SHA256SUMS, the
 # unpacked binary against extras/BINARIES.sha256, its version from the binary itself); else built.
-# The real cert-manager charts of the e2e tier come from cert-manager's Go module (--charts, packaged by
-# dev/e2e/cert_manager_chart.py into the cache beside the extras): a download, never a build.
 # Usage: dev/e2e/toolchain.sh [--no-build] [--print-bin | --check | --has-archive | --verify | --extra NAME |
 #                             --extra-bin NAME | --charts]
 #   --no-build     never build (as with CI=true): a missing toolchain or extra is a failure
@@ -19,7 +17,8 @@
 #   --check        exit 0 when every binary is in the cache (nothing to build)
 #   --has-archive  exit 0 when a prebuilt archive for the current key is found; print its directory
 #   --verify       check the cached binaries' versions against the pins; exit 1 on a mismatch
-#   --charts       the cert-manager chart archives (cached, else downloaded and packaged); print their paths
+#   --charts       the real cert-manager charts: cached, else downloaded from cert-manager's Go module and
+#                  packaged (dev/e2e/cert_manager_chart.py; a download, never a build); print their paths
 set -euo pipefail
 NO_BUILD_FLAG=0
 if [[ "${1:-}" == --no-build ]]; then NO_BUILD_FLAG=1; shift; fi
@@ -91,14 +90,13 @@ verify_versions() {
     got=$("$py" "$REPO/dev/e2e/plugin_version.py" "$dir/pulumi-resource-kubernetes" 2>"$err") || rc=$?
     ((rc == 3)) || break
   done
-  if ((rc == 3)); then
-    echo "toolchain: pulumi-resource-kubernetes: version unchecked: no python here can ask it over gRPC (needs grpc and the pulumi SDK: make venv)"
-    rm -f "$err"
-    return $bad
-  fi
   got=$(head -n 1 <<<"$got")
   [[ -n "$got" ]] || got="no answer: $(tail -n 1 "$err")"
   rm -f "$err"
+  if ((rc == 3)); then
+    echo "toolchain: pulumi-resource-kubernetes: version unchecked: no python here can ask it over gRPC (needs grpc and the pulumi SDK: make venv)"
+    return $bad
+  fi
   [[ "$got" == "${K8S_PROVIDER_VERSION#v}" ]] || { echo "toolchain: version mismatch: pulumi-resource-kubernetes reports '$got' (GetPluginInfo), pinned ${K8S_PROVIDER_VERSION#v}"; bad=1; }
   return $bad
 }
