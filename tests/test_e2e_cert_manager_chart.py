@@ -219,6 +219,24 @@ def test_a_recipe_of_another_shape_is_an_error_not_a_guess(tmp_path: Path) -> No
         chart.chart_files(module, "v1.16.5")
 
 
+def test_a_release_whose_crds_are_chart_templates_takes_them_as_they_are(tmp_path: Path) -> None:
+    """From v1.21 the module's chart carries Chart.yaml (version v0.0.0) and its CRDs as templates; the build
+    joins no CRD sources."""
+    module = fake_module(
+        tmp_path / "m", "$(bin_dir)/cert-manager.tgz: $(bin_dir)/helm/cert-manager/Chart.yaml\n", True
+    )
+    src = module / "deploy/charts/cert-manager"
+    (src / "Chart.template.yaml").rename(src / "Chart.yaml")
+    (src / "templates/crd-cert-manager.io_issuers.yaml").write_text("kind: CustomResourceDefinition\n")
+    files = chart.chart_files(module, "v1.21.2")
+    assert "templates/crds.yaml" not in files
+    assert files["templates/crd-cert-manager.io_issuers.yaml"] == b"kind: CustomResourceDefinition\n"
+    assert yaml.safe_load(files["Chart.yaml"])["version"] == "v1.21.2"
+    (src / "templates/crd-cert-manager.io_issuers.yaml").unlink()
+    with pytest.raises(chart.ChartError, match="has no recipe for templates/crds.yaml, and no CRD template"):
+        chart.chart_files(module, "v1.21.2")
+
+
 def test_a_broken_cached_archive_is_packaged_again(tmp_path: Path, modules) -> None:
     go = fake_go(tmp_path, modules)
     old = next(iter(chart.VERSIONS))

@@ -7,7 +7,8 @@ The Go module proxy serves `github.com/cert-manager/cert-manager` with the chart
   `values.schema.json`, copied;
 - `templates/crds.yaml`: the CRD sources `deploy/crds/*.yaml` joined by the module's `hack/concat-yaml.sh`,
   between the lines the recipe echoes around them (before v1.15 `{{- if .Values.installCRDs }}` ...
-  `{{- end }}`; later sources carry their own condition);
+  `{{- end }}`; later sources carry their own condition); where the recipe has no such step (v1.21: the
+  CRDs are the chart's own `templates/crd-*.yaml`), nothing;
 - `README.md` from `README.template.md` with the release version;
 - `Chart.yaml` from `Chart.template.yaml` (from v1.21 `Chart.yaml`, version v0.0.0) with `version` and
   `appVersion` set to the release version, as `helm package --version --app-version` sets them, and the
@@ -116,12 +117,17 @@ def download(version: str) -> Path:
     return Path(info["Dir"])
 
 
-def crds_recipe(module: Path) -> tuple[list[str], list[str]]:
-    """The lines the release build echoes before and after the joined CRD sources (make/manifests.mk)."""
+def crds_recipe(module: Path) -> tuple[list[str], list[str]] | None:
+    """The lines the release build echoes before and after the joined CRD sources (make/manifests.mk), or
+    None where the chart's own templates are the CRDs (later releases: `templates/crd-*.yaml`)."""
     text = (module / "make" / "manifests.mk").read_text()
     rule = re.search(r"^\S*/helm/cert-manager/templates/crds\.yaml:.*\n((?:\t.*\n?)+)", text, re.M)
     if rule is None:
-        raise ChartError(f"{module}/make/manifests.mk has no recipe for templates/crds.yaml")
+        if list((module / CHART_SOURCE / "templates").glob("crd-*.yaml")):
+            return None
+        raise ChartError(
+            f"{module}/make/manifests.mk has no recipe for templates/crds.yaml, and no CRD template"
+        )
     before: list[str] = []
     after: list[str] = []
     joined = False
@@ -138,8 +144,11 @@ def crds_recipe(module: Path) -> tuple[list[str], list[str]]:
     return before, after
 
 
-def crds_yaml(module: Path) -> bytes:
-    before, after = crds_recipe(module)
+def crds_yaml(module: Path) -> bytes | None:
+    recipe = crds_recipe(module)
+    if recipe is None:
+        return None
+    before, after = recipe
     sources = sorted(str(p.relative_to(module)) for p in (module / "deploy" / "crds").glob("*.yaml"))
     joined = subprocess.run(
         ["bash", "hack/concat-yaml.sh", *sources], cwd=module, capture_output=True, check=True
@@ -172,7 +181,8 @@ def chart_files(module: Path, version: str) -> dict[str, bytes]:
         files[f"templates/{path.name}"] = path.read_bytes()
     for name in ("_helpers.tpl", "NOTES.txt"):
         files[f"templates/{name}"] = (src / "templates" / name).read_bytes()
-    files["templates/crds.yaml"] = crds_yaml(module)
+    if (crds := crds_yaml(module)) is not None:
+        files["templates/crds.yaml"] = crds
     files["values.yaml"] = (src / "values.yaml").read_bytes()
     if (src / "values.schema.json").is_file():
         files["values.schema.json"] = (src / "values.schema.json").read_bytes()
