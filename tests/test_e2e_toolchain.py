@@ -42,29 +42,42 @@ NO_GO = "#!/bin/sh\necho 'go: no network in this test' >&2\nexit 1\n"
 
 
 def run(
-    tmp: Path, *args: str, archive: Path | None = None, go: str = NO_GO
+    tmp: Path,
+    *args: str,
+    archive: Path | None = None,
+    go: str = NO_GO,
+    venv: bool = True,
+    python3: str | None = None,
+    ci: str | None = None,
 ) -> subprocess.CompletedProcess[str]:
+    """toolchain.sh of a copy of the repository in `tmp`; `go` (and `python3`, when given) are stand-ins first
+    on PATH; `venv`: the copy has a .venv whose python can ask the plugin (grpc, pulumi SDK); `ci`: CI's value."""
     fake_go = tmp / "fakebin"
     fake_go.mkdir(exist_ok=True)
     (fake_go / "go").write_text(go)
     (fake_go / "go").chmod(0o755)
+    if python3 is not None:
+        (fake_go / "python3").write_text(python3)
+        (fake_go / "python3").chmod(0o755)
     env = {
-        **os.environ,
+        **{k: v for k, v in os.environ.items() if k != "CI"},
         "PATH": f"{fake_go}:{os.environ['PATH']}",
         "ML_DIAG_E2E_CACHE": str(tmp / "cache"),
         "ML_DIAG_E2E_ARCHIVE": str(archive or tmp / "none"),
         "HOME": str(tmp / "home"),
+        **({"CI": ci} if ci is not None else {}),
     }
     # the shared folder's default homes must not answer for these tests: run a copy outside the repository
     script = tmp / "repo/dev/e2e/toolchain.sh"
     if not script.exists():
         script.parent.mkdir(parents=True)
-        shutil.copy(SCRIPT, script)
-        shutil.copy(REPO / "dev/e2e/plugin_version.py", script.parent)
-        (tmp / "repo/.venv/bin").mkdir(parents=True)
-        # a wrapper, not a symlink: a venv's python found through a symlink elsewhere loses its venv
-        (tmp / "repo/.venv/bin/python").write_text(f'#!/bin/sh\nexec {sys.executable} "$@"\n')
-        (tmp / "repo/.venv/bin/python").chmod(0o755)
+        for name in ("toolchain.sh", "toolchain_no_build.sh", "plugin_version.py", "cert_manager_chart.py"):
+            shutil.copy(REPO / "dev/e2e" / name, script.parent)
+        if venv:
+            (tmp / "repo/.venv/bin").mkdir(parents=True)
+            # a wrapper, not a symlink: a venv's python found through a symlink elsewhere loses its venv
+            (tmp / "repo/.venv/bin/python").write_text(f'#!/bin/sh\nexec {sys.executable} "$@"\n')
+            (tmp / "repo/.venv/bin/python").chmod(0o755)
     text = script.read_text().replace('"/work/shared/e2e-toolchain"', '"/nonexistent"')
     script.write_text(text)
     return subprocess.run(["bash", str(script), *args], capture_output=True, text=True, env=env, timeout=120)
@@ -214,6 +227,70 @@ def test_a_cache_with_other_versions_is_a_failure_not_a_silent_use(tmp_path: Pat
     assert run(tmp_path, "--verify", archive=archive).returncode == 1
 
 
+# --- a check that cannot run, and CI (never a build) ------------------------------------------------------
+
+# a python without the project's packages (no grpc, no pulumi SDK), as a bare system python3 is
+PYTHON_WITHOUT_GRPC = f'#!/bin/sh\nexec {sys.executable} -S "$@"\n'
+PYTHON_WITH_GRPC = f'#!/bin/sh\nexec {sys.executable} "$@"\n'
+# a go that notes every call: these runs must never get to it
+GO_CALLED = '#!/bin/sh\necho "$@" >> "$(dirname "$0")/go.calls"\nexit 1\n'
+
+
+def go_calls(tmp: Path) -> list[str]:
+    calls = tmp / "fakebin" / "go.calls"
+    return calls.read_text().splitlines() if calls.exists() else []
+
+
+def test_a_restore_whose_plugin_check_cannot_run_is_used_and_said_unchecked(tmp_path: Path) -> None:
+    """No .venv and a python3 without grpc: the plugin's version cannot be asked, which is no mismatch."""
+    archive = make_archive(tmp_path / "archive", fake_binaries())
+    out = run(tmp_path, archive=archive, venv=False, python3=PYTHON_WITHOUT_GRPC, go=GO_CALLED)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert (
+        "toolchain: pulumi-resource-kubernetes: version unchecked: no python here can ask it over gRPC "
+        "(needs grpc and the pulumi SDK: make venv)"
+    ) in out.stdout
+    assert "mismatch" not in out.stdout and "building" not in out.stdout
+    assert re.search(r"toolchain: restored in \d+\.\d{3}s", out.stdout)
+    assert sorted(p.name for p in bin_dir(tmp_path).iterdir()) == sorted(REQUIRED_BINARIES)
+    again = run(tmp_path, archive=archive, venv=False, python3=PYTHON_WITHOUT_GRPC, go=GO_CALLED)
+    assert again.returncode == 0 and f"toolchain: cached ({bin_dir(tmp_path)})" in again.stdout
+    assert go_calls(tmp_path) == []
+
+
+def test_without_a_venv_a_python3_that_can_ask_checks_the_plugin(tmp_path: Path) -> None:
+    archive = make_archive(tmp_path / "archive", fake_binaries(**{"pulumi-resource-kubernetes": "4.99.0"}))
+    out = run(tmp_path, archive=archive, venv=False, python3=PYTHON_WITH_GRPC, ci="true", go=GO_CALLED)
+    assert "pulumi-resource-kubernetes reports '4.99.0' (GetPluginInfo)" in out.stdout
+    assert "unchecked" not in out.stdout and out.returncode == 1
+
+
+def test_with_ci_a_missing_toolchain_fails_at_once_naming_it_and_how_to_restore_it(tmp_path: Path) -> None:
+    out = run(tmp_path, ci="true", go=GO_CALLED)
+    assert out.returncode == 1
+    assert out.stdout.splitlines() == [
+        f"toolchain: FAILED: not building (CI=true): missing in {bin_dir(tmp_path)}: {' '.join(REQUIRED_BINARIES)}",
+        f"toolchain: restore it from its prebuilt archive: {key()}.tar.zst.part-* with SHA256SUMS and",
+        "  BINARIES.sha256, in a directory named by ML_DIAG_E2E_ARCHIVE or in ../shared/e2e-toolchain beside the",
+        f"  checkout (looked in: {tmp_path / 'none'}, {tmp_path / 'repo/../shared/e2e-toolchain'}); "
+        "or build it from Go modules (about an hour on two cores):",
+        "  dev/e2e/toolchain.sh without CI=true or --no-build",
+    ]
+    assert go_calls(tmp_path) == []
+
+
+@pytest.mark.parametrize(("flag", "ci", "why"), [("--no-build", None, "--no-build"), (None, "1", "CI=1")])
+def test_a_refused_archive_is_not_followed_by_a_build_where_building_is_off(
+    tmp_path: Path, flag: str | None, ci: str | None, why: str
+) -> None:
+    archive = make_archive(tmp_path / "archive", fake_binaries(etcd="etcd Version: 3.6.15"))
+    out = run(tmp_path, *([flag] if flag else []), archive=archive, ci=ci, go=GO_CALLED)
+    assert out.returncode == 1
+    assert "refusing binaries whose versions differ from the pins" in out.stdout
+    assert f"toolchain: FAILED: not building ({why}): missing in {bin_dir(tmp_path)}:" in out.stdout
+    assert "building from Go modules instead" not in out.stdout and go_calls(tmp_path) == []
+
+
 # --- extras (--extra NAME): the same checks, each in a key of its own ------------------------------------
 
 
@@ -347,6 +424,21 @@ def test_a_failing_build_of_the_scheduler_is_a_failure_and_names_its_package(tmp
     assert out.returncode == 1 and out.stdout == ""
     assert "toolchain: extra scheduler: building k8s.io/kubernetes/cmd/kube-scheduler@v1.35.4" in out.stderr
     assert "toolchain: extra scheduler: FAILED after" in out.stderr
+
+
+def test_with_ci_a_missing_extra_fails_at_once_naming_its_archive(tmp_path: Path) -> None:
+    out = run(tmp_path, "--extra", "kwok", ci="true", go=GO_CALLED)
+    bin_path = tmp_path / "cache" / extra_dir("kwok") / "bin"
+    assert (out.returncode, out.stdout) == (1, "")
+    assert out.stderr.splitlines() == [
+        f"toolchain: extra kwok: FAILED: not building (CI=true): kwok is not in {bin_path}",
+        f"toolchain: extra kwok: restore it from the prebuilt archive extras/{extra_dir('kwok')}.tar.zst (with "
+        "extras/SHA256SUMS and",
+        f"  extras/BINARIES.sha256) under ML_DIAG_E2E_ARCHIVE or ../shared/e2e-toolchain (looked in: {tmp_path / 'none'}, "
+        f"{tmp_path / 'repo/../shared/e2e-toolchain'});",
+        "  or build it from Go modules: dev/e2e/toolchain.sh --extra kwok without CI=true or --no-build",
+    ]
+    assert go_calls(tmp_path) == []
 
 
 def test_ci_restores_every_extra_the_script_knows() -> None:

@@ -56,6 +56,13 @@ PROGRAM = textwrap.dedent(
 
 
     program()
+    # the chart schemas ship with the wheel: a key cert-manager v1.16.5's values.schema.json refuses
+    from ml_diagnostics.cert_manager import CertManager  # noqa: E402
+
+    try:
+        CertManager("bad", {"version": "v1.16.5", "values": {"webhook": {"replicaCont": 2}}})
+    except ValueError as e:
+        outputs["refused"] = str(e).splitlines()[1]
     print(json.dumps({**outputs, "file": ml_diagnostics.__file__, "resources": recorded}))
     """
 )
@@ -94,6 +101,7 @@ def test_the_wheel_holds_the_library_only(wheel: Path):
         "ml_diagnostics/providers/model_development_cluster.py",
         "ml_diagnostics/specs/model_development.py",
         "ml_diagnostics/schema.json",
+        "ml_diagnostics/cert_manager_schema.json",
         "ml_diagnostics/args.py",
         "ml_diagnostics/rules/__init__.py",
         f"ml_diagnostics-{wheel.name.split('-')[1]}.dist-info/licenses/LICENSE",
@@ -140,6 +148,10 @@ def test_a_program_uses_the_installed_wheel_in_a_clean_venv(wheel: Path, tmp_pat
     assert run.returncode == 0, run.stderr[-3000:]
     out = json.loads(run.stdout.strip().splitlines()[-1])
     assert (out["mode"], out["cm"]) == ("manual", "release")
+    assert out["refused"].startswith(
+        "  - CertManagerArgs.values.webhook.replicaCont: unknown key of cert-manager v1.16.5's values.schema.json "
+        "(did you mean 'replicaCount'?)"
+    )
     assert out["file"].startswith(str(env_dir))
     by_name = {r["name"]: r for r in out["resources"]}
     assert by_name["lab-provider"]["type"] == "pulumi:providers:kubernetes"

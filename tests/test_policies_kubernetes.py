@@ -6,7 +6,7 @@ import copy
 
 import pytest
 
-from tests.fixtures.policies import ENVS, EXPECTED, K8S_PROVIDER, UNKNOWN_STRING, body, res, urn
+from tests.fixtures.policies import ENVS, EXPECTED, K8S_PROVIDER, UNKNOWN_STRING, body, cert_manager, res, urn
 
 DS = "kubernetes:apps/v1:DaemonSet"
 RELEASE = "kubernetes:helm.sh/v3:Release"
@@ -260,18 +260,6 @@ def test_memory_limit_missing_or_over_cap(pack):
 
 
 # --- Helm releases ---------------------------------------------------------------------------------
-
-
-def cert_manager(version: str = "v1.13.0", values: dict | None = None, **extra) -> dict:
-    return {
-        "name": "cert-manager",
-        "chart": "cert-manager",
-        "version": version,
-        "repositoryOpts": {"repo": "https://charts.jetstack.io"},
-        "namespace": "cert-manager",
-        "values": {"installCRDs": True} if values is None else values,
-        **extra,
-    }
 
 
 def webhook(version: str = "0.25.0", **extra) -> dict:

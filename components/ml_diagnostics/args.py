@@ -60,7 +60,7 @@ class CertManagerArgs(TypedDict):
         enabled (bool, optional): False: the cluster already runs cert-manager (pre-installed); nothing is created and nothing waits on it (default true).
         version (str, optional): Chart version; decides the CRD values (installCRDs before v1.15.0, crds.* after) (default v1.13.0).
         repository (str, optional): Helm repository of the cert-manager chart (default https://charts.jetstack.io).
-        values (dict[str, Any], optional): Extra chart values, deep-merged over the defaults (CRD values by version, leader election namespace).
+        values (dict[str, Any], optional): Extra chart values, deep-merged over the defaults (CRD values by version, leader election namespace); checked against the chart version's values.schema.json (from v1.16.0; docs/constraints.md).
         adopt (bool, optional): Take over the release of the vendor's `helm install cert-manager ...` (cert-manager/cert-manager) (default false).
     """
 
@@ -71,7 +71,7 @@ class CertManagerArgs(TypedDict):
     repository: NotRequired[str]
     """Helm repository of the cert-manager chart (default https://charts.jetstack.io)."""
     values: NotRequired[dict[str, Any]]
-    """Extra chart values, deep-merged over the defaults (CRD values by version, leader election namespace)."""
+    """Extra chart values, deep-merged over the defaults (CRD values by version, leader election namespace); checked against the chart version's values.schema.json (from v1.16.0; docs/constraints.md)."""
     adopt: NotRequired[bool]
     """Take over the release of the vendor's `helm install cert-manager ...` (cert-manager/cert-manager) (default false)."""
 

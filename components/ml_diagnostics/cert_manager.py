@@ -7,7 +7,7 @@ The namespace is created by Helm (as `--create-namespace`), so the release is th
 """
 
 # No `from __future__ import annotations`: the component plugin infers its schema from these annotations.
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import pulumi
@@ -15,17 +15,10 @@ from pulumi_kubernetes.helm.v3 import Release
 
 from ml_diagnostics import compat, lifecycle, verify_record
 from ml_diagnostics.args import CertManagerArgs
+from ml_diagnostics.cert_manager_schema import cert_manager_values
 from ml_diagnostics.component import Component
 from ml_diagnostics.parts import Part
 from ml_diagnostics.rules.in_cluster import CertManagerSpec
-
-
-def cert_manager_values(version: str, values: Mapping[str, Any] | None) -> dict[str, Any]:
-    base = compat.deep_merge(
-        compat.cert_manager_crd_values(version, values or {}),
-        {"global": {"leaderElection": {"namespace": compat.CERT_MANAGER_NAMESPACE}}},
-    )
-    return compat.deep_merge(base, values or {})
 
 
 class CertManager(Component[CertManagerSpec]):

@@ -1,7 +1,8 @@
-"""A Helm chart repository on 127.0.0.1 serving the test charts of tests/charts/.
+"""A Helm chart repository on 127.0.0.1 serving the test charts of tests/charts/ and chart archives
+packaged elsewhere (the real cert-manager chart: dev/e2e/cert_manager_chart.py, `toolchain.sh --charts`).
 
 Each chart directory is packaged the way `helm package` lays an archive out (`<name>/Chart.yaml`, ...),
-and `index.yaml` lists them with their digests. The program's releases then install through the same
+and `index.yaml` lists every chart with its digest. The program's releases then install through the same
 code path as from the vendor repositories (`repositoryOpts.repo` + chart name + version).
 """
 
@@ -11,6 +12,7 @@ import hashlib
 import io
 import tarfile
 import threading
+from collections.abc import Sequence
 from functools import partial
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -34,11 +36,24 @@ def package(chart_dir: Path) -> tuple[dict, bytes]:
     return meta, buf.getvalue()
 
 
-class ChartRepo:
-    """`with ChartRepo() as repo:` -> repo.url (http://127.0.0.1:PORT/charts)."""
+def archive_meta(archive: bytes) -> dict:
+    """The Chart.yaml of a chart archive (`<name>/Chart.yaml`)."""
+    with tarfile.open(fileobj=io.BytesIO(archive), mode="r:gz") as tar:
+        member = next(
+            m for m in tar.getmembers() if m.name.count("/") == 1 and m.name.endswith("/Chart.yaml")
+        )
+        data = tar.extractfile(member)
+        assert data is not None
+        return yaml.safe_load(data.read())
 
-    def __init__(self, charts_dir: Path = CHARTS_DIR) -> None:
+
+class ChartRepo:
+    """`with ChartRepo(archives=[...]) as repo:` -> repo.url (http://127.0.0.1:PORT/charts): the chart
+    directories of `charts_dir` and the chart archives given."""
+
+    def __init__(self, charts_dir: Path = CHARTS_DIR, archives: Sequence[Path] = ()) -> None:
         self.charts_dir = charts_dir
+        self.archives = list(archives)
         self._tmp: TemporaryDirectory[str] | None = None
         self._server: ThreadingHTTPServer | None = None
         self.requests: list[str] = []
@@ -56,8 +71,9 @@ class ChartRepo:
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), partial(Handler, directory=str(root)))
         self._server.daemon_threads = True
         entries: dict[str, list[dict]] = {}
-        for chart_dir in sorted(p for p in self.charts_dir.iterdir() if (p / "Chart.yaml").is_file()):
-            meta, tgz = package(chart_dir)
+        packaged = [package(d) for d in sorted(self.charts_dir.iterdir()) if (d / "Chart.yaml").is_file()]
+        packaged += [(archive_meta(tgz), tgz) for tgz in (a.read_bytes() for a in self.archives)]
+        for meta, tgz in packaged:
             archive = f"{meta['name']}-{meta['version']}.tgz"
             (root / "charts" / archive).write_bytes(tgz)
             entries.setdefault(meta["name"], []).append(

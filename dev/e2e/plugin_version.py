@@ -1,7 +1,9 @@
 """Prints the version a provider plugin reports to the engine (ResourceProvider.GetPluginInfo), the same
 call the Pulumi CLI makes: start the binary, read the port it prints, ask, stop it.
 
-Usage: python dev/e2e/plugin_version.py BINARY   (exit 1 with the reason when the plugin does not answer)
+Usage: python dev/e2e/plugin_version.py BINARY
+  exit 1 with the reason when the plugin does not answer; exit 3 when this python cannot ask (no grpc or
+  pulumi SDK: a system python without the project's venv), which is not an answer about the plugin
 """
 
 from __future__ import annotations
@@ -9,9 +11,16 @@ from __future__ import annotations
 import subprocess
 import sys
 
-import grpc
-from google.protobuf import empty_pb2
-from pulumi.runtime.proto import provider_pb2_grpc
+CANNOT_ASK = 3
+
+try:
+    import grpc
+    from google.protobuf import empty_pb2
+    from pulumi.runtime.proto import provider_pb2_grpc
+except ImportError as missing:
+    CANNOT_ASK_REASON: str | None = f"{sys.executable} cannot ask it: {missing}"
+else:
+    CANNOT_ASK_REASON = None
 
 
 def plugin_version(binary: str, timeout: float = 30.0) -> str:
@@ -38,8 +47,11 @@ def plugin_version(binary: str, timeout: float = 30.0) -> str:
 
 def main(argv: list[str]) -> int:
     if len(argv) != 1:
-        print(__doc__.strip().splitlines()[-1], file=sys.stderr)
+        print(__doc__.strip().splitlines()[-3], file=sys.stderr)
         return 2
+    if CANNOT_ASK_REASON is not None:
+        print(CANNOT_ASK_REASON, file=sys.stderr)
+        return CANNOT_ASK
     try:
         print(plugin_version(argv[0]))
     except (OSError, RuntimeError, grpc.RpcError, grpc.FutureTimeoutError) as exc:

@@ -5,16 +5,23 @@
 # 2. Else a prebuilt archive for this exact key (see ARCHIVE_DIRS): its SHA-256 sums are checked, it is
 #    unpacked beside the cache (never inside the repository), each binary is checked against the archive's
 #    BINARIES.sha256 and its version against the pins, then moved into place. A corrupt archive falls back to 3.
-# 3. Else everything missing is built from Go modules (about an hour cold on two cores).
+# 3. Else everything missing is built from Go modules (about an hour cold on two cores), except with CI=true
+#    or --no-build: then it fails at once, naming what is missing and how to restore it (toolchain_no_build.sh).
 # Extras (--extra NAME) go the same way in a key of their own: cached and of the pinned version; else the
 # prebuilt archive <archive dir>/extras/extra-<name>-<version>.tar.zst (SHA-256 against extras/SHA256SUMS, the
 # unpacked binary against extras/BINARIES.sha256, its version from the binary itself); else built.
-# Usage: dev/e2e/toolchain.sh [--print-bin | --check | --has-archive | --verify | --extra NAME | --extra-bin NAME]
+# Usage: dev/e2e/toolchain.sh [--no-build] [--print-bin | --check | --has-archive | --verify | --extra NAME |
+#                             --extra-bin NAME | --charts]
+#   --no-build     never build (as with CI=true): a missing toolchain or extra is a failure
 #   --print-bin    print the bin dir; build nothing
 #   --check        exit 0 when every binary is in the cache (nothing to build)
 #   --has-archive  exit 0 when a prebuilt archive for the current key is found; print its directory
 #   --verify       check the cached binaries' versions against the pins; exit 1 on a mismatch
+#   --charts       the real cert-manager charts: cached, else downloaded from cert-manager's Go module and
+#                  packaged (dev/e2e/cert_manager_chart.py; a download, never a build); print their paths
 set -euo pipefail
+NO_BUILD_FLAG=0
+if [[ "${1:-}" == --no-build ]]; then NO_BUILD_FLAG=1; shift; fi
 
 PULUMI_VERSION=v3.274.0                                   # first CLI the proxy serves past the SDK's 3.272.0
 K8S_PROVIDER_VERSION=v4.0.0-20260115033456-f47bc2d6f199   # the only provider/v4 version the proxy serves
@@ -32,6 +39,8 @@ ARCHIVE_DIRS=("${ML_DIAG_E2E_ARCHIVE:-}" "$REPO/../shared/e2e-toolchain")
 
 REQUIRED=(pulumi pulumi-resource-kubernetes pulumi-resource-pulumi-python pulumi-language-python-exec
           etcd kube-apiserver kube-controller-manager)
+# shellcheck source=dev/e2e/toolchain_no_build.sh
+source "$(dirname "${BASH_SOURCE[0]}")/toolchain_no_build.sh"
 
 mod_dir() { # mod_dir MODULE@VERSION: the module's directory in the module cache, or fail
   local dir
@@ -69,15 +78,25 @@ verify_versions() {
   [[ "$got" == "Kubernetes $KUBE_VERSION" ]] || { echo "toolchain: version mismatch: kube-controller-manager --version says '$got', pinned $KUBE_VERSION"; bad=1; }
   got=$(first_line "$dir/etcd" --version)
   [[ "$got" == "etcd Version: ${ETCD_VERSION#v}" ]] || { echo "toolchain: version mismatch: etcd --version says '$got', pinned ${ETCD_VERSION#v}"; bad=1; }
-  # a provider plugin has no --version: ask it over gRPC as the engine does (GetPluginInfo)
-  local py="$REPO/.venv/bin/python"
-  [[ -x "$py" ]] || py=python3
-  # the version on stdout; gRPC's own log lines (stderr) are the reason only when there is no answer
-  local err
+  # a provider plugin has no --version: ask it over gRPC as the engine does (GetPluginInfo), with a python that
+  # can (grpc and the pulumi SDK: the project's venv, else python3 if it has them). Where none can, the check
+  # could not run, which is no mismatch: said, and the binary's SHA-256 (BINARIES.sha256) stands.
+  local py err rc=3
   err=$(mktemp)
-  got=$("$py" "$REPO/dev/e2e/plugin_version.py" "$dir/pulumi-resource-kubernetes" 2>"$err" | head -n 1 || true)
+  for py in "$REPO/.venv/bin/python" "$(command -v python3 || true)"; do
+    [[ -n "$py" && -x "$py" ]] || continue
+    rc=0
+    # the version on stdout; gRPC's own log lines (stderr) are the reason only when there is no answer
+    got=$("$py" "$REPO/dev/e2e/plugin_version.py" "$dir/pulumi-resource-kubernetes" 2>"$err") || rc=$?
+    ((rc == 3)) || break
+  done
+  got=$(head -n 1 <<<"$got")
   [[ -n "$got" ]] || got="no answer: $(tail -n 1 "$err")"
   rm -f "$err"
+  if ((rc == 3)); then
+    echo "toolchain: pulumi-resource-kubernetes: version unchecked: no python here can ask it over gRPC (needs grpc and the pulumi SDK: make venv)"
+    return $bad
+  fi
   [[ "$got" == "${K8S_PROVIDER_VERSION#v}" ]] || { echo "toolchain: version mismatch: pulumi-resource-kubernetes reports '$got' (GetPluginInfo), pinned ${K8S_PROVIDER_VERSION#v}"; bad=1; }
   return $bad
 }
@@ -269,8 +288,9 @@ build_extra() {
   fi
   if src=$(find_extra_archive "$name"); then
     if restore_extra "$name" "$src" >&2; then echo "$bin"; return 0; fi
-    echo "toolchain: extra $name: the archive could not be used; building from Go modules instead" >&2
+    no_build_reason >/dev/null || echo "toolchain: extra $name: the archive could not be used; building from Go modules instead" >&2
   fi
+  if no_build_reason >/dev/null; then no_build_extra "$name" "$bin" "$exe"; return 1; fi
   mkdir -p "$bin"
   t0=$(date +%s)
   echo "toolchain: extra $name: building $mod ..." >&2
@@ -295,8 +315,12 @@ case "${1:-}" in
   --check) all_present "$BIN" && exit 0 || exit 1 ;;
   --has-archive) find_archive && exit 0 || exit 1 ;;
   --verify) verify_versions "$BIN" && exit 0 || exit 1 ;;
+  --charts)
+    py="$REPO/.venv/bin/python"
+    [[ -x "$py" ]] || py=python3   # the packager needs the standard library only
+    exec "$py" "$REPO/dev/e2e/cert_manager_chart.py" --cache-root "$CACHE_ROOT" ;;
   "") ;;
-  *) echo "usage: dev/e2e/toolchain.sh [--print-bin | --check | --has-archive | --verify | --extra NAME | --extra-bin NAME]" >&2; exit 2 ;;
+  *) echo "usage: dev/e2e/toolchain.sh [--no-build] [--print-bin | --check | --has-archive | --verify | --extra NAME | --extra-bin NAME | --charts]" >&2; exit 2 ;;
 esac
 
 if all_present "$BIN"; then
@@ -307,8 +331,9 @@ if all_present "$BIN"; then
 fi
 if ARCHIVE=$(find_archive); then
   if restore "$ARCHIVE"; then exit 0; fi
-  echo "toolchain: the archive could not be used; building from Go modules instead"
+  no_build_reason >/dev/null || echo "toolchain: the archive could not be used; building from Go modules instead"
 fi
+if no_build_reason >/dev/null; then no_build_main; fi
 
 mkdir -p "$BIN" "$CACHE/work" "$CACHE/logs"
 export GOFLAGS="-buildvcs=false -trimpath"

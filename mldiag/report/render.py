@@ -10,6 +10,7 @@ from typing import Any
 
 import yaml
 
+from ml_diagnostics import cert_manager_schema, compat
 from mldiag.common import code, is_provider, md, short_urn
 from mldiag.report.graph_text import mermaid_block, render_dot
 
@@ -91,7 +92,14 @@ def version_note(r: dict[str, Any]) -> str:
             return f"  version {inputs['version']}{auto}"
         return f"  version: unpinned, follows release train {inputs.get('releaseTrain') or 'stable'}"
     if r["type"] in _HELM and isinstance(inputs.get("version"), str):
-        return f"  {str(inputs.get('chart')).rsplit('/', 1)[-1]} {inputs['version']}"
+        chart = str(inputs.get("chart")).rsplit("/", 1)[-1]
+        # whether its values were checked against the chart's own schema (and why not)
+        note = (
+            f" ({cert_manager_schema.schema_note(inputs['version'])})"
+            if chart == compat.CERT_MANAGER_CHART
+            else ""
+        )
+        return f"  {chart} {inputs['version']}{note}"
     return ""
 
 

@@ -8,9 +8,10 @@ library's Diagon with its GKE default placement through the real engine, and `ml
 - a node whose kubelet reports NotReady, and a node whose pod capacity is used up: verify fails
   `diagon.ready` (exit 1, README's table) naming each node and why: its Ready condition, the scheduler's
   own message;
-- the program's manual install (cert-manager, injection webhook, connection operator as Helm releases, one
-  replica each): the releases' await passes because the scheduler placed their pods (on the CPU pool: the
-  accelerator pools' taints keep them off) and kwok ran them.
+- the program's manual install (the real cert-manager chart, injection webhook, connection operator as Helm
+  releases, one replica each): the releases' await passes because the scheduler placed their pods (on the CPU
+  pool: the accelerator pools' taints keep them off) and kwok ran them (and completed cert-manager's
+  post-install Job).
 """
 
 from __future__ import annotations
@@ -240,11 +241,24 @@ def test_4_the_manual_install_is_ready_on_pods_the_scheduler_placed(
     t0 = time.monotonic()
     project.pulumi("up", "--yes", "--skip-preview", stack="manual")
     TIMINGS["manual install up (3 releases, one pod each)"] = time.monotonic() - t0
-    # `up` returned: Helm's await saw each Deployment available, i.e. a pod placed and reported ready
+    # `up` returned: Helm's await saw each Deployment available, i.e. a pod placed and reported ready (the
+    # real cert-manager chart runs three: controller, cainjector, webhook)
     deployments = {d["metadata"]["name"]: d for d in cluster.cp.get("/apis/apps/v1/deployments")["items"]}
-    for release in ("cert-manager", "mldiagnostics-injection-webhook", "mldiagnostics-connection-operator"):
-        status = deployments[release]["status"]
-        assert (status.get("readyReplicas"), status.get("availableReplicas")) == (1, 1), (release, status)
+    workloads = {
+        "cert-manager": ("cert-manager", "cert-manager-cainjector", "cert-manager-webhook"),
+        "mldiagnostics-injection-webhook": ("mldiagnostics-injection-webhook",),
+        "mldiagnostics-connection-operator": ("mldiagnostics-connection-operator",),
+    }
+    for release, names in workloads.items():
+        for name in names:
+            status = deployments[name]["status"]
+            assert (status.get("readyReplicas"), status.get("availableReplicas")) == (1, 1), (name, status)
         selector = "app.kubernetes.io/instance%3D" + release
-        (pod,) = cluster.cp.get(f"/api/v1/pods?labelSelector={selector}")["items"]
-        assert pod["spec"]["nodeName"] in cluster.pools["default-pool"], pod["spec"]["nodeName"]
+        pods = [
+            p
+            for p in cluster.cp.get(f"/api/v1/pods?labelSelector={selector}")["items"]
+            if p["metadata"]["ownerReferences"][0]["kind"] == "ReplicaSet"  # not the post-install Job's
+        ]
+        assert len(pods) == len(names), (release, [p["metadata"]["name"] for p in pods])
+        nodes = {p["spec"]["nodeName"] for p in pods}
+        assert nodes <= set(cluster.pools["default-pool"]), nodes

@@ -44,7 +44,7 @@ from dev.e2e.control_plane import ControlPlane
 from dev.e2e.harness import REPO, Project, Result
 from ml_diagnostics import compat
 from mldiag.stacks import policy_config
-from tests.fixtures.e2e import E2E_ENABLED, SKIP_REASON, TIMINGS
+from tests.fixtures.e2e import E2E_ENABLED, SKIP_REASON, TIMINGS, worker_node
 
 pytestmark = pytest.mark.skipif(not E2E_ENABLED, reason=SKIP_REASON)
 
@@ -221,7 +221,7 @@ def stop_all(planes: dict[str, Plane]) -> None:
 
 
 def started(stack: contextlib.ExitStack, e2e_bin: Path, names: Sequence[str]) -> dict[str, Plane]:
-    """One control plane per name, started side by side and stopped when `stack` closes."""
+    """One control plane per name with its worker node, started side by side and stopped when `stack` closes."""
     planes: dict[str, Plane] = {}
     errors: list[BaseException] = []
 
@@ -229,6 +229,7 @@ def started(stack: contextlib.ExitStack, e2e_bin: Path, names: Sequence[str]) ->
         try:
             planes[name] = Plane(e2e_bin)
             planes[name].start()
+            worker_node(planes[name])  # cert-manager's pods run there
         except BaseException as e:  # noqa: BLE001 - reported below, after every start has ended
             errors.append(e)
 
@@ -288,7 +289,7 @@ def target(name: str, repo_url: str) -> dict[str, Any]:
         "workloadNamespaces": [{"name": NAMESPACE, "create": True}],
         "certManager": {"repository": repo_url},
         "manualInstall": {"jaxVersion": "0.8", "repository": repo_url},
-        "diagon": {"enabled": False},  # no node runs it on a loopback control plane
+        "diagon": {"enabled": False},
     }
 
 

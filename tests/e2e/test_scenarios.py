@@ -11,6 +11,7 @@ import gzip
 import json
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,11 +20,11 @@ import pytest
 import requests
 import yaml
 
-from dev.e2e import plan_fidelity
+from dev.e2e import cert_manager_chart, plan_fidelity
 from dev.e2e.harness import REPO, Project
 from ml_diagnostics import compat
 from mldiag.stacks import policy_config
-from tests.fixtures.e2e import E2E_ENABLED, SKIP_REASON, TIMINGS
+from tests.fixtures.e2e import E2E_ENABLED, SKIP_REASON, TIMINGS, cert_manager_crds_served
 
 pytestmark = pytest.mark.skipif(not E2E_ENABLED, reason=SKIP_REASON)
 
@@ -111,6 +112,31 @@ def subset_mismatches(expected: Any, live: Any, path: str = "") -> list[str]:
     return [] if expected == live else [f"{path}: {live!r} != {expected!r}"]
 
 
+def release_records(e2e: E2E, namespace: str, release: str) -> list[dict[str, Any]]:
+    """A Helm release's records (its secrets `sh.helm.release.v1.<release>.v<N>`), by revision."""
+    path = f"/api/v1/namespaces/{namespace}/secrets?labelSelector=owner=helm,name={release}"
+    records = [
+        json.loads(gzip.decompress(base64.b64decode(base64.b64decode(s["data"]["release"]))))
+        for s in e2e.cp.get(path)["items"]
+    ]
+    return sorted(records, key=lambda r: r["version"])
+
+
+# The CRDs the vendor's `--set installCRDs=true` installs.
+CERT_MANAGER_CRDS = list(cert_manager_chart.CRDS)
+CERT_MANAGER_UPGRADE = "v1.16.5"
+
+
+def cert_manager_crds(e2e: E2E) -> dict[str, dict[str, Any]]:
+    """name -> metadata of every cert-manager CRD in the API server."""
+    items = e2e.cp.get("/apis/apiextensions.k8s.io/v1/customresourcedefinitions")["items"]
+    return {
+        c["metadata"]["name"]: c["metadata"]
+        for c in items
+        if c["metadata"]["name"].endswith("cert-manager.io")
+    }
+
+
 # -- 1. preview with the policy pack --------------------------------------------------------------------------
 def test_1_preview_with_policy_pack_passes(e2e: E2E) -> None:
     res = e2e.pulumi("preview", *e2e.policy_args())
@@ -184,9 +210,9 @@ def test_2_daemonset_is_the_vendor_manifest(e2e: E2E) -> None:
     live = e2e.cp.get("/apis/apps/v1/namespaces/diagon/daemonsets/diagon-daemon")
     assert subset_mismatches(vendor["metadata"], live["metadata"]) == []
     assert subset_mismatches(vendor["spec"], live["spec"]) == []
-    # zero nodes: the controller manager has seen it and nothing is scheduled
+    # a self-managed cluster's Diagon runs on every node: the one worker node (tests/fixtures/e2e.py)
     assert live["status"]["observedGeneration"] == live["metadata"]["generation"]
-    assert live["status"]["desiredNumberScheduled"] == 0
+    assert (live["status"]["desiredNumberScheduled"], live["status"]["numberReady"]) == (1, 1)
 
 
 def test_2_helm_releases_are_recorded(e2e: E2E) -> None:
@@ -195,13 +221,8 @@ def test_2_helm_releases_are_recorded(e2e: E2E) -> None:
         (compat.MLDIAGNOSTICS_NAMESPACE, compat.INJECTION_WEBHOOK_RELEASE, "0.25.0"),
         (compat.MLDIAGNOSTICS_NAMESPACE, compat.CONNECTION_OPERATOR_RELEASE, "0.24.0"),
     ):
-        secrets = e2e.cp.get(f"/api/v1/namespaces/{ns}/secrets?labelSelector=owner=helm,name={release}")[
-            "items"
-        ]
-        assert [s["metadata"]["labels"]["status"] for s in secrets] == ["deployed"], (release, secrets)
-        record = json.loads(
-            gzip.decompress(base64.b64decode(base64.b64decode(secrets[0]["data"]["release"])))
-        )
+        (record,) = release_records(e2e, ns, release)
+        assert record["info"]["status"] == "deployed", (release, record["info"])
         assert (record["name"], record["namespace"], record["chart"]["metadata"]["version"]) == (
             release,
             ns,
@@ -214,6 +235,31 @@ def test_2_helm_releases_are_recorded(e2e: E2E) -> None:
     assert op["spec"]["template"]["spec"]["containers"][0]["args"] == list(compat.JAX_08_CONTROLLER_ARGS)
     e2e.cp.get("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/certificates.cert-manager.io")
     assert "/charts/index.yaml" in e2e.repo.requests
+
+
+def test_2_cert_manager_is_what_the_vendor_command_installs(e2e: E2E) -> None:
+    """The real chart of `helm install cert-manager jetstack/cert-manager --namespace cert-manager --version
+    v1.13.0 --set installCRDs=true --set global.leaderElection.namespace=cert-manager`: its CRDs, its controller
+    started with the leader election namespace, its three Deployments run by kwok on the worker node, and its
+    post-install startupapicheck Job completed (kwok's pod-complete stage; Helm deleted it once it succeeded)."""
+    assert sorted(cert_manager_crds(e2e)) == CERT_MANAGER_CRDS
+    deployments = e2e.cp.get("/apis/apps/v1/namespaces/cert-manager/deployments")["items"]
+    by_name = {d["metadata"]["name"]: d for d in deployments}
+    assert sorted(by_name) == ["cert-manager", "cert-manager-cainjector", "cert-manager-webhook"]
+    for d in deployments:
+        assert d["status"].get("availableReplicas") == 1, (d["metadata"]["name"], d["status"])
+    controller = by_name["cert-manager"]["spec"]["template"]["spec"]["containers"][0]
+    assert controller["image"] == "quay.io/jetstack/cert-manager-controller:v1.13.0"
+    assert "--leader-election-namespace=cert-manager" in controller["args"], controller["args"]
+    (record,) = release_records(e2e, "cert-manager", "cert-manager")
+    hooks = {h["name"]: (h["kind"], h["events"], h["last_run"]["phase"]) for h in record["hooks"]}
+    assert hooks["cert-manager-startupapicheck"] == ("Job", ["post-install"], "Succeeded"), hooks
+    assert (
+        e2e.cp.api(
+            "GET", "/apis/batch/v1/namespaces/cert-manager/jobs/cert-manager-startupapicheck"
+        ).status_code
+        == 404
+    )
 
 
 def test_2_model_development_cluster_created_through_the_fake(e2e: E2E) -> None:
@@ -270,6 +316,46 @@ def test_3_drift_in_the_api_server_is_found_by_refresh(e2e: E2E) -> None:
     assert live["spec"]["template"]["spec"]["containers"][0]["image"] == IMAGE_V2
 
 
+# -- 3. cert-manager upgraded in place: installCRDs gives way to crds.enabled and crds.keep, the CRDs stay ---------
+def test_3_cert_manager_upgrade_keeps_every_crd(e2e: E2E) -> None:
+    """v1.13.0 -> v1.16.5 is one in-place update of the release: the CRDs the old chart installed as templates
+    (installCRDs) are the new chart's templates too (crds.enabled), so Helm updates them, never deletes them:
+    each keeps its uid (a deleted CRD takes every Certificate and Issuer with it), and gains the chart's keep
+    policy (crds.keep). The chart's crd-check (installCRDs with crds.*) does not fail: the program sends one
+    style per version."""
+    before = {name: meta["uid"] for name, meta in cert_manager_crds(e2e).items()}
+    assert sorted(before) == CERT_MANAGER_CRDS
+    config = e2e.project.config(STACK)
+    config["kubernetesClusters"][0]["certManager"]["version"] = CERT_MANAGER_UPGRADE
+    e2e.project.set_config(STACK, config)
+    preview = e2e.pulumi("preview", "--diff", *e2e.policy_args())
+    print(f"--- pulumi preview --diff\n{preview.stdout}")
+    assert "~ kubernetes:helm.sh/v3:Release: (update)" in preview.stdout, preview.stdout
+    assert '~ version: "v1.13.0" => "v1.16.5"' in preview.stdout, preview.stdout
+    summary = preview.stdout.split("\nResources:\n", 1)[1].split("\n\n", 1)[0].split("\n")
+    assert [line.strip() for line in summary] == ["~ 1 to update", "18 unchanged"], preview.stdout
+    up = e2e.pulumi("up", "--yes", "--skip-preview", "--diff", *e2e.policy_args())
+    TIMINGS["cert-manager upgrade up"] = up.seconds
+    print(f"--- pulumi up --yes --skip-preview --diff\n{up.stdout}")
+    print("--- CRD uids before and after\n" + "\n".join(f"{n} {before[n]}" for n in CERT_MANAGER_CRDS))
+    after = cert_manager_crds(e2e)
+    print("\n".join(f"{n} {after[n]['uid']}" for n in CERT_MANAGER_CRDS))
+    assert {name: meta["uid"] for name, meta in after.items()} == before
+    assert {
+        name: meta["annotations"].get("helm.sh/resource-policy") for name, meta in after.items()
+    } == dict.fromkeys(CERT_MANAGER_CRDS, "keep")
+    assert "crd-check" not in up.output
+    records = release_records(e2e, "cert-manager", "cert-manager")
+    assert [(r["version"], r["info"]["status"], r["chart"]["metadata"]["version"]) for r in records] == [
+        (1, "superseded", "v1.13.0"),
+        (2, "deployed", CERT_MANAGER_UPGRADE),
+    ]
+    assert records[-1]["config"] == {
+        "crds": {"enabled": True, "keep": True},
+        "global": {"leaderElection": {"namespace": "cert-manager"}},
+    }
+
+
 # -- 5. destroy leaves the pre-existing namespace with its other labels ---------------------------------------
 def test_5_destroy_keeps_the_preexisting_namespace(e2e: E2E) -> None:
     res = e2e.pulumi("destroy", "--yes", "--skip-preview")
@@ -285,6 +371,15 @@ def test_5_destroy_keeps_the_preexisting_namespace(e2e: E2E) -> None:
         assert r.status_code == 404, (ns, r.status_code)
     assert e2e.vertex.clusters == {}
     e2e.pulumi("stack", "rm", "--yes")
+    # crds.keep: uninstalling the release leaves the CRDs (and what users made of them); a cluster admin's call
+    kept = cert_manager_crds(e2e)
+    assert sorted(kept) == CERT_MANAGER_CRDS
+    for name in kept:  # the shared control plane goes back as it was for the tests after this one
+        assert e2e.cp.api("DELETE", f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}").ok
+    deadline = time.monotonic() + 120
+    while cert_manager_crds(e2e):  # a condition; the deadline only bounds a failure
+        assert time.monotonic() < deadline, f"CRDs not deleted within 120s: {sorted(cert_manager_crds(e2e))}"
+        time.sleep(0.2)
 
 
 # -- 4. adoption (after the main stack is gone): what the vendor procedure made by hand is taken over ----------
@@ -380,6 +475,7 @@ def test_4_adoption_takes_over_without_replacing(e2e: E2E) -> None:
         "cluster re-created"
     )
     e2e.pulumi("preview", "--expect-no-changes", stack=ADOPT_STACK)
+    cert_manager_crds_served(e2e.cp)
     e2e.pulumi("destroy", "--yes", "--skip-preview", stack=ADOPT_STACK)
     e2e.pulumi("stack", "rm", "--yes", stack=ADOPT_STACK)
 
@@ -432,5 +528,6 @@ def test_4_adoption_through_pulumi_import_file(e2e: E2E) -> None:
     assert _uids(e2e) == before, "the update after the import replaced or changed an object"
     assert len([r for r in e2e.vertex.api_requests() if r.method == "POST"]) == creates_before
     e2e.pulumi("preview", "--expect-no-changes", stack=stack)
+    cert_manager_crds_served(e2e.cp)
     e2e.pulumi("destroy", "--yes", "--skip-preview", stack=stack)
     e2e.pulumi("stack", "rm", "--yes", stack=stack)

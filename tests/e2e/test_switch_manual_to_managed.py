@@ -23,7 +23,7 @@ from dev.e2e.harness import Project
 from dev.fakes.gke_api import FakeGkeApi
 from ml_diagnostics import compat
 from mldiag.stacks import policy_config
-from tests.fixtures.e2e import E2E_ENABLED, SKIP_REASON, TIMINGS
+from tests.fixtures.e2e import E2E_ENABLED, SKIP_REASON, TIMINGS, cert_manager_crds_served
 
 pytestmark = pytest.mark.skipif(not E2E_ENABLED, reason=SKIP_REASON)
 
@@ -112,6 +112,7 @@ def test_manual_to_managed_takes_two_updates_on_the_real_engine(
     assert "[mandatory]" not in checked.stdout, checked.stdout
     project.pulumi("up", "--yes", "--skip-preview", *pack, stack=STACK)
     assert releases(control_plane) == RELEASES
+    cert_manager_crds_served(control_plane)  # before step 1 uninstalls it
     assert gke.managed(*flag) is False
     assert project.pulumi("stack", "output", "pendingSteps", "--json", stack=STACK).json() == []
 
@@ -145,6 +146,7 @@ def test_manual_to_managed_takes_two_updates_on_the_real_engine(
     project.pulumi("up", "--yes", "--skip-preview", stack=STACK)
     assert gke.managed(*flag) is False and releases(control_plane) == RELEASES
 
+    cert_manager_crds_served(control_plane)
     project.pulumi("destroy", "--yes", "--skip-preview", stack=STACK)
     assert releases(control_plane) == set()
     assert gke.managed(*flag) is False  # the flag's value before the program first touched it

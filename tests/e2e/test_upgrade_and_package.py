@@ -28,7 +28,7 @@ import yaml
 
 from dev.e2e.control_plane import ControlPlane
 from dev.e2e.harness import REPO, Project, export_commit
-from tests.fixtures.e2e import E2E_ENABLED, SKIP_REASON, TIMINGS
+from tests.fixtures.e2e import E2E_ENABLED, SKIP_REASON, TIMINGS, cert_manager_crds_served
 from tests.fixtures.tools import need, need_command
 
 pytestmark = pytest.mark.skipif(not E2E_ENABLED, reason=SKIP_REASON)
@@ -100,6 +100,7 @@ def test_a_stack_of_the_previous_version_updates_in_place(
         up2 = project.pulumi("up", "--yes", stack=STACK)
         TIMINGS["upgrade: this version up (labels only)"] = up2.seconds
         project.pulumi("preview", "--expect-no-changes", stack=STACK)
+        cert_manager_crds_served(control_plane)  # before the destroy below uninstalls it
         after = project.pulumi("stack", "export", "--show-secrets", stack=STACK).json()
         urns = lambda d: sorted(r["urn"] for r in d["deployment"]["resources"])  # noqa: E731
         # This version's program reads the environment's lease stack (pulumi:pulumi:readStackOutputs, one way

@@ -28,6 +28,7 @@ from ml_diagnostics.rules.base import (
     key,
     raise_issues,
 )
+from ml_diagnostics.rules.chart_values import cert_manager_values_problems
 from ml_diagnostics.rules.diagon import DiagonSpec
 from ml_diagnostics.rules.verify_rbac import VerifyRbacSpec
 
@@ -133,7 +134,8 @@ class CertManagerSpec(Spec):
     repository: str = compat.CERT_MANAGER_REPOSITORY
     """Helm repository of the cert-manager chart."""
     values: dict[str, Any] = {}
-    """Extra chart values, deep-merged over the defaults (CRD values by version, leader election namespace)."""
+    """Extra chart values, deep-merged over the defaults (CRD values by version, leader election namespace);
+    checked against the chart version's values.schema.json (from v1.16.0; docs/constraints.md)."""
     adopt: bool = False
     """Take over the release of the vendor's `helm install cert-manager ...` (cert-manager/cert-manager)."""
 
@@ -156,6 +158,7 @@ class CertManagerSpec(Spec):
         else:
             if p := compat.cert_manager_values_problem(self.version, self.values):
                 problems.append((("values",), p))
+            problems += cert_manager_values_problems(self.version, self.values)
         raise_issues(problems)
         return self
 

@@ -8,6 +8,7 @@ Keys are `<Spec class>.<field>` of the class that declares the field.
 
 from __future__ import annotations
 
+from ml_diagnostics.cert_manager_schema import known_versions
 from ml_diagnostics.compat import MANAGED_MIN_VERSION
 
 GKE_API = "GKE API v1 (container.googleapis.com): projects.locations.clusters"
@@ -30,6 +31,12 @@ ARM_EXT = "ARM API: Microsoft.KubernetesConfiguration/extensions (2023-05-01)"
 ARM_NAMES = "Azure: naming rules for Microsoft.Resources, Microsoft.ContainerService, Microsoft.Kubernetes"
 MDC_API = "Vertex AI API v1beta1: projects.locations.modelDevelopmentClusters (magic-modules definition)"
 GOOGLE_AUTH = "Google: IAM service account emails, Cloud Storage bucket names, project ids, regions and zones"
+_KNOWN = known_versions()
+CERT_MANAGER_SCHEMAS = (
+    f"cert-manager chart's values.schema.json, {_KNOWN[0]} to {_KNOWN[-1]} ({len(_KNOWN)} releases), from "
+    "cert-manager's Go modules by `python -m dev.gen.cert_manager_schemas --write` "
+    "(components/ml_diagnostics/cert_manager_schema.json)"
+)
 
 SPEC_SOURCES: dict[str, str] = {
     "WorkloadNamespaceSpec": K8S_NAMES,
@@ -85,6 +92,12 @@ FIELD_RULES: dict[str, tuple[str, str]] = {
     "WorkloadOptInSpec.namespaces": ("each namespace once", ""),
     "CertManagerSpec.version": ("a semantic version; it picks the CRD values", ""),
     "CertManagerSpec.repository": ("an oci://, https:// or http:// URL", HELM),
+    "CertManagerSpec.values": (
+        "merged with the program's, what the chart version's values.schema.json allows: no unknown key, each "
+        "value of its type (a version without a known schema, before v1.16.0 or newer than the data, is not "
+        "checked; the plan says which)",
+        CERT_MANAGER_SCHEMAS,
+    ),
     "ChartSpec.chart": ("a chart name in `repository`, or a full oci:// URL", HELM),
     "ChartSpec.version": ("a semantic version", HELM),
     "ChartSpec.repository": ("an oci://, https:// or http:// URL", HELM),
@@ -211,7 +224,6 @@ FIELD_RULES: dict[str, tuple[str, str]] = {
 
 # Fields left free, and why.
 FREE: dict[str, str] = {
-    "CertManagerSpec.values": "the chart's own values: Helm and the chart's schema check them at install",
     "ChartSpec.values": "the chart's own values: Helm and the chart check them at install",
     "ClusterMlDiagnosticsSpec.kubeconfig": "an opaque secret; a broken one fails at the provider's first call",
     "ClusterMlDiagnosticsSpec.context": "a name inside the kubeconfig, known only to it",

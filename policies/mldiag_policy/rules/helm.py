@@ -17,7 +17,7 @@ from typing import Any
 
 from pulumi_policy import Severity
 
-from .. import compat
+from .. import cert_manager_schema, compat
 from ..common import IN_CLUSTER, Report, Unknowns, resource_rule
 from ..levels import ADVISORY, FOLLOWS_BASE, MANDATORY
 from ..values import as_bool, dig, is_unknown
@@ -287,4 +287,62 @@ installcrds_deprecated = resource_rule(
     severity=Severity.LOW,
     remediation="Replace installCRDs with crds.enabled: true.",
     levels={"staging": ADVISORY, "prod": ADVISORY},
+)
+
+# --- helm-cert-manager-values-schema ---------------------------------------------------------------
+
+
+def _where(path: tuple[str | int, ...]) -> str:
+    return "values" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path)
+
+
+def _unknown_paths(value: Any, path: tuple[str | int, ...] = ()) -> list[str]:
+    if is_unknown(value):
+        return [_where(path)]
+    if isinstance(value, dict):
+        return [p for k, v in value.items() for p in _unknown_paths(v, (*path, k))]
+    if isinstance(value, list):
+        return [p for i, v in enumerate(value) for p in _unknown_paths(v, (*path, i))]
+    return []
+
+
+def _check_cert_manager_values_schema(
+    args: Any, props: dict, cfg: dict, unknowns: Unknowns, report: Report
+) -> None:
+    info = release_info(props, args.name)
+    if release_kind(info) != "cert-manager":
+        return
+    if unknowns.hit(info.version, "version") or unknowns.hit(info.values, "values"):
+        return
+    values = info.values if info.values is not None else {}
+    if not isinstance(info.version, str) or not isinstance(values, dict):
+        return
+    try:
+        compat.parse_semver(info.version)
+    except ValueError:
+        return  # helm-chart-version-pinned says so
+    for path in _unknown_paths(values):
+        unknowns.note(path)  # their keys are checked now, their values during `pulumi up`
+    for problem in cert_manager_schema.values_problems(info.version, values, unknown=is_unknown) or []:
+        report(
+            f"{release_label(info)} {info.version}: {_where(problem.path)}: {problem.message}. Helm refuses the "
+            "release at install, minutes into `pulumi up`. Remediation: set only the values the chart version "
+            f"defines, as its values.schema.json types them (`helm show values jetstack/cert-manager --version "
+            f"{info.version}`)."
+        )
+
+
+cert_manager_values_schema = resource_rule(
+    "helm-cert-manager-values-schema",
+    (
+        "cert-manager releases set only values their chart version's values.schema.json allows (from v1.16.0 "
+        "the chart refuses an unknown key or a wrong type at install); versions without a known schema are "
+        "not checked."
+    ),
+    _check_cert_manager_values_schema,
+    applies={RELEASE_TYPE},
+    about=IN_CLUSTER.concern("configuration"),
+    severity=Severity.MEDIUM,
+    remediation="Remove or correct the values the chart's schema refuses.",
+    levels={"staging": ADVISORY},
 )
