@@ -20,7 +20,8 @@ With `--format json` also (one JSON row per size):
            the member was derived, and its own target validated);
 - peak: the largest peak of Python allocations of plan, rollout and workflow.
 
-Time is the fastest of --repeat runs after one warm-up; memory is the peak of Python allocations
+Time is the fastest of --repeat runs after one warm-up (a run of a figure under 50 ms is as many calls as take
+that long, divided by their number); memory is the peak of Python allocations
 (tracemalloc) during one more run of each. Prints the figures, per cluster, and the growth from one size to
 the next (x10 clusters: about x10 is linear). Asserts nothing.
 
@@ -30,6 +31,7 @@ the next (x10 clusters: about x10 is linear). Asserts nothing.
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import sys
 import tempfile
@@ -85,13 +87,22 @@ def write_project(root: Path, n: int) -> Path:
     return path
 
 
+SAMPLE_SECONDS = 0.05
+"""A figure shorter than this is timed over as many calls as make a sample this long (timeit's autorange), so a
+sub-millisecond figure is not the timer's and the machine's noise."""
+
+
 def best_of(repeat: int, fn: Callable[[], Any]) -> float:
+    """The fastest of `repeat` samples, per call."""
+    t0 = time.perf_counter()
     fn()  # warm-up
+    calls = max(1, int(SAMPLE_SECONDS / max(time.perf_counter() - t0, 1e-6)))
     times = []
     for _ in range(repeat):
         t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
+        for _ in range(calls):
+            fn()
+        times.append((time.perf_counter() - t0) / calls)
     return min(times)
 
 
@@ -106,7 +117,7 @@ def peak_bytes(fn: Callable[[], Any]) -> int:
 
 def measure(n: int, repeat: int, extended: bool = False) -> dict[str, float]:
     from dev.fakes.fleet import SimulatedClock, SimulatedExecutor
-    from mldiag.fleet.planner import load, read_environment
+    from mldiag.fleet.planner import load, read_environment, settle
     from mldiag.fleet.rollout import EXIT_OK, Rollout
 
     with tempfile.TemporaryDirectory(prefix="bench-fleet-") as tmp:
@@ -120,6 +131,7 @@ def measure(n: int, repeat: int, extended: bool = False) -> dict[str, float]:
             assert report.exit_code == EXIT_OK, report.message
             return sim
 
+        settle()  # as `mldiag fleet` does once its plan is made (mldiag/fleet/cli.py)
         done = rollout()
         out = {
             "plan_s": best_of(repeat, lambda: load(fleet, Path(tmp))),
@@ -131,6 +143,7 @@ def measure(n: int, repeat: int, extended: bool = False) -> dict[str, float]:
         }
         if extended:
             out.update(_workflow_and_member(plan, Path(tmp), repeat))
+        gc.unfreeze()
         return out
 
 
@@ -200,14 +213,14 @@ def main(argv: list[str] | None = None) -> int:
             row = {
                 "clusters": n,
                 "plan_s": round(r["plan_s"], 4),
-                "rollout_s": round(r["rollout_s"], 4),
-                "rerun_s": round(r["rerun_s"], 4),
-                "workflow_s": round(r["workflow_s"], 4),
+                "rollout_s": round(r["rollout_s"], 6),
+                "rerun_s": round(r["rerun_s"], 6),
+                "workflow_s": round(r["workflow_s"], 6),
                 "peak_mb": round(max(r["plan_bytes"], r["rollout_bytes"], r["workflow_bytes"]) / 2**20, 2),
                 "workflow_jobs": int(r["workflow_jobs"]),
                 "workflow_max_configurations": int(r["workflow_max_configurations"]),
                 "workflow_max_file_bytes": int(r["workflow_max_file_bytes"]),
-                "member_validate_s": round(r["member_validate_s"], 4),
+                "member_validate_s": round(r["member_validate_s"], 6),
             }
             print(json.dumps(row), flush=True)
         return 0

@@ -110,11 +110,13 @@ class SimulatedExecutor:
         self._lock = threading.Lock()
         self._lease_lock = threading.Lock()
 
+    # One thread at most works on a stack at a time (the rollout's own rule), so a stack's attempts need no lock;
+    # appending to `calls` is one atomic step in CPython. Locks here would make the clusters' threads queue on
+    # them, and the benchmark (dev/bench/fleet.py) would measure the queue, not the rollout.
     def _next(self, op: str, stack: str, seq: list[Any]) -> Any:
-        with self._lock:
-            self.calls.append((op, stack))
-            n = self.attempts.get((op, stack), 0)
-            self.attempts[(op, stack)] = n + 1
+        self.calls.append((op, stack))
+        n = self.attempts.get((op, stack), 0)
+        self.attempts[(op, stack)] = n + 1
         if self.on_call is not None:
             self.on_call(op, stack)
         return seq[min(n, len(seq) - 1)]
@@ -159,16 +161,14 @@ class SimulatedExecutor:
     def read_record(self, member: Member) -> str | None:
         if self.script(member).tags == "unavailable":
             raise StackUnavailable(f"the tags of {member.stack} could not be read")
-        with self._lock:
-            self.calls.append(("read tag", member.stack))
-            return self.tags.get(member.stack)
+        self.calls.append(("read tag", member.stack))
+        return self.tags.get(member.stack)
 
     def write_record(self, member: Member, text: str) -> None:
         if self.script(member).tags == "unwritable":
             raise StackUnavailable(f"the progress tag of {member.stack} could not be written: simulated")
-        with self._lock:
-            self.calls.append(("tag", member.stack))
-            self.tags[member.stack] = text
+        self.calls.append(("tag", member.stack))
+        self.tags[member.stack] = text
 
     def exclusive(self, decide: Callable[[Any], Any], mark: bool = False) -> Any:
         if self.lease_locks:

@@ -127,10 +127,12 @@ def _log(line: str) -> None:
 
 
 def load_plan(args: argparse.Namespace) -> Plan:
-    from mldiag.fleet.planner import load
+    from mldiag.fleet.planner import load, settle
 
     fleet = args.fleet if args.fleet.is_absolute() else Path.cwd() / args.fleet
-    return load(fleet, args.project_dir.resolve())
+    plan = load(fleet, args.project_dir.resolve())
+    settle()
+    return plan
 
 
 def _executor(plan: Plan, args: argparse.Namespace) -> Any:

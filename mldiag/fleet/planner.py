@@ -392,3 +392,13 @@ def load(fleet_path: Path, project_dir: Path) -> Plan:
         return replace(
             resolve(fleet, env.environment, env.targets, revisions), validated=env.digest, source=env
         )
+
+
+def settle() -> None:
+    """Collects once, then freezes what the process holds, the plan included: it is immutable and lives as long as
+    the command, and a rollout's collections would otherwise walk all of it again and again (at 10,000 clusters a
+    third of the simulated rollout's time)."""
+    import gc
+
+    gc.collect()
+    gc.freeze()

@@ -147,9 +147,22 @@ class WaveOutcome:
     wave: Wave
     status: str
     """passed | done earlier | failed | awaiting approval | soaking | stopped | not started."""
-    members: list[MemberOutcome] = field(default_factory=list)
+    _members: list[MemberOutcome] = field(default_factory=list)
     soak_seconds: float = 0.0
     seconds: float = 0.0
+    every: str = ""
+    """Every member's state, when they all have this one (a wave skipped as done earlier, or never started): its
+    members' outcomes are made only when read (a rerun of 10,000 clusters makes none)."""
+
+    @property
+    def members(self) -> list[MemberOutcome]:
+        if self.every and not self._members:
+            return [MemberOutcome(m, self.every) for m in self.wave.members]
+        return self._members
+
+    @members.setter
+    def members(self, value: list[MemberOutcome]) -> None:
+        self._members = value
 
     @property
     def slowest(self) -> float:
@@ -212,12 +225,16 @@ class Options:
     """The longest a soak is waited out here (a CI job's time); a longer one stops the gate, saying when it ends."""
 
 
+def _quiet(line: str) -> None:
+    """No log (the default): nothing is formatted, no lock taken."""
+
+
 def _lease_of(holder: Holder) -> dict[str, Any]:
     return {"holder": holder.id, "host": holder.host, "pid": holder.pid}
 
 
 def _not_started(wave: Wave) -> WaveOutcome:
-    return WaveOutcome(wave, "not started", [MemberOutcome(m, "not started") for m in wave.members])
+    return WaveOutcome(wave, "not started", every="not started")
 
 
 class _Abort(Exception):
@@ -354,12 +371,12 @@ class Rollout:
         executor: Executor,
         clock: Clock | None = None,
         options: Options | None = None,
-        log: Callable[[str], None] = lambda line: None,
+        log: Callable[[str], None] | None = None,
     ) -> None:
         self.plan, self.executor = plan, executor
         self.clock = clock or SystemClock()
         self.options = options or Options()
-        self._log = log
+        self._log = log or _quiet
         self._log_lock = threading.Lock()
         self.lease: Lease | None = None
         self.holder = Holder.this_process()
@@ -369,8 +386,11 @@ class Rollout:
         self.started = self.clock.now()
 
     def log(self, line: str) -> None:
-        with self._log_lock:
-            self._log(f"[fleet {self.clock.now() - self.started:6.0f}s] {line}")
+        if self._log is _quiet:
+            return
+        text = f"[fleet {self.clock.now() - self.started:6.0f}s] {line}"
+        with self._log_lock:  # held for the write alone: the clusters' threads would queue on it
+            self._log(text)
 
     # -- records ----------------------------------------------------------------------------------------------
     def read(self, members: tuple[Member, ...] | list[Member]) -> dict[Member, Record | None]:
@@ -453,8 +473,7 @@ class Rollout:
         t0 = self.clock.now()
         if self._marked(wave):
             self.log(f"wave {wave.name}: complete at these revisions (its mark), skipped")
-            done = [MemberOutcome(m, "done earlier") for m in wave.members]
-            return WaveOutcome(wave, "done earlier", done), EXIT_OK, ""
+            return WaveOutcome(wave, "done earlier", every="done earlier"), EXIT_OK, ""
         try:
             records = self.read(wave.members)
         except StackUnavailable as e:
@@ -608,39 +627,38 @@ class Rollout:
     def _members(self, wave: Wave, todo: list[Member]) -> dict[Member, MemberOutcome]:
         """The wave's clusters on maxParallel workers, each taking the next one in order until none is left,
         more failed than the wave tolerates, or a stack could not be run (then no further cluster starts; those
-        running finish). This thread keeps the lease meanwhile; it is not woken per cluster."""
-        out: dict[Member, MemberOutcome] = {}
+        running finish). This thread keeps the lease meanwhile; it is not woken per cluster. The workers share
+        only thread-safe deques (no lock to queue on: a cluster's own work is what takes the time)."""
         if not todo:
-            return out
+            return {}
         pending = deque(todo)
-        lock = threading.Lock()
-        stop: list[Exception] = []
-        crashed: list[BaseException] = []
-        failures = 0
+        done: deque[tuple[Member, MemberOutcome]] = deque()
+        failed: deque[Member] = deque()
+        stop: deque[Exception] = deque()
+        crashed: deque[BaseException] = deque()
 
         def take() -> Member | None:
-            with lock:
-                if not pending or stop or crashed or failures > wave.tolerance:
-                    return None
+            if stop or crashed or len(failed) > wave.tolerance:
+                return None
+            try:
                 return pending.popleft()
+            except IndexError:
+                return None
 
         def work() -> None:
-            nonlocal failures
             while (m := take()) is not None:
                 try:
                     result = self.member(wave, m)
                 except (LockConflict, StackUnavailable) as e:
-                    with lock:
-                        stop.append(e)
-                        out[m] = MemberOutcome(m, "not run", why=str(e))
+                    stop.append(e)
+                    done.append((m, MemberOutcome(m, "not run", why=str(e))))
                     continue
                 except BaseException as e:  # the process dies here (a simulated crash): start nothing more
-                    with lock:
-                        crashed.append(e)
+                    crashed.append(e)
                     raise
-                with lock:
-                    out[m] = result
-                    failures += result.state == "failed"
+                if result.state == "failed":
+                    failed.append(m)
+                done.append((m, result))
 
         workers = min(wave.max_parallel, len(todo))
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="fleet") as pool:
@@ -652,12 +670,11 @@ class Rollout:
                     try:
                         self.lease.renew_if_due()
                     except LeaseHeld:
-                        with lock:
-                            pending.clear()
+                        pending.clear()
                         raise
-        with lock:
-            for m in pending:
-                out[m] = MemberOutcome(m, "not started")
+        out = dict(done)
+        for m in pending:
+            out[m] = MemberOutcome(m, "not started")
         if crashed:
             raise crashed[0]
         if stop:

@@ -167,8 +167,8 @@ class _Writer:
         files: dict[str, str] = {}
         w, i = block[0].wave, block[0].wave_number
         groups: list[list[layout.Step]] = [[]]
-        room = layout.FILE_BUDGET - len(self._part_text([], 0).encode())
-        size = 0
+        room = layout.FILE_BUDGET - size(self._part_text([], 0))
+        filled = 0
         for step in block:
             # a stage's jobs as the first stage of a part writes them, and room for the needs and if of a later one
             assert step.stage is not None
@@ -178,12 +178,12 @@ class _Writer:
                 for j in jobs
                 for ln in job_text.legs_job(j, [], None, self.plan, self.fleet_rel, self.cache)
             ]
-            grown = sum(len(ln.encode()) + 1 for ln in lines) + job_text.NEEDS_ROOM * len(jobs)
-            if groups[-1] and size + grown > room:
+            grown = sum(size(ln) + 1 for ln in lines) + job_text.NEEDS_ROOM * len(jobs)
+            if groups[-1] and filled + grown > room:
                 groups.append([])
-                size = 0
+                filled = 0
             groups[-1].append(step)
-            size += grown
+            filled += grown
         for group in groups:
             number = self.first_part + made + len(files)
             name = f"fleet-{self.stem}-part-{number}.yml"
@@ -239,7 +239,7 @@ def rollout_files(plan: Plan, fleet_rel: str, stem: str) -> dict[str, str]:
         for parts in modes:
             writer = _Writer(plan, fleet_rel, stem, run, 1, 1, cache)
             text, made = writer.write(parts)
-            if len(text.encode()) <= layout.FILE_BUDGET and len(made) <= layout.MAX_REUSABLE:
+            if size(text) <= layout.FILE_BUDGET and len(made) <= layout.MAX_REUSABLE:
                 done.append((run, parts))
                 files = {writer.file_name(1): text, **made}
                 break
@@ -254,15 +254,20 @@ def rollout_files(plan: Plan, fleet_rel: str, stem: str) -> dict[str, str]:
             if n < len(done):
                 writer.next_step = done[n][0].steps[0]
             text, made = writer.write(parts)
-            if len(text.encode()) > layout.FILE_BUDGET and not parts:
+            if size(text) > layout.FILE_BUDGET and not parts:
                 text, made = writer.write(parts=True)
             part += len(made)
             files[writer.file_name(n)] = text
             files.update(made)
     for name, text in files.items():
-        if len(text.encode()) > layout.MAX_FILE_BYTES:  # never, by the budgets above: a last guard
-            raise WorkflowLimitError(f"{name} would be {len(text.encode()):,} bytes, over GitHub's 500 KB")
+        if size(text) > layout.MAX_FILE_BYTES:  # never, by the budgets above: a last guard
+            raise WorkflowLimitError(f"{name} would be {size(text):,} bytes, over GitHub's 500 KB")
     return files
+
+
+def size(text: str) -> int:
+    """The text's bytes in UTF-8 (an ASCII text, as a workflow nearly always is, is not encoded to count them)."""
+    return len(text) if text.isascii() else len(text.encode())
 
 
 def drift_workflow(fleets: list[tuple[str, Plan]]) -> str:

@@ -237,6 +237,7 @@ def runs(plan: Plan) -> list[Run]:
     """The steps cut into runs of at most 35 days (each step at its longest: its jobs' timeouts, an approval's
     30 days) and 49,000 jobs; a unit that alone is longer than a run is refused."""
     out = [Run(1)]
+    run_minutes, run_jobs = PLAN_MINUTES, 0  # the last run's, kept as it grows
     for unit in units(steps(plan)):
         minutes = sum(s.minutes for s in unit)
         if PLAN_MINUTES + minutes > MAX_RUN_MINUTES:
@@ -249,11 +250,13 @@ def runs(plan: Plan) -> list[Run]:
         run = out[-1]
         jobs = sum(s.jobs for s in unit)
         if run.units and (
-            run.minutes + minutes > MAX_RUN_MINUTES or run.jobs + jobs > MAX_CHECK_RUNS - 1_000
+            run_minutes + minutes > MAX_RUN_MINUTES or run_jobs + jobs > MAX_CHECK_RUNS - 1_000
         ):
             run = Run(run.number + 1)
             out.append(run)
+            run_minutes, run_jobs = PLAN_MINUTES, 0
         run.units.append(unit)
+        run_minutes, run_jobs = run_minutes + minutes, run_jobs + jobs
     return out
 
 
