@@ -183,7 +183,7 @@ def child_verify(argv: list[str]) -> int:
 
 def one_size(bin_dir: Path, size: int) -> dict[str, Any]:
     from dev.e2e.control_plane import ControlPlane
-    from dev.e2e.harness import Project
+    from dev.e2e.harness import Project, PulumiError
 
     with (
         tempfile.TemporaryDirectory(prefix="mldiag-bench-cluster-") as tmp,
@@ -192,22 +192,13 @@ def one_size(bin_dir: Path, size: int) -> dict[str, Any]:
         cp.set_pod_log(DIAGON_LOG)
         accelerators = register_nodes(cp, size)
         project = Project(Path(tmp) / "project", bin_dir)
-        program = project.root / "bench"
-        program.mkdir()
-        (program / "Pulumi.yaml").write_text(
-            "name: diagon-bench\nruntime:\n  name: python\n  options:\n    virtualenv: venv\n"
-        )
-        (program / "__main__.py").write_text(PROGRAM)
-        (program / "venv").symlink_to((ROOT / ".venv").resolve())
+        program = project.program("bench", "diagon-bench", PROGRAM)
 
         def pulumi(*args: str) -> None:
-            split = args.index("--") if "--" in args else len(args)
-            run = subprocess.run(
-                [str(project.cli), *args[:split], "--non-interactive", *args[split:]],
-                cwd=program, env=project.env, capture_output=True, text=True, timeout=WAIT_SECONDS,
-            )  # fmt: skip
-            if run.returncode != 0:
-                raise RuntimeError(f"pulumi {args[0]} failed:\n{run.stdout[-3000:]}\n{run.stderr[-2000:]}")
+            try:
+                project.pulumi(*args, timeout=WAIT_SECONDS, cwd=program)
+            except PulumiError as e:
+                raise RuntimeError(f"pulumi {args[0]} failed:\n{e}") from None
 
         pulumi("stack", "init", "bench", "--secrets-provider", "passphrase")
         pulumi("config", "set", "--secret", "kubeconfig", "--", cp.kubeconfig.read_text())

@@ -16,6 +16,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -155,14 +156,26 @@ class Project:
 
     # -- running the CLI ------------------------------------------------------------------------------------
     def pulumi(
-        self, *args: str, check: bool = True, timeout: float = 600, stack: str | None = None
+        self,
+        *args: str,
+        check: bool = True,
+        timeout: float = 600,
+        stack: str | None = None,
+        cwd: Path | None = None,
     ) -> Result:
+        """The CLI in this project (`cwd`: in another program of the same backend, `program()`)."""
         flags = ["--non-interactive", *(["--stack", stack] if stack else [])]
         split = args.index("--") if "--" in args else len(args)  # flags go before a `--`
         argv = [str(self.cli), *args[:split], *flags, *args[split:]]
         t0 = time.monotonic()
         proc = subprocess.run(
-            argv, cwd=self.root, env=self.env, capture_output=True, text=True, timeout=timeout, check=False
+            argv,
+            cwd=cwd or self.root,
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
         )
         res = Result(argv[1:], proc.returncode, proc.stdout, proc.stderr, time.monotonic() - t0)
         self.log.append(res)
@@ -172,6 +185,31 @@ class Project:
                 f"--- stdout\n{proc.stdout[-6000:]}\n--- stderr\n{proc.stderr[-4000:]}"
             )
         return res
+
+    def program(self, folder: str, name: str, text: str) -> Path:
+        """A small Python program of its own beside the project's (`name` in its Pulumi.yaml, `text` its
+        __main__.py, the repository's virtualenv), on the same CLI and backend: run it with `pulumi(cwd=...)`."""
+        program = self.root.with_name(f"{self.root.name}-{folder}")
+        program.mkdir()
+        (program / "Pulumi.yaml").write_text(
+            f"name: {name}\nruntime:\n  name: python\n  options:\n    virtualenv: venv\n"
+        )
+        (program / "__main__.py").write_text(text)
+        (program / "venv").symlink_to((REPO / ".venv").resolve())
+        return program
+
+    def verify_stack(self, stack: str, program: Path, *args: str) -> tuple[int, dict[str, Any], str]:
+        """`mldiag verify --stack STACK --format json` (exit code, report, stderr), as a user runs it."""
+        argv = [sys.executable, "-m", "mldiag", "verify", "--stack", stack, "--project", str(program)]
+        run = subprocess.run(
+            [*argv, "--format", "json", *args],
+            cwd=REPO,
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        return run.returncode, (json.loads(run.stdout) if run.stdout.strip() else {}), run.stderr
 
     # -- stacks -----------------------------------------------------------------------------------------------
     def stack_file(self, stack: str) -> Path:

@@ -46,28 +46,8 @@ def pko_parser(sub: Any) -> None:
         "--commit", help="the commit the stacks run (default: HEAD, which must hold this program)"
     )
     rev.add_argument("--branch", help="a branch the operator follows instead of one commit")
-    p.add_argument("--git-auth-secret", metavar="SECRET", help="a Kubernetes Secret with the key accessToken")
-    p.add_argument(
-        "--service-account",
-        default="pulumi",
-        help="the workspaces' Kubernetes service account (default pulumi)",
-    )
-    p.add_argument("--namespace", help="the objects' namespace (default: none; `kubectl apply -n`)")
-    p.add_argument(
-        "--access-token-secret",
-        metavar="SECRET",
-        help="a Secret with the key accessToken: PULUMI_ACCESS_TOKEN",
-    )
-    p.add_argument(
-        "--passphrase-secret",
-        metavar="SECRET",
-        help="a Secret with the key passphrase: PULUMI_CONFIG_PASSPHRASE",
-    )
-    p.add_argument(
-        "--secrets-provider",
-        help="the stacks' secrets provider (a cloud KMS URL; default: the backend's own)",
-    )
-    p.add_argument("--workspace-image", help="the workspace pods' image (a Pulumi image with Python 3.11)")
+    for flag, metavar, text in _ACCESS:
+        p.add_argument(flag, metavar=metavar, help=text)
     p.add_argument(
         "--esc-environment",
         action="append",
@@ -75,11 +55,28 @@ def pko_parser(sub: Any) -> None:
         metavar="ENV",
         help="a Pulumi ESC environment to import",
     )
-    p.add_argument("--backend", help="the Pulumi backend URL of the stacks (default: Pulumi Cloud)")
-    p.add_argument(
+
+
+# What the workspaces get besides the program: (flag, metavar, help).
+_ACCESS = (
+    ("--git-auth-secret", "SECRET", "a Kubernetes Secret with the key accessToken (the repository's token)"),
+    ("--service-account", "NAME", "the workspaces' Kubernetes service account (default pulumi)"),
+    ("--namespace", "NAME", "the objects' namespace (default: none; `kubectl apply -n`)"),
+    ("--access-token-secret", "SECRET", "a Secret with the key accessToken: PULUMI_ACCESS_TOKEN"),
+    ("--passphrase-secret", "SECRET", "a Secret with the key passphrase: PULUMI_CONFIG_PASSPHRASE"),
+    (
+        "--secrets-provider",
+        "URL",
+        "the stacks' secrets provider (a cloud KMS URL; default: the backend's own)",
+    ),
+    ("--workspace-image", "IMAGE", "the workspace pods' image (a Pulumi image with Python 3.11)"),
+    ("--backend", "URL", "the Pulumi backend URL of the stacks (default: Pulumi Cloud)"),
+    (
         "--organization",
-        help="the stacks' Pulumi organization when the fleet file names none (`organization`)",
-    )
+        "ORG",
+        "the stacks' Pulumi organization when the fleet file names none (`organization`)",
+    ),
+)
 
 
 def run_workflow(args: argparse.Namespace) -> int:
@@ -134,7 +131,7 @@ def run_pko(args: argparse.Namespace) -> int:
             pko.check_committed(project, source.commit, _program_paths(plan, project))
         source = pko.Source(source.repo, source.commit, source.branch, source.repo_dir, args.git_auth_secret)
         access = pko.Access(
-            args.service_account,
+            args.service_account or "pulumi",
             args.namespace,
             args.access_token_secret,
             args.passphrase_secret,

@@ -138,6 +138,18 @@ Rendered = dict[str, str]
 its files are sized: each job's matrix is written once)."""
 
 
+def job_head(job_id: str, name: str, needs: list[str], condition: str | None, note: str = "") -> list[str]:
+    """A job's first lines: its id, name, needs, and the condition it runs on (with `note` saying why)."""
+    out = ["", f"  {job_id}:", f'    name: "{name}"']
+    if needs:
+        out.append(needs_line(needs))
+    if note:
+        out.append(f"    # {note}")
+    if condition:
+        out.append(f"    if: {condition}")
+    return out
+
+
 def legs_job(
     job: LegsJob,
     needs: list[str],
@@ -149,11 +161,7 @@ def legs_job(
     """The matrix job's lines; the part after `needs:` and `if:` as one text (from `cache` when written before)."""
     w, i = job.wave, job.wave_number
     of = f" ({job.number}/{job.of})" if job.of > 1 else ""
-    out = ["", f"  {job.job_id}:", f'    name: "wave {i} {w.name}{of}: ${{{{ matrix.cluster }}}}"']
-    if needs:
-        out.append(needs_line(needs))
-    if condition:
-        out.append(f"    if: {condition}")
+    out = job_head(job.job_id, f"wave {i} {w.name}{of}: ${{{{ matrix.cluster }}}}", needs, condition)
     body = cache.get(job.job_id) if cache is not None else None
     if body is None:
         body = "\n".join(legs_body(job, plan, fleet_rel))
@@ -199,12 +207,9 @@ def legs_body(job: LegsJob, plan: Plan, fleet_rel: str) -> list[str]:
 
 
 def soak_job(w: Wave, i: int, needs: list[str], condition: str, env_stack: str) -> list[str]:
+    name = f"soak of wave {i} {w.name}: {format_duration(w.soak)}"
     return [
-        "",
-        f"  {layout.job_id('soak', i, w.name)}:",
-        f'    name: "soak of wave {i} {w.name}: {format_duration(w.soak)}"',
-        needs_line(needs),
-        f"    if: {condition}",
+        *job_head(layout.job_id("soak", i, w.name), name, needs, condition),
         "    runs-on: ubuntu-latest",
         "    timeout-minutes: 10",
         "    # The soak is this environment's wait timer (longer than a job may run): give it one of "
@@ -223,16 +228,15 @@ def soak_environment(env_stack: str, w: Wave) -> str:
 def gate_job(
     w: Wave, i: int, needs: list[str], condition: str, plan: Plan, fleet_rel: str, timer: bool
 ) -> list[str]:
-    out = [
-        "",
-        f"  {layout.job_id('gate', i, w.name)}:",
-        f'    name: "gate of wave {i} {w.name}: {w.describe_gate()}"',
-        needs_line(needs),
-    ]
-    if not timer:
-        out.append("    # Also after failed legs (the tolerance decides); not when the wave never ran.")
+    note = "" if timer else "Also after failed legs (the tolerance decides); not when the wave never ran."
+    out = job_head(
+        layout.job_id("gate", i, w.name),
+        f"gate of wave {i} {w.name}: {w.describe_gate()}",
+        needs,
+        condition,
+        note,
+    )
     out += [
-        f"    if: {condition}",
         "    runs-on: ubuntu-latest",
         f"    timeout-minutes: {layout.gate_minutes(w)}",
         f"    environment: {plan.environment_stack}",
@@ -255,14 +259,7 @@ def gate_job(
 def approval_job(
     w: Wave, i: int, needs: list[str], condition: str | None, plan: Plan, fleet_rel: str
 ) -> list[str]:
-    out = [
-        "",
-        f"  {layout.job_id('approve', i, w.name)}:",
-        f'    name: "approval of wave {i} {w.name}"',
-        needs_line(needs),
-    ]
-    if condition:
-        out.append(f"    if: {condition}")
+    out = job_head(layout.job_id("approve", i, w.name), f"approval of wave {i} {w.name}", needs, condition)
     out += [
         "    runs-on: ubuntu-latest",
         f"    timeout-minutes: {layout.APPROVAL_JOB_MINUTES}",
@@ -284,11 +281,7 @@ def approval_job(
 
 def next_run_job(needs: list[str], condition: str, next_file: str, number: int, total: int) -> list[str]:
     return [
-        "",
-        "  next-run:",
-        f'    name: "start run {number} of {total}"',
-        needs_line(needs),
-        f"    if: {condition}",
+        *job_head("next-run", f"start run {number} of {total}", needs, condition),
         "    runs-on: ubuntu-latest",
         "    timeout-minutes: 10",
         "    permissions:",
@@ -313,9 +306,7 @@ def part_call_job(
     first: int,
     last: int,
 ) -> list[str]:
-    out = ["", f"  {job}:", f'    name: "wave {i} {wave.name}: legs jobs {first}-{last}"', needs_line(needs)]
-    if condition:
-        out.append(f"    if: {condition}")
+    out = job_head(job, f"wave {i} {wave.name}: legs jobs {first}-{last}", needs, condition)
     out += [
         "    permissions:",
         "      contents: read",

@@ -16,9 +16,7 @@ library's Diagon with its GKE default placement through the real engine, and `ml
 
 from __future__ import annotations
 
-import json
 import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -29,7 +27,7 @@ import pytest
 
 from dev.e2e.chart_repo import ChartRepo
 from dev.e2e.control_plane import ControlPlane
-from dev.e2e.harness import REPO, Project
+from dev.e2e.harness import Project
 from dev.e2e.node_pools import NOT_READY, Pool, create_pool, gke_cpu, gke_gpu, gke_h100, gke_tpu
 from tests.fixtures.e2e import E2E_ENABLED, SKIP_REASON, TIMINGS
 from tests.fixtures.verify import GOOD_LOG
@@ -84,18 +82,9 @@ class Cluster:
         return run
 
     def verify(self, *args: str) -> tuple[int, dict[str, dict[str, Any]], str]:
-        argv = [sys.executable, "-m", "mldiag", "verify", "--stack", STACK, "--project", str(self.program)]
-        run = subprocess.run(
-            [*argv, "--format", "json", *args],
-            cwd=REPO,
-            env=self.project.env,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-        report = json.loads(run.stdout) if run.stdout.strip() else {"targets": []}
-        checks = {c["name"]: c for t in report["targets"] for c in t["checks"]}
-        return run.returncode, checks, run.stderr
+        code, report, err = self.project.verify_stack(STACK, self.program, *args)
+        checks = {c["name"]: c for t in report.get("targets", []) for c in t["checks"]}
+        return code, checks, err
 
     def placement(self) -> dict[str, bool]:
         """node -> whether its Diagon pod is ready, for every Diagon pod."""
@@ -118,13 +107,7 @@ def cluster(e2e_bin: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator
     with ControlPlane(e2e_bin) as cp:
         cp.set_pod_log(GOOD_LOG)
         project = Project(tmp_path_factory.mktemp("cluster-scenarios"), e2e_bin)
-        program = project.root / "placement"
-        program.mkdir()
-        (program / "Pulumi.yaml").write_text(
-            "name: diagon-placement\nruntime:\n  name: python\n  options:\n    virtualenv: venv\n"
-        )
-        (program / "__main__.py").write_text(PROGRAM)
-        (program / "venv").symlink_to((REPO / ".venv").resolve())
+        program = project.program("placement", "diagon-placement", PROGRAM)
         c = Cluster(cp, project, program, {})
         for pool, size in ((gke_gpu(), 3), (gke_tpu(), 2), (gke_cpu(), 2)):
             c.add(pool, size)

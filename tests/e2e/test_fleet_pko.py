@@ -93,13 +93,7 @@ def world(e2e_bin: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[W
         gpu = create_pool(cp, gke_gpu(), 2)
         create_pool(cp, gke_cpu(), 1)
         project = Project(tmp_path_factory.mktemp("fleet-pko"), e2e_bin)
-        member_dir = project.root.with_name(project.root.name + "-member")
-        member_dir.mkdir()
-        (member_dir / "Pulumi.yaml").write_text(
-            "name: diagon-member\nruntime:\n  name: python\n  options:\n    virtualenv: venv\n"
-        )
-        (member_dir / "__main__.py").write_text(MEMBER_PROGRAM)
-        (member_dir / "venv").symlink_to((REPO / ".venv").resolve())
+        member_dir = project.program("member", "diagon-member", MEMBER_PROGRAM)
         yield World(cp, project, member_dir, gpu)
         shutil.rmtree(member_dir, ignore_errors=True)
 
@@ -174,24 +168,6 @@ def test_1_the_operators_crds_take_every_object_of_prod_and_of_1000_clusters(
 
 
 # -- the gate through the real engine -----------------------------------------------------------------------------
-def pulumi_in(world: World, cwd: Path, *args: str, check: bool = True) -> Any:
-    import subprocess
-
-    split = args.index("--") if "--" in args else len(args)  # flags go before a `--`
-    run = subprocess.run(
-        [str(world.project.cli), *args[:split], "--non-interactive", *args[split:]],
-        cwd=cwd,
-        env=world.project.env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert not check or run.returncode == 0, (
-        f"pulumi {' '.join(args)}\n{run.stdout[-3000:]}\n{run.stderr[-3000:]}"
-    )
-    return run
-
-
 def gate_config(wait: int) -> dict[str, Any]:
     return {
         "fleet": "fleet/lab.yaml",
@@ -217,20 +193,12 @@ def test_2_the_gate_fails_while_a_members_diagon_is_not_ready_and_passes_once_it
     world: World, capsys: pytest.CaptureFixture[str]
 ) -> None:
     cp, project = world.cp, world.project
-    pulumi_in(world, world.member_dir, "stack", "init", "dev", "--secrets-provider", "passphrase")
-    pulumi_in(
-        world,
-        world.member_dir,
-        "config",
-        "set",
-        "--secret",
-        "kubeconfig",
-        "--stack",
-        "dev",
-        "--",
-        cp.kubeconfig.read_text(),
+    member = world.member_dir
+    project.pulumi("stack", "init", "dev", "--secrets-provider", "passphrase", cwd=member)
+    project.pulumi(
+        "config", "set", "--secret", "kubeconfig", "--", cp.kubeconfig.read_text(), stack="dev", cwd=member
     )
-    pulumi_in(world, world.member_dir, "up", "--yes", "--skip-preview", "--stack", "dev")
+    project.pulumi("up", "--yes", "--skip-preview", stack="dev", cwd=member)
     project.pulumi("stack", "init", "lab.gate-1-gpu", "--secrets-provider", "passphrase")
     project.set_config("lab.gate-1-gpu", {"fleetGate": gate_config(wait=4)})
 

@@ -12,11 +12,9 @@ from their state alone:
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -57,18 +55,10 @@ class World:
     project: Project
 
     def verify(self, stack: str, project_dir: Path, *args: str) -> tuple[int, dict[str, Any], str]:
-        argv = [sys.executable, "-m", "mldiag", "verify", "--stack", stack, "--project", str(project_dir)]
         t0 = time.monotonic()
-        run = subprocess.run(
-            [*argv, "--format", "json", *args],
-            cwd=REPO,
-            env=self.project.env,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
+        found = self.project.verify_stack(stack, project_dir, *args)
         TIMINGS[f"verify --stack {stack.rsplit('/', 2)[1]}"] = time.monotonic() - t0
-        return run.returncode, (json.loads(run.stdout) if run.stdout.strip() else {}), run.stderr
+        return found
 
     def pulumi(
         self, cwd: Path, *args: str, env: dict[str, str] | None = None
