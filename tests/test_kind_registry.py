@@ -8,7 +8,13 @@ import dataclasses
 import pytest
 
 from program.kinds import table
+from program.kinds.azure_ml.model import AzureMlTarget
 from program.kinds.base import DERIVED, Lazy
+
+
+class ModelElsewhere(AzureMlTarget):
+    """A model outside a kind package's model.py: its entry must name its package."""
+
 
 SHIPPED = ("kubernetesClusters", "gkeClusters", "azureMl", "modelDevelopmentClusters")
 
@@ -40,8 +46,12 @@ def test_an_entry_may_name_its_own_module_and_must_name_one_or_its_package() -> 
     kind = table.BY_KEY["azureMl"]
     own = dataclasses.replace(kind, build=Lazy("elsewhere:make"))
     assert own.build.ref == "elsewhere:make" and own.verify.ref == kind.verify.ref
-    with pytest.raises(ValueError, match=r"^kind azureMl: give its package \(package=__name__\) or build$"):
-        dataclasses.replace(kind, package="", build=DERIVED)
+    assert kind.package == "program.kinds.azure_ml"  # its model's package: program/kinds/azure_ml/model.py
+    with pytest.raises(
+        ValueError,
+        match=r"^kind azureMl: give its package \(its model is not in a package's model.py\) or build$",
+    ):
+        dataclasses.replace(kind, package="", model=ModelElsewhere, build=DERIVED)
 
 
 def test_two_kinds_of_one_order_are_refused(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -84,6 +94,7 @@ def test_an_entry_gives_only_what_differs_from_the_default() -> None:
         "mldiag:index:GkeCluster",
     )
     with pytest.raises(
-        ValueError, match=r"^kind eksClusters: give its package \(package=__name__\) or section$"
+        ValueError,
+        match=r"^kind eksClusters: give its package \(its model is not in a package's model.py\) or section$",
     ):
-        dataclasses.replace(other, package="", section="")
+        dataclasses.replace(other, package="", model=ModelElsewhere, section="")

@@ -97,9 +97,10 @@ class TargetKind(Generic[T]):
     docs: KindDocs
     """Its texts in README, docs/verify.md, docs/lifecycle.md and the new-stack template."""
     package: str = ""
-    """The kind's package (its entry passes `__name__`): build, verify, check and mock_answers default to its
-    modules build.py (`build`), verify.py (`verify`, `check`) and mocks.py, from_state to its state.py, and
-    section to its name."""
+    """The kind's package (default: the package of the model's module, `program.kinds.gke` of
+    `program.kinds.gke.model`): build, verify, check and mock_answers default to its modules build.py
+    (`build`), verify.py (`verify`, `check`) and mocks.py, from_state to its state.py, and section to its
+    name."""
     field: str = ""
     """The StackConfig attribute holding the list (default: the key in snake_case, `gke_clusters`)."""
     export: str = ""
@@ -142,12 +143,17 @@ class TargetKind(Generic[T]):
     """How verify reports name the kind (default: the key)."""
 
     def __post_init__(self) -> None:
+        home, _, module = self.model.__module__.rpartition(".")
+        if module == "model":
+            self._default("package", home)
         self._default("field", re.sub(r"(?<!^)(?=[A-Z])", "_", self.key).lower())
         self._default("export", self.key.removesuffix("s"))
         self._default("component", f"mldiag:index:{self.model.__name__.removesuffix('Target')}")
         if not self.section:
             if not self.package:
-                raise ValueError(f"kind {self.key}: give its package (package=__name__) or section")
+                raise ValueError(
+                    f"kind {self.key}: give its package (its model is not in a package's model.py) or section"
+                )
             self._default("section", self.package.rsplit(".", 1)[-1])
         for attr, ref in (("build", "build:build"), ("verify", "verify:verify"), ("check", "verify:check")):
             self._derive(attr, ref)
@@ -164,5 +170,7 @@ class TargetKind(Generic[T]):
         if getattr(self, attr) is not DERIVED:
             return
         if not self.package:
-            raise ValueError(f"kind {self.key}: give its package (package=__name__) or {attr}")
+            raise ValueError(
+                f"kind {self.key}: give its package (its model is not in a package's model.py) or {attr}"
+            )
         object.__setattr__(self, attr, Lazy(f"{self.package}.{ref}"))

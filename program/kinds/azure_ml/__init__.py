@@ -77,7 +77,6 @@ DOCS = KindDocs(
 
 
 KIND = TargetKind(
-    package=__name__,
     order=30,
     key="azureMl",
     model=AzureMlTarget,

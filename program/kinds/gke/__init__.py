@@ -67,7 +67,6 @@ DOCS = KindDocs(
 
 
 KIND = TargetKind(
-    package=__name__,
     order=20,
     key="gkeClusters",
     model=GkeClusterTarget,

@@ -100,7 +100,6 @@ DOCS = KindDocs(
 
 
 KIND = TargetKind(
-    package=__name__,
     order=10,
     key="kubernetesClusters",
     model=KubernetesClusterTarget,

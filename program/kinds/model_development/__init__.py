@@ -60,7 +60,6 @@ DOCS = KindDocs(
 
 
 KIND = TargetKind(
-    package=__name__,
     order=40,
     key="modelDevelopmentClusters",
     model=ModelDevelopmentClusterTarget,
