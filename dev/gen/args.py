@@ -28,7 +28,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
-from dev.gen import field_docs, parts
+from dev.gen import field_docs, parts, write_or_check
 from ml_diagnostics.rules.base import INPUT
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -306,22 +306,12 @@ def outputs() -> dict[Path, str]:
 
 
 def main(argv: list[str]) -> int:
-    wanted = outputs()
-    if argv == ["--check"]:
-        stale = [p for p, text in wanted.items() if not p.exists() or p.read_text() != text]
-        for p in stale:
-            print(f"{p.relative_to(ROOT)} is stale: run python -m dev.gen.args --write")
-        if not stale:
-            print("args.py, _exports.py, _record.py and components/README.md are current")
-        return 1 if stale else 0
-    if argv not in ([], ["--write"]):
+    if argv not in ([], ["--write"], ["--check"]):
         print("usage: python -m dev.gen.args [--write | --check]", file=sys.stderr)
         return 2
-    for p, text in wanted.items():
-        if not p.exists() or p.read_text() != text:
-            p.write_text(text)
-            print(f"wrote {p.relative_to(ROOT)}")
-    return 0
+    wanted = {p.relative_to(ROOT): text for p, text in outputs().items()}
+    current = "args.py, _exports.py, _record.py and components/README.md are current"
+    return write_or_check(argv, wanted, ROOT, "python -m dev.gen.args --write", current)
 
 
 if __name__ == "__main__":

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from dev.e2e.cert_manager_chart import CHART_SOURCE, MODULE, ChartError, go_download
-from dev.gen import pack_compat
+from dev.gen import pack_compat, write_or_check
 
 ROOT = Path(__file__).resolve().parents[2]
 OUT = ROOT / "components" / "ml_diagnostics" / "cert_manager_schema.json"
@@ -125,15 +125,10 @@ def main(argv: list[str]) -> int:
     except ChartError as e:
         print(f"cert-manager schemas: {e}", file=sys.stderr)
         return 1
-    if argv == ["--check"]:
-        if OUT.read_text() == text:
-            print("cert-manager schemas are current")
-            return 0
-        print(f"{OUT.relative_to(ROOT)} is stale: run python -m dev.gen.cert_manager_schemas --write")
-        return 1
-    OUT.write_text(text)
-    print(f"wrote {OUT.relative_to(ROOT)} ({len(VERSIONS)} releases)")
-    return pack_compat.main([])
+    wanted = {OUT.relative_to(ROOT): text}
+    generator = "python -m dev.gen.cert_manager_schemas --write"
+    code = write_or_check(argv, wanted, ROOT, generator, "cert-manager schemas are current")
+    return code if argv == ["--check"] else pack_compat.main([])
 
 
 if __name__ == "__main__":

@@ -20,7 +20,7 @@ from typing import Any
 import annotated_types
 from pydantic import BaseModel
 
-from dev.gen import parts
+from dev.gen import parts, write_or_check
 from dev.gen.args import _models, args_name, roots
 from ml_diagnostics.rules import sources
 
@@ -148,15 +148,10 @@ def main(argv: list[str]) -> int:
     except Unaudited as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    if argv == ["--check"]:
-        same = OUT.exists() and OUT.read_text() == text
-        print(
-            "docs/constraints.md is current" if same else "stale: run python -m dev.gen.constraints --write"
-        )
-        return 0 if same else 1
-    OUT.write_text(text)
-    print(f"wrote {OUT.relative_to(ROOT)}")
-    return 0
+    wanted = {OUT.relative_to(ROOT): text}
+    return write_or_check(
+        argv, wanted, ROOT, "python -m dev.gen.constraints --write", "docs/constraints.md is current"
+    )
 
 
 if __name__ == "__main__":

@@ -4,13 +4,15 @@ the module that checks values against them (cert_manager_schema.py, cert_manager
 components/ml_diagnostics/ into policies/mldiag_policy/.
 
     python -m dev.gen.pack_compat           # write the copies
-    python -m dev.gen.pack_compat --check   # exit 1 when a copy differs
+    python -m dev.gen.pack_compat --check   # exit 1 when a copy is stale
 """
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
+
+from dev.gen import write_or_check
 
 ROOT = Path(__file__).resolve().parents[2]
 SOURCE_DIR = ROOT / "components" / "ml_diagnostics"
@@ -19,24 +21,13 @@ SHARED = ("compat.py", "cert_manager_schema.py", "cert_manager_schema.json")
 
 
 def main(argv: list[str]) -> int:
-    if argv == ["--check"]:
-        stale = [
-            n
-            for n in SHARED
-            if not (COPY_DIR / n).exists() or (COPY_DIR / n).read_bytes() != (SOURCE_DIR / n).read_bytes()
-        ]
-        for name in stale:
-            print(f"{(COPY_DIR / name).relative_to(ROOT)} differs: run python -m dev.gen.pack_compat")
-        if not stale:
-            print("the pack's copies are current")
-        return 1 if stale else 0
-    if argv:
+    if argv not in ([], ["--check"]):
         print(__doc__.strip(), file=sys.stderr)
         return 2
-    for name in SHARED:
-        (COPY_DIR / name).write_bytes((SOURCE_DIR / name).read_bytes())
-        print(f"wrote {(COPY_DIR / name).relative_to(ROOT)}")
-    return 0
+    wanted = {(COPY_DIR / n).relative_to(ROOT): (SOURCE_DIR / n).read_text() for n in SHARED}
+    return write_or_check(
+        argv, wanted, ROOT, "python -m dev.gen.pack_compat", "the pack's copies are current"
+    )
 
 
 if __name__ == "__main__":

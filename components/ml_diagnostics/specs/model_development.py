@@ -98,7 +98,8 @@ SubnetworkName = Annotated[
         "projects/PROJECT/regions/REGION/subnetworks/SUBNET",
     ),
 ]
-FilestoreName = Annotated[
+# Filestore's and Managed Lustre's instance names have one form.
+InstanceName = Annotated[
     str,
     _shaped(
         r"projects/[^/]+/locations/[^/]+/instances/[^/]+", "projects/PROJECT/locations/ZONE/instances/NAME"
@@ -106,12 +107,6 @@ FilestoreName = Annotated[
 ]
 PoolId = Annotated[
     str, _shaped(r"[a-z][a-z0-9-]{0,62}", "1-63 lowercase letters, digits or '-', starting with a letter")
-]
-LustreName = Annotated[
-    str,
-    _shaped(
-        r"projects/[^/]+/locations/[^/]+/instances/[^/]+", "projects/PROJECT/locations/ZONE/instances/NAME"
-    ),
 ]
 PartitionId = Annotated[
     str, _shaped(r"[a-z][a-z0-9]{0,29}", "1-30 lowercase letters or digits, starting with a letter")
@@ -174,7 +169,7 @@ class NodeSet(SpecModel):
 
 
 class SlurmSpec(SpecModel):
-    home_directory_storage: FilestoreName
+    home_directory_storage: InstanceName
     partitions: list[Partition]
     login_node_pool_id: str
     default_partition_id: str | None = None
@@ -222,7 +217,7 @@ class LustreExportConfig(SpecModel):
         Literal["MONDAY", "TUESDAY", "WEDNESDAY", "THURSDAY", "FRIDAY", "SATURDAY", "SUNDAY"]
     ] = []
     """Days a backup runs, each at most once; empty: every day."""
-    lustres: list[LustreName] = []
+    lustres: list[InstanceName] = []
     """Instances to back up (projects/P/locations/ZONE/instances/NAME, attached to a node pool); empty: all."""
     start_time: TimeOfDay | None = None
     """Time of day the backup starts."""
