@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Callable
 from pathlib import Path
 
 
@@ -24,3 +26,26 @@ def write_or_check(argv: list[str], wanted: dict[Path, str], root: Path, generat
     if not old:
         print(current)
     return 1 if old and argv == ["--check"] else 0
+
+
+def generate(
+    argv: list[str],
+    outputs: Callable[[], dict[Path, str]],
+    *,
+    root: Path,
+    generator: str,
+    current: str,
+    usage: str,
+    errors: tuple[type[Exception], ...] = (),
+) -> int:
+    """A generator's main: `--write` or `--check` (else `usage`, exit 2) of what `outputs` makes; one of its
+    `errors` is said and exits 2."""
+    if argv not in (["--write"], ["--check"]):
+        print(usage.strip(), file=sys.stderr)
+        return 2
+    try:
+        wanted = outputs()
+    except errors as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    return write_or_check(argv, wanted, root, generator, current)

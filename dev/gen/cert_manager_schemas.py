@@ -17,8 +17,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from dev import gen
 from dev.e2e.cert_manager_chart import CHART_SOURCE, MODULE, ChartError, go_download
-from dev.gen import pack_compat, write_or_check
+from dev.gen import pack_compat
 
 ROOT = Path(__file__).resolve().parents[2]
 OUT = ROOT / "components" / "ml_diagnostics" / "cert_manager_schema.json"
@@ -117,18 +118,16 @@ def generate() -> str:
 
 
 def main(argv: list[str]) -> int:
-    if argv not in (["--write"], ["--check"]):
-        print(__doc__.strip(), file=sys.stderr)
-        return 2
-    try:
-        text = generate()
-    except ChartError as e:
-        print(f"cert-manager schemas: {e}", file=sys.stderr)
-        return 1
-    wanted = {OUT.relative_to(ROOT): text}
-    generator = "python -m dev.gen.cert_manager_schemas --write"
-    code = write_or_check(argv, wanted, ROOT, generator, "cert-manager schemas are current")
-    return code if argv == ["--check"] else pack_compat.main([])
+    code = gen.generate(
+        argv,
+        lambda: {OUT.relative_to(ROOT): generate()},
+        root=ROOT,
+        generator="python -m dev.gen.cert_manager_schemas --write",
+        current="cert-manager schemas are current",
+        usage=__doc__,
+        errors=(ChartError,),
+    )
+    return pack_compat.main([]) if code == 0 and argv == ["--write"] else code
 
 
 if __name__ == "__main__":

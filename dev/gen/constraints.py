@@ -20,7 +20,7 @@ from typing import Any
 import annotated_types
 from pydantic import BaseModel
 
-from dev.gen import parts, write_or_check
+from dev.gen import generate, parts
 from dev.gen.args import _models, args_name, roots
 from ml_diagnostics.rules import sources
 
@@ -143,14 +143,14 @@ def render() -> str:
 
 
 def main(argv: list[str]) -> int:
-    try:
-        text = render()
-    except Unaudited as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    wanted = {OUT.relative_to(ROOT): text}
-    return write_or_check(
-        argv, wanted, ROOT, "python -m dev.gen.constraints --write", "docs/constraints.md is current"
+    return generate(
+        argv,
+        lambda: {OUT.relative_to(ROOT): render()},
+        root=ROOT,
+        generator="python -m dev.gen.constraints --write",
+        current="docs/constraints.md is current",
+        usage=__doc__,
+        errors=(Unaudited,),
     )
 
 

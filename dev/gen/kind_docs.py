@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TypeVar
 
-from dev.gen import write_or_check
+from dev.gen import generate
 from program.kinds.table import KINDS, TargetKind
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -96,15 +96,15 @@ def stale(root: Path = ROOT, kinds: Sequence[TargetKind] = KINDS) -> list[Path]:
 
 
 def main(argv: list[str], root: Path = ROOT, kinds: Sequence[TargetKind] = KINDS) -> int:
-    if argv not in (["--write"], ["--check"]):
-        print(__doc__.strip(), file=sys.stderr)
-        return 2
-    try:
-        wanted = outputs(root, kinds)
-    except (StaleInput, FileNotFoundError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    return write_or_check(argv, wanted, root, GENERATOR, "the kinds' generated texts are current")
+    return generate(
+        argv,
+        lambda: outputs(root, kinds),
+        root=root,
+        generator=GENERATOR,
+        current="the kinds' generated texts are current",
+        usage=__doc__,
+        errors=(StaleInput, FileNotFoundError),
+    )
 
 
 if __name__ == "__main__":

@@ -28,7 +28,6 @@ if str(ROOT / "policies") not in sys.path:
 from mldiag_policy import levels, pack  # noqa: E402
 
 from dev import gen  # noqa: E402
-from dev.gen import write_or_check  # noqa: E402
 
 README = Path("policies") / "README.md"
 EXPECTED = Path("tests") / "fixtures" / "policy_levels.py"
@@ -167,15 +166,15 @@ def stale(root: Path = ROOT) -> list[Path]:
 
 
 def main(argv: list[str], root: Path = ROOT) -> int:
-    if argv not in (["--write"], ["--check"]):
-        print(__doc__.strip(), file=sys.stderr)
-        return 2
-    try:
-        wanted = outputs(root)
-    except StaleInput as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    return write_or_check(argv, wanted, root, GENERATOR, "the policy levels' generated files are current")
+    return gen.generate(
+        argv,
+        lambda: outputs(root),
+        root=root,
+        generator=GENERATOR,
+        current="the policy levels' generated files are current",
+        usage=__doc__,
+        errors=(StaleInput,),
+    )
 
 
 if __name__ == "__main__":
