@@ -200,6 +200,19 @@ def test_the_command_writes_checks_and_refuses_an_uncommitted_program(
     (project / "program" / "extra.py").write_text("# not committed\n")
     assert cli.main([*args, "--organization", "acme"]) == 2
     assert capsys.readouterr().err.startswith("error: program/extra.py: not as at commit ")
+    # the picture needs neither a remote nor a committed program
+    subprocess.run([*git, "remote", "remove", "origin"], check=True)
+    picture = [
+        "pko",
+        str(project / "fleet" / "prod.yaml"),
+        "--format",
+        "mermaid",
+        "--project-dir",
+        str(project),
+    ]
+    assert cli.main([*picture, "--organization", "acme"]) == 0
+    drawn = capsys.readouterr().out
+    assert drawn.startswith("flowchart LR\n") and '{{"prod-gate-2-main<br/>' in drawn
 
 
 def test_the_prerequisite_graph_is_a_picture_mermaid_parses(

@@ -126,7 +126,10 @@ def run_pko(args: argparse.Namespace) -> int:
             if fleet.resolve().is_relative_to(project)
             else str(fleet)
         )
-        source = pko.default_source(project, args.repo, args.commit, args.branch)
+        if args.format == "mermaid":  # the graph needs no revision: drawn from any checkout, remote or not
+            source = pko.Source(args.repo or "origin", args.commit, args.branch or "HEAD")
+        else:
+            source = pko.default_source(project, args.repo, args.commit, args.branch)
         if source.commit:
             pko.check_committed(project, source.commit, _program_paths(plan, project))
         source = pko.Source(source.repo, source.commit, source.branch, source.repo_dir, args.git_auth_secret)
