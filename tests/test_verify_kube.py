@@ -11,7 +11,7 @@ from dev.fakes import k8s_api
 from dev.fakes.k8s_api import FakeKubeApi
 from ml_diagnostics import compat
 from mldiag.verify import cli
-from tests.fixtures.verify import IMAGE, checks, lab_target, run_verify, stack_file
+from tests.fixtures.verify import DIAGON_CHECKS, IMAGE, checks, lab_target, run_verify, stack_file
 
 HEALTHY_CHECKS = [
     "helm.cert-manager",
@@ -22,11 +22,7 @@ HEALTHY_CHECKS = [
     "workloads.mldiagnostics-connection-operator",
     "webhook.ca-injected",
     "namespace.ai-workloads",
-    "diagon.scheduled",
-    "diagon.admission",
-    "diagon.ready",
-    "diagon.image",
-    "diagon.logs",
+    *DIAGON_CHECKS,
 ]
 
 
