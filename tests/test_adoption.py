@@ -18,7 +18,14 @@ from mldiag.plan.cli import build_report
 from mldiag.report import render as plan_render
 from program.config import ConfigError, parse
 from tests.fixtures.components import run_with_options, stack_config
-from tests.test_kubernetes_components import JAX_08_ARGS, KUBECONFIG, OCI, SEED_MANIFEST
+from tests.test_kubernetes_components import (
+    INJECTION_WEBHOOK_RELEASE,
+    JAX_08_ARGS,
+    KUBECONFIG,
+    OCI,
+    SEED_MANIFEST,
+    managed_gke,
+)
 
 NS = "ml-diagnostics"
 SUB = "3f2b7c1e-8d4a-4b6e-9c0f-1a2b3c4d5e6f"
@@ -86,14 +93,7 @@ def test_adopted_releases_equal_the_vendor_helm_commands(k8s):
     assert cm["values"] == {"installCRDs": True, "global": {"leaderElection": {"namespace": "cert-manager"}}}
     # helm upgrade --install mldiagnostics-injection-webhook --namespace=gke-mldiagnostics --version 0.25.0 oci://...
     wh = by_name(result, "k8s-lab-mldiag-manual-injection-webhook").inputs
-    assert wh == {
-        "name": "mldiagnostics-injection-webhook",
-        "chart": f"{OCI}/mldiagnostics-injection-webhook",
-        "version": "0.25.0",
-        "namespace": "gke-mldiagnostics",
-        "values": {},
-        "compat": "true",
-    }
+    assert wh == INJECTION_WEBHOOK_RELEASE
     # JAX 0.8.x: --version 0.24.0 --set 'mldiagnosticsConnectionOperator.controller.args={...}'
     op = by_name(result, "k8s-lab-mldiag-manual-connection-operator").inputs
     assert (op["name"], op["chart"], op["version"], op["namespace"]) == (
@@ -158,14 +158,7 @@ def test_adopted_diagon_in_kube_system_with_the_doc_update_image():
 
 
 def test_adopted_diagon_on_gke_follows_the_manifest_placement():
-    gke = {
-        "name": "g",
-        "project": "acme-ml-dev",
-        "location": "us-central1-a",
-        "currentVersion": "1.35.1-gke.1396000",
-        "mode": "managed",
-        "diagon": {"enabled": True, "adopt": True},
-    }
+    gke = managed_gke({"enabled": True, "adopt": True})
     result, registered = run(gkeClusters=[gke])
     pod = by_name(result, "gke-g-mldiag-diagon-daemonset").inputs["spec"]["template"]["spec"]
     assert "affinity" not in pod and "nodeSelector" not in pod

@@ -39,18 +39,27 @@ def test_pack_is_stopped_when_the_caller_fails():
     assert pid is not None and not _alive(pid)
 
 
-def test_pack_that_dies_before_printing_a_port_is_reported(tmp_path):
-    (tmp_path / "__main__.py").write_text("import sys\nprint('no port here', file=sys.stderr)\nsys.exit(3)\n")
-    pack = PolicyPackProcess(policy_dir=tmp_path, start_timeout=20)
-    with pytest.raises(RuntimeError, match="exited before printing its port:\nno port here"):
-        pack.start()
-    assert pack.proc is None
-
-
-def test_pack_that_hangs_is_killed_after_the_timeout(tmp_path):
-    (tmp_path / "__main__.py").write_text("import time\ntime.sleep(60)\n")
-    pack = PolicyPackProcess(policy_dir=tmp_path, start_timeout=1)
-    with pytest.raises(RuntimeError, match="did not print its port within 1s"):
+@pytest.mark.parametrize(
+    ("program", "start_timeout", "error"),
+    [
+        pytest.param(
+            "import sys\nprint('no port here', file=sys.stderr)\nsys.exit(3)\n",
+            20,
+            "exited before printing its port:\nno port here",
+            id="dies-before-printing-a-port",
+        ),
+        pytest.param(
+            "import time\ntime.sleep(60)\n",
+            1,
+            "did not print its port within 1s",
+            id="hangs-past-the-timeout",
+        ),
+    ],
+)
+def test_pack_that_fails_to_start_is_reported_and_gone(tmp_path, program, start_timeout, error):
+    (tmp_path / "__main__.py").write_text(program)
+    pack = PolicyPackProcess(policy_dir=tmp_path, start_timeout=start_timeout)
+    with pytest.raises(RuntimeError, match=error):
         pack.start()
     assert pack.proc is None
 

@@ -123,21 +123,23 @@ serve(lambda s: provider_pb2_grpc.add_ResourceProviderServicer_to_server(P(), s)
     return files
 
 
+def tar_zst(executables: dict[str, bytes]) -> bytes:
+    """A tar of executable files (path in the tar -> content), packed by zstd."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        for path, data in executables.items():
+            info = tarfile.TarInfo(path)
+            info.size, info.mode = len(data), 0o755
+            tar.addfile(info, io.BytesIO(data))
+    return subprocess.run(["zstd", "-q", "-c"], input=buf.getvalue(), capture_output=True, check=True).stdout
+
+
 def make_archive(
     where: Path, files: dict[str, str], name: str | None = None, corrupt_part: int | None = None
 ) -> Path:
     name = name or key()
     where.mkdir(parents=True)
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w") as tar:
-        for fname, text in files.items():
-            data = text.encode()
-            info = tarfile.TarInfo(f"{name}/bin/{fname}")
-            info.size, info.mode = len(data), 0o755
-            tar.addfile(info, io.BytesIO(data))
-    packed = subprocess.run(
-        ["zstd", "-q", "-c"], input=buf.getvalue(), capture_output=True, check=True
-    ).stdout
+    packed = tar_zst({f"{name}/bin/{fname}": text.encode() for fname, text in files.items()})
     size = len(packed) // 3 + 1
     parts = [packed[i : i + size] for i in range(0, len(packed), size)]
     sums = []
@@ -327,15 +329,8 @@ def make_extra_archive(where: Path, name: str, script: str, corrupt: bool = Fals
     extras = where / "extras"
     extras.mkdir(parents=True, exist_ok=True)
     exe = Path(extra_pins()[name].rsplit("@", 1)[0]).name
-    buf = io.BytesIO()
     data = script.encode()
-    with tarfile.open(fileobj=buf, mode="w") as tar:
-        info = tarfile.TarInfo(f"{extra_dir(name)}/bin/{exe}")
-        info.size, info.mode = len(data), 0o755
-        tar.addfile(info, io.BytesIO(data))
-    packed = subprocess.run(
-        ["zstd", "-q", "-c"], input=buf.getvalue(), capture_output=True, check=True
-    ).stdout
+    packed = tar_zst({f"{extra_dir(name)}/bin/{exe}": data})
     file = f"{extra_dir(name)}.tar.zst"
     (extras / file).write_bytes(packed[:-1] + bytes([packed[-1] ^ 1]) if corrupt else packed)
     with (extras / "SHA256SUMS").open("a") as f:

@@ -82,14 +82,8 @@ def test_create_enables_and_waits_for_the_operation(
     assert put.headers["Content-Type"] == "application/json"
     assert "x-goog-user-project" not in put.headers
     assert result.id == f"projects/{P}/locations/{L}/clusters/{C}"
-    assert result.outs == {
-        "project": P,
-        "location": L,
-        "cluster": C,
-        "enabled": True,
-        "clusterVersion": "1.35.1-gke.1396000",
-        "apiEndpoint": fake.url,
-        "emulator": True,
+    # the inputs, echoed, and what the provider found and started
+    assert result.outs == props(fake) | {
         "previousEnabled": False,
         "liveVersion": "1.35.1-gke.1396000",
         "lastOperation": "operation-0001",
@@ -233,9 +227,8 @@ def test_permission_denied_is_not_retried(
     assert fake.calls("PUT") == [("PUT", CLUSTER)]
 
 
-def test_busy_cluster_waits_for_the_running_operation_then_retries(
-    provider: gmd.ManagedMlDiagnosticsProvider, fake: FakeGkeApi
-) -> None:
+def next_put_finds_the_cluster_busy(fake: FakeGkeApi) -> None:
+    """The next PUT is refused because the cluster is busy with operation-0001."""
     fake.fail_next(
         "PUT",
         "/clusters/",
@@ -243,6 +236,12 @@ def test_busy_cluster_waits_for_the_running_operation_then_retries(
         "Cluster is running incompatible operation operation-0001.",
         reason="FAILED_PRECONDITION",
     )
+
+
+def test_busy_cluster_waits_for_the_running_operation_then_retries(
+    provider: gmd.ManagedMlDiagnosticsProvider, fake: FakeGkeApi
+) -> None:
+    next_put_finds_the_cluster_busy(fake)
     # the operation the message names exists (e.g. an upgrade someone else started)
     running = fake.add_operation(P, L, C, polls=0)
     provider.create(props(fake))
@@ -262,13 +261,7 @@ def test_busy_with_the_same_change_sends_nothing_again(
     provider: gmd.ManagedMlDiagnosticsProvider, fake: FakeGkeApi
 ) -> None:
     """A PUT retried after its answer was lost finds its own operation running: no second operation."""
-    fake.fail_next(
-        "PUT",
-        "/clusters/",
-        400,
-        "Cluster is running incompatible operation operation-0001.",
-        reason="FAILED_PRECONDITION",
-    )
+    next_put_finds_the_cluster_busy(fake)
     running = fake.add_operation(P, L, C, polls=0)
     running.apply = {gmd.FIELD: {"enabled": True}}
     out = provider.create(props(fake))

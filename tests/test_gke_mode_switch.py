@@ -18,6 +18,7 @@ from mldiag.diff import diff_plans
 from mldiag.engine.runtime import PlanResult, run_config
 from mldiag.plan import cli as plan_cli
 from mldiag.plan.cli import build_report
+from tests import test_gke_config as gke_config
 from tests.test_gke_cluster import ADOPTED
 
 CLUSTER = "gcp:container/cluster:Cluster"
@@ -25,12 +26,8 @@ FLAG = "pulumi-python:dynamic/gke:ManagedMlDiagnostics"
 RELEASE = "kubernetes:helm.sh/v3:Release"
 MANUAL_RELEASES = ["cert-manager", "mldiagnostics-connection-operator", "mldiagnostics-injection-webhook"]
 
-CREATED: dict[str, Any] = {
-    "name": "train",
-    "create": True,
-    "project": "acme-ml-dev",
-    "location": "us-central1",
-    "minMasterVersion": "1.35.1-gke.1396000",
+# the config tests' created cluster with only its system pool, and a workload namespace
+CREATED: dict[str, Any] = gke_config.CREATED | {
     "nodePools": [{"name": "system", "machineType": "e2-standard-4"}],
     "workloadNamespaces": [{"name": "ai", "create": True}],
 }

@@ -26,6 +26,16 @@ JAX_08_ARGS = [
     "--sidecar-timeout=65m",
     "--disable-hostname-override",
 ]
+# The manual install's webhook release: helm upgrade --install mldiagnostics-injection-webhook
+# --namespace=gke-mldiagnostics --version 0.25.0 oci://...
+INJECTION_WEBHOOK_RELEASE = {
+    "name": "mldiagnostics-injection-webhook",
+    "chart": f"{OCI}/mldiagnostics-injection-webhook",
+    "version": "0.25.0",
+    "namespace": "gke-mldiagnostics",
+    "values": {},
+    "compat": "true",
+}
 
 # The seed's diagon-daemonset.yaml, verbatim (SERVICE_ACCOUNT_NAME is the placeholder the docs leave to fill).
 SEED_MANIFEST = yaml.safe_load(
@@ -199,14 +209,7 @@ def test_manual_namespace_records_cert_manager_release(manual):
 
 
 def test_injection_webhook_release(manual):
-    assert by_name(manual, "k8s-lab-mldiag-manual-injection-webhook").inputs == {
-        "name": "mldiagnostics-injection-webhook",
-        "chart": f"{OCI}/mldiagnostics-injection-webhook",
-        "version": "0.25.0",
-        "namespace": "gke-mldiagnostics",
-        "values": {},
-        "compat": "true",
-    }
+    assert by_name(manual, "k8s-lab-mldiag-manual-injection-webhook").inputs == INJECTION_WEBHOOK_RELEASE
 
 
 def test_connection_operator_release_jax_08(manual):
@@ -354,15 +357,20 @@ def test_self_managed_diagon_runs_on_the_nodes_the_user_names():
     }
 
 
-def test_gke_diagon_keeps_the_accelerator_default():
-    gke = {
+def managed_gke(diagon: dict[str, Any]) -> dict[str, Any]:
+    """An existing GKE cluster `g` in managed mode, with these diagon settings."""
+    return {
         "name": "g",
         "project": "acme-ml-dev",
         "location": "us-central1-a",
         "currentVersion": "1.35.1-gke.1396000",
         "mode": "managed",
-        "diagon": {"enabled": True},
+        "diagon": diagon,
     }
+
+
+def test_gke_diagon_keeps_the_accelerator_default():
+    gke = managed_gke({"enabled": True})
     result = run_config({"ml-diagnostics:environment": "dev", "ml-diagnostics:gkeClusters": [gke]}, [])
     pod = by_name(result, "gke-g-mldiag-diagon-daemonset").inputs["spec"]["template"]["spec"]
     assert pod["affinity"] == ACCELERATOR_AFFINITY

@@ -12,6 +12,7 @@ import yaml
 from mldiag.engine.runtime import run_config
 from program import config
 from program.kinds.model_development.model import ModelDevelopmentClusterTarget
+from tests.fixtures.google import seed_orchestrator
 from tests.fixtures.stacks import STACK_NAMES
 
 NS = "ml-diagnostics"
@@ -196,13 +197,7 @@ def test_component_registers_the_dynamic_resource_with_snake_case_inputs():
                 "zone": "us-central1-a",
             },
         ],
-        "orchestrator_spec": {
-            "slurm_spec": {
-                "home_directory_storage": "projects/p/locations/us-central1-a/instances/home",
-                "partitions": [{"id": "cpu", "node_pool_ids": ["cpu"]}],
-                "login_node_pool_id": "login",
-            }
-        },
+        "orchestrator_spec": seed_orchestrator(),
         "update_mode": "USER_AND_SERVICE",
         "deletion_policy": "DELETE",
         "operation_timeout_minutes": 120,

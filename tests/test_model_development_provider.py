@@ -366,12 +366,16 @@ def test_partitions_and_node_pools_together(provider, api, spec):
     }
 
 
-def test_default_partition_only_sends_only_that_field(provider, api, spec):
-    two = with_slurm(
+def two_partitions_a_default(spec: dict[str, Any]) -> dict[str, Any]:
+    return with_slurm(
         spec,
         partitions=[{"id": "a", "node_pool_ids": ["cpu"]}, {"id": "b", "node_pool_ids": ["cpu"]}],
         default_partition_id="a",
     )
+
+
+def test_default_partition_only_sends_only_that_field(provider, api, spec):
+    two = two_partitions_a_default(spec)
     outs = create(provider, api, two)
     new = with_slurm(two, default_partition_id="b")
     _, patch = update(provider, api, outs, new)
@@ -384,11 +388,7 @@ def test_default_partition_only_sends_only_that_field(provider, api, spec):
 
 
 def test_deleting_or_renaming_the_default_partition_is_refused_before_any_call(provider, api, spec):
-    two = with_slurm(
-        spec,
-        partitions=[{"id": "a", "node_pool_ids": ["cpu"]}, {"id": "b", "node_pool_ids": ["cpu"]}],
-        default_partition_id="a",
-    )
+    two = two_partitions_a_default(spec)
     outs = create(provider, api, two)
     new = with_slurm(two, partitions=[{"id": "b", "node_pool_ids": ["cpu"]}], default_partition_id="b")
     failures = provider.check(outs, new).failures

@@ -25,12 +25,12 @@ from program.kinds.azure_ml.verify import record_of
 from program.kinds.azure_ml.verify_cluster import HEALTHCHECK_CODES, expected_components
 from program.kinds.context import VerifyContext
 from program.verify.result import TargetResult
-from tests.fixtures.verify import checks, kubeconfig, run_verify, stack_file
+from tests.fixtures.verify import AZURE_SUB, aml_target, checks, kubeconfig, run_verify, stack_file
 from tests.test_verify_rbac import allowed, attributes
 
-SUB = "3f2b7c1e-8d4a-4b6e-9c0f-1a2b3c4d5e6f"
 CLUSTER = (
-    f"/subscriptions/{SUB}/resourceGroups/rg-ml/providers/Microsoft.ContainerService/managedClusters/gpu-lab"
+    f"/subscriptions/{AZURE_SUB}/resourceGroups/rg-ml"
+    "/providers/Microsoft.ContainerService/managedClusters/gpu-lab"
 )
 EXT = f"{CLUSTER}/providers/Microsoft.KubernetesConfiguration/extensions/azureml"
 CREDENTIALS = f"{CLUSTER}/listClusterUserCredential"
@@ -42,23 +42,11 @@ def components_of(target: AzureMlTarget) -> list[str]:
 
 
 def target(**over: Any) -> dict[str, Any]:
-    t: dict[str, Any] = {
-        "name": "ml",
-        "extensionName": "azureml",
-        "cluster": {
-            "kind": "aks",
-            "subscriptionId": SUB,
-            "resourceGroup": "rg-ml",
-            "name": "gpu-lab",
-            "location": "koreacentral",
-            "nodeCount": 3,
-        },
-        "training": True,
+    defaults = {
         "inference": {"enabled": True, "routerServiceType": "LoadBalancer", "allowInsecureConnections": True},
         "verifyAccess": {"aksUserCredentials": True},
     }
-    t.update(over)
-    return t
+    return aml_target("aks", **(defaults | over))
 
 
 def model(**over: Any) -> AzureMlTarget:

@@ -19,6 +19,9 @@ from dev.fakes.k8s_api import FakeKubeApi
 from dev.fakes.tls import loopback_certificate
 from dev.fakes.vertex_api import FakeVertexApi
 from tests.fixtures.verify import (
+    AZURE_SUB,
+    DIAGON_CHECKS,
+    aml_target,
     checks,
     run_verify,
     seed_diagon,
@@ -120,11 +123,7 @@ def test_managed_gke_passes_through_the_gke_api_and_the_exec_credential(
         "gke.managed",
         "namespace.default",
         "namespace.ai-workloads",
-        "diagon.scheduled",
-        "diagon.admission",
-        "diagon.ready",
-        "diagon.image",
-        "diagon.logs",
+        *DIAGON_CHECKS,
     ]
     assert got["gke.managed"]["detail"] == "flag on, version 1.35.1-gke.1396000 >= 1.35.0-gke.3065000"
     assert gke.calls() == [("GET", f"/v1/projects/{PROJECT}/locations/{LOCATION}/clusters/{CLUSTER}")]
@@ -248,32 +247,13 @@ def test_model_development_cluster_state(
     assert check["fix"].startswith(fix)
 
 
-SUB = "3f2b7c1e-8d4a-4b6e-9c0f-1a2b3c4d5e6f"
-
-
-def aml_target(kind: str) -> dict[str, Any]:
-    return {
-        "name": "ml",
-        "extensionName": "azureml",
-        "cluster": {
-            "kind": kind,
-            "subscriptionId": SUB,
-            "resourceGroup": "rg-ml",
-            "name": "gpu-lab",
-            "location": "koreacentral",
-            "nodeCount": 3,
-        },
-        "training": True,
-    }
-
-
 def cluster_id(kind: str) -> str:
     rp, typ = (
         ("Microsoft.ContainerService", "managedClusters")
         if kind == "aks"
         else ("Microsoft.Kubernetes", "connectedClusters")
     )
-    return f"/subscriptions/{SUB}/resourceGroups/rg-ml/providers/{rp}/{typ}/gpu-lab"
+    return f"/subscriptions/{AZURE_SUB}/resourceGroups/rg-ml/providers/{rp}/{typ}/gpu-lab"
 
 
 def ext_id(kind: str) -> str:
@@ -367,8 +347,8 @@ def test_a_pending_extension_suggests_waiting(
 def arc_relay(arm: FakeArm, *, rule: bool = True) -> str:
     from ml_diagnostics.azure_ml import relay_namespace_name
 
-    ns = relay_namespace_name("gpu-lab", SUB, "rg-ml")
-    base = f"/subscriptions/{SUB}/resourceGroups/rg-ml/providers/Microsoft.Relay/namespaces/{ns}"
+    ns = relay_namespace_name("gpu-lab", AZURE_SUB, "rg-ml")
+    base = f"/subscriptions/{AZURE_SUB}/resourceGroups/rg-ml/providers/Microsoft.Relay/namespaces/{ns}"
     arm.put(base, {"properties": {"provisioningState": "Succeeded", "status": "Active"}})
     hc = arm.put(f"{base}/hybridConnections/gpu-lab", {"properties": {"requiresClientAuthorization": True}})
     if rule:

@@ -11,7 +11,7 @@ from dev.fakes import k8s_api
 from dev.fakes.k8s_api import FakeKubeApi
 from ml_diagnostics import compat
 from mldiag.verify import cli
-from tests.fixtures.verify import IMAGE, checks, lab_target, run_verify, stack_file
+from tests.fixtures.verify import DIAGON_CHECKS, IMAGE, checks, lab_target, run_verify, stack_file
 
 HEALTHY_CHECKS = [
     "helm.cert-manager",
@@ -22,11 +22,7 @@ HEALTHY_CHECKS = [
     "workloads.mldiagnostics-connection-operator",
     "webhook.ca-injected",
     "namespace.ai-workloads",
-    "diagon.scheduled",
-    "diagon.admission",
-    "diagon.ready",
-    "diagon.image",
-    "diagon.logs",
+    *DIAGON_CHECKS,
 ]
 
 
@@ -76,6 +72,13 @@ def verify_lab(tmp_path: Path, capsys: pytest.CaptureFixture[str], **overrides: 
     return code, report
 
 
+def lab_fails(tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str) -> tuple[dict, dict]:
+    """Verifies the lab, which must fail (exit 1): the report and its failing check `name`."""
+    code, report = verify_lab(tmp_path, capsys)
+    assert code == 1
+    return report, failing(report, name)
+
+
 def test_no_diagon_pod_scheduled_names_the_node_selection(
     healthy_lab: FakeKubeApi, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -92,9 +95,7 @@ def test_no_diagon_pod_scheduled_names_the_node_selection(
             affinity_labels=list(compat.ACCELERATOR_NODE_LABELS),
         ),
     )
-    code, report = verify_lab(tmp_path, capsys)
-    assert code == 1
-    check = failing(report, "diagon.scheduled")
+    report, check = lab_fails(tmp_path, capsys, "diagon.scheduled")
     assert check["detail"] == (
         "0 pods scheduled: no node matches the DaemonSet's node affinity: any node with "
         "cloud.google.com/gke-accelerator or cloud.google.com/gke-tpu-accelerator or nvidia.com/gpu.present"
@@ -133,9 +134,7 @@ def test_a_pod_not_ready_is_named_with_its_reason(
             waiting="ImagePullBackOff",
         ),
     )
-    code, report = verify_lab(tmp_path, capsys)
-    assert code == 1
-    check = failing(report, "diagon.ready")
+    report, check = lab_fails(tmp_path, capsys, "diagon.ready")
     assert check["detail"] == (
         f"1/2 ready; diagon-daemon-1 on gpu-node-b: ImagePullBackOff (ImagePullBackOff for {IMAGE})"
     )
@@ -149,9 +148,7 @@ def test_a_missing_log_signature_is_named_per_pod(
     healthy_lab.logs[("diagon", "diagon-daemon-1", "diagon-daemon")] = (
         "I1130 stream.go:88] Stream established.\n"
     )
-    code, report = verify_lab(tmp_path, capsys)
-    assert code == 1
-    check = failing(report, "diagon.logs")
+    report, check = lab_fails(tmp_path, capsys, "diagon.logs")
     assert check["detail"] == (
         "diagon-daemon-1 lacks 'Received successful DaemonRegistrationResponse from backend', "
         "'Sending DaemonHeartbeatRequest' (read 2 of 2 pod logs)"
@@ -170,9 +167,7 @@ def test_a_wrong_image_on_the_daemonset_says_pulumi_up_restores_it(
         "us-central1-docker.pkg.dev/hypercomputediagon-release/daemon-docker/mldiagnostics-daemon:latest"
     )
     healthy_lab.put("daemonsets", k8s_api.daemon_set("diagon-daemon", "diagon", drifted, desired=2, ready=2))
-    code, report = verify_lab(tmp_path, capsys)
-    assert code == 1
-    check = failing(report, "diagon.image")
+    _, check = lab_fails(tmp_path, capsys, "diagon.image")
     assert check["detail"] == f"DaemonSet runs {drifted}, config says {IMAGE}"
     assert "`kubectl set image`" in check["fix"] and "run `pulumi up`" in check["fix"]
 
@@ -218,9 +213,7 @@ def test_a_failed_release_reports_helms_description(
             description='Upgrade "mldiagnostics-injection-webhook" failed: context deadline exceeded',
         ),
     )
-    code, report = verify_lab(tmp_path, capsys)
-    assert code == 1
-    check = failing(report, f"helm.{release}")
+    report, check = lab_fails(tmp_path, capsys, f"helm.{release}")
     assert check["detail"] == (
         f"{ns}/{release} revision 3 (mldiagnostics-injection-webhook 0.25.0) is failed: "
         'Upgrade "mldiagnostics-injection-webhook" failed: context deadline exceeded'

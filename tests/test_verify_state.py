@@ -25,10 +25,9 @@ from mldiag.plan.cli import read_stack_file
 from mldiag.verify import cli
 from program import verify_stack as state
 from program.kinds.table import BY_KEY, KINDS
-from tests.fixtures.verify import IMAGE, lab_target, stack_file
+from tests.fixtures.verify import IMAGE, aml_target, lab_target, stack_file
 from tests.test_verify_cloud import (  # noqa: F401 (fixtures)
     MDC_NAME,
-    aml_target,
     ext_id,
     gke_plugin,
     gke_target,
