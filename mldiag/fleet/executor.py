@@ -23,7 +23,8 @@ import json
 import os
 import re
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -188,6 +189,19 @@ def _lock_text(e: Exception) -> str:
 
 def _conflict(message: str, e: Exception) -> LockConflict:
     return LockConflict(message, progress.locks_in(str(e)))
+
+
+@contextmanager
+def _engine_refusals(name: str, failed: str) -> Iterator[None]:
+    """The CLI's refusals as the rollout's: stack `name` locked by another update, or `failed` with its lines."""
+    from pulumi import automation as auto
+
+    try:
+        yield
+    except auto.ConcurrentUpdateError as e:
+        raise _conflict(f"stack {name} is locked by another update ({_lock_text(e)})", e) from None
+    except auto.CommandError as e:
+        raise StackUnavailable(f"{failed}: {_error_lines(e)}") from None
 
 
 def _select(name: str, create: bool, **kwargs: Any) -> Any:
@@ -397,18 +411,11 @@ class AutomationExecutor:
         return str(value) if value is not None else None
 
     def write_record(self, member: Member, text: str) -> None:
-        from pulumi import automation as auto
 
         stack = self.stack(member)
-        try:
+        name = self.plan.qualified(member.stack)
+        with _engine_refusals(name, f"the progress tag of {name} could not be written"):
             stack.set_tag(progress.TAG, text)
-        except auto.ConcurrentUpdateError as e:
-            name = self.plan.qualified(member.stack)
-            raise _conflict(f"stack {name} is locked by another update ({_lock_text(e)})", e) from None
-        except auto.CommandError as e:
-            raise StackUnavailable(
-                f"the progress tag of {self.plan.qualified(member.stack)} could not be written: {_error_lines(e)}"
-            ) from None
 
     def _coordinator(self, program: Callable[[], None], create: bool) -> Any:
         """The coordination stack `<environment>.fleet` (an inline program; None when missing, unless `create`)."""
@@ -581,8 +588,8 @@ class AutomationExecutor:
             for c in clusters.values():
                 c.close()
         resources, names = recovery.imports(steps)
-        try:
-            if resources:
+        if resources:
+            with _engine_refusals(stack.name, f"the interrupted update of {stack.name} could not be settled"):
                 stack.import_resources(
                     message="mldiag fleet: what an interrupted update created",
                     resources=resources,
@@ -590,12 +597,6 @@ class AutomationExecutor:
                     protect=False,
                     generate_code=False,
                 )
-        except auto.ConcurrentUpdateError as e:
-            raise _conflict(f"stack {stack.name} is locked by another update ({_lock_text(e)})", e) from None
-        except auto.CommandError as e:
-            raise StackUnavailable(
-                f"the interrupted update of {stack.name} could not be settled: {_error_lines(e)}"
-            ) from None
         if resources and (settled := recovery.as_if_created(self.export_state(stack), steps)) is not None:
             self.import_state(stack, settled)
         self._refresh_root(stack, root, clear=True)

@@ -281,21 +281,10 @@ def test_the_typescript_example_type_checks_against_the_generated_sdk(package_pr
     assert (example / "node_modules" / "@pulumi" / "mldiag").resolve() == (
         example / "sdks" / "mldiag"
     ).resolve()
-    tsc = subprocess.run(
-        [str(example / "node_modules" / ".bin" / "tsc"), "--noEmit", "-p", "."],
-        cwd=example,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert tsc.returncode == 0, tsc.stdout[-4000:] + tsc.stderr[-2000:]
+    tsc = [str(example / "node_modules" / ".bin" / "tsc"), "--noEmit", "-p", "."]
+    checked = subprocess.run(tsc, cwd=example, capture_output=True, text=True, timeout=600)
+    assert checked.returncode == 0, checked.stdout[-4000:] + checked.stderr[-2000:]
     # and a wrong argument is a type error, so the check can fail
     (example / "index.ts").write_text((example / "index.ts").read_text().replace("jaxVersion", "jaxVersoin"))
-    bad = subprocess.run(
-        [str(example / "node_modules" / ".bin" / "tsc"), "--noEmit", "-p", "."],
-        cwd=example,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    bad = subprocess.run(tsc, cwd=example, capture_output=True, text=True, timeout=600)
     assert bad.returncode != 0 and "jaxVersoin" in bad.stdout
