@@ -19,6 +19,8 @@
 #   --verify       check the cached binaries' versions against the pins; exit 1 on a mismatch
 #   --charts       the real cert-manager charts: cached, else downloaded from cert-manager's Go module and
 #                  packaged (dev/e2e/cert_manager_chart.py; a download, never a build); print their paths
+# One script (about 450 lines): CI, the Makefile and the e2e tier's conftest call this one entry; its parts
+# that are not the cache's own logic live beside it (toolchain_no_build.sh, plugin_version.py, cert_manager_chart.py).
 set -euo pipefail
 NO_BUILD_FLAG=0
 if [[ "${1:-}" == --no-build ]]; then NO_BUILD_FLAG=1; shift; fi
