@@ -701,3 +701,22 @@ def test_a_rerun_of_a_finished_rollout_reads_one_mark_per_wave_and_no_members_ta
     assert run(changed, sim, clock).exit_code == 0
     assert [s for op, s in sim.calls if op == "deploy"] == [stack("c")]
     assert sorted(s for op, s in sim.calls if op == "read tag") == [stack(n) for n in "bcd"]
+
+
+def test_after_wave_is_called_as_each_wave_ends_and_not_for_one_never_started(tmp_path: Path) -> None:
+    """`mldiag fleet run` settles the process there (planner.settle): what was deployed when it ran."""
+    plan = make_plan(tmp_path, TWO_WAVES)
+    clock = SimulatedClock()
+    sim = SimulatedExecutor({}, clock)
+    seen: list[list[str]] = []
+    report = run(plan, sim, clock, after_wave=lambda: seen.append(sim.deployed()))
+    assert report.exit_code == 0
+    assert seen == [[stack(n) for n in "abcd"], [stack(n) for n in "abcdef"]]
+    failing = SimulatedExecutor(
+        {stack("a"): Script(deploy=["fail"]), stack("b"): Script(deploy=["fail"])}, clock
+    )
+    seen.clear()
+    report = run(
+        make_plan(tmp_path, TWO_WAVES, revision="r2"), failing, clock, after_wave=lambda: seen.append([])
+    )
+    assert (report.exit_code, len(seen)) == (1, 1)  # wave one ended (failed); wave two never started

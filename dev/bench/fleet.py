@@ -118,7 +118,7 @@ def peak_bytes(fn: Callable[[], Any]) -> int:
 def measure(n: int, repeat: int, extended: bool = False) -> dict[str, float]:
     from dev.fakes.fleet import SimulatedClock, SimulatedExecutor
     from mldiag.fleet.planner import load, read_environment, settle
-    from mldiag.fleet.rollout import EXIT_OK, Rollout
+    from mldiag.fleet.rollout import EXIT_OK, Options, Rollout
 
     with tempfile.TemporaryDirectory(prefix="bench-fleet-") as tmp:
         fleet = write_project(Path(tmp), n)
@@ -127,7 +127,9 @@ def measure(n: int, repeat: int, extended: bool = False) -> dict[str, float]:
 
         def rollout(sim: SimulatedExecutor | None = None) -> SimulatedExecutor:
             sim = sim or SimulatedExecutor(clock=SimulatedClock())
-            report = Rollout(plan, sim, sim.clock).run()
+            report = Rollout(
+                plan, sim, sim.clock, options=Options(after_wave=settle)
+            ).run()  # as `mldiag fleet run`
             assert report.exit_code == EXIT_OK, report.message
             return sim
 

@@ -273,6 +273,7 @@ def main(argv: list[str] | None = None) -> int:
         else:
             _emit(report.status_text(plan, statuses, waves, args.format), args.output)
         return code
+    from mldiag.fleet.planner import settle
     from mldiag.fleet.rollout import Options, Rollout
 
     if args.command == "gate":
@@ -300,7 +301,9 @@ def main(argv: list[str] | None = None) -> int:
         if unknown:
             _err(f"--approve: no wave {unknown[0]!r}; waves: {', '.join(w.name for w in plan.waves)}")
             return EXIT_INVALID
-        options = Options(approve=frozenset(args.approve), approver=_approver, take_over=args.take_over)
+        options = Options(
+            approve=frozenset(args.approve), approver=_approver, take_over=args.take_over, after_wave=settle
+        )
         rollout = Rollout(plan, executor, options=options, log=_log)
         if args.cluster:
             try:

@@ -223,6 +223,9 @@ class Options:
     lease_ttl: float = LEASE_TTL
     max_wait: float | None = None
     """The longest a soak is waited out here (a CI job's time); a longer one stops the gate, saying when it ends."""
+    after_wave: Callable[[], None] | None = None
+    """Called as each wave ends: `mldiag fleet run` settles the process (planner.settle), so a later wave's
+    collections never walk an earlier wave's outcomes again (the rollout's cost stays linear in its clusters)."""
 
 
 def _quiet(line: str) -> None:
@@ -437,6 +440,8 @@ class Rollout:
             for wave in self.plan.waves:
                 outcome, code, message = self._wave(wave)
                 outcomes.append(outcome)
+                if self.options.after_wave is not None:
+                    self.options.after_wave()
                 if code != EXIT_OK:
                     break
             else:
