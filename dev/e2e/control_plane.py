@@ -45,10 +45,22 @@ STAGES = Path(__file__).resolve().parent / "kwok" / "stages.yaml"
 REPO = Path(__file__).resolve().parents[2]
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+STARTS = 3
+"""Starts of a plane before its error stands: a port picked free may be taken before its process binds it (by
+another worker's plane, or an outgoing connection's ephemeral port), and that start is retried on new ports."""
+
+
+class PortTaken(RuntimeError):
+    """A process of the plane exited at start because its port was taken after it was picked."""
+
+
+def free_ports(n: int) -> list[int]:
+    """`n` distinct ports free on 127.0.0.1 now (each socket held until all are picked)."""
+    with contextlib.ExitStack() as held:
+        socks = [held.enter_context(socket.socket()) for _ in range(n)]
+        for s in socks:
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in socks]
 
 
 def _openssl(*args: str, cwd: Path) -> None:
@@ -114,6 +126,8 @@ class ControlPlane:
         self.dir = Path(workdir or tempfile.mkdtemp(prefix="mldiag-k8s-"))
         self.token = secrets.token_hex(16)
         self.procs: list[tuple[str, subprocess.Popen[bytes], IO[bytes]]] = []
+        self.starts = 0
+        """How many starts it took (a start whose port was taken is retried: STARTS)."""
         self.server = ""
         self.kubeconfig = self.dir / "kubeconfig.yaml"
         self.pod_log = self.dir / "pod.log"
@@ -122,12 +136,21 @@ class ControlPlane:
 
     # -- lifecycle ----------------------------------------------------------------------------------------
     def __enter__(self) -> ControlPlane:
+        self.starts = 0
         try:
-            self.start()
+            while True:
+                self.starts += 1
+                try:
+                    self.start()
+                    return self
+                except PortTaken:
+                    if self.starts >= STARTS:
+                        raise
+                    self._stop_processes()
+                    shutil.rmtree(self.dir / "etcd", ignore_errors=True)
         except BaseException:
             self.stop()
             raise
-        return self
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
@@ -147,7 +170,8 @@ class ControlPlane:
         generate_pki(pki)
         (self.dir / "tokens.csv").write_text(f'{self.token},admin,admin,"system:masters"\n')
 
-        etcd_client, etcd_peer = free_port(), free_port()
+        # every port at once: distinct, and a taken one is found at the first wait, before anything is created
+        etcd_client, etcd_peer, api_port, manager_port, scheduler_port, kwok_port = free_ports(6)
         self._spawn(
             "etcd",
             [
@@ -164,7 +188,6 @@ class ControlPlane:
         )
         self._wait(lambda: requests.get(f"http://127.0.0.1:{etcd_client}/health", timeout=2).ok, "etcd")
 
-        api_port = free_port()
         self.server = f"https://127.0.0.1:{api_port}"
         self._spawn(
             "kube-apiserver",
@@ -202,7 +225,7 @@ class ControlPlane:
             [
                 f"--kubeconfig={self.kubeconfig}",
                 "--bind-address=127.0.0.1",
-                f"--secure-port={free_port()}",
+                f"--secure-port={manager_port}",
                 "--leader-elect=false",
                 f"--service-account-private-key-file={pki / 'sa.key'}",
                 f"--root-ca-file={pki / 'ca.crt'}",
@@ -229,14 +252,13 @@ class ControlPlane:
                 f"--authentication-kubeconfig={self.kubeconfig}",
                 f"--authorization-kubeconfig={self.kubeconfig}",
                 "--bind-address=127.0.0.1",
-                f"--secure-port={free_port()}",
+                f"--secure-port={scheduler_port}",
                 "--leader-elect=false",
                 "--profiling=false",
                 "--v=1",
             ],
         )
         self.pod_log.write_text("")
-        kwok_port = free_port()
         (self.dir / "kwok-logs.yaml").write_text(
             yaml.safe_dump(
                 {
@@ -294,9 +316,9 @@ class ControlPlane:
         while True:
             for name, proc, _ in self.procs:
                 if proc.poll() is not None:
-                    raise RuntimeError(
-                        f"{name} exited with {proc.returncode}; see {self.dir / (name + '.log')}"
-                    )
+                    tail = (self.dir / f"{name}.log").read_text(errors="replace").strip().splitlines()[-3:]
+                    said = f"{name} exited with {proc.returncode}: " + " | ".join(tail)
+                    raise (PortTaken if "address already in use" in said else RuntimeError)(said)
             with contextlib.suppress(requests.RequestException):
                 if ready():
                     return
@@ -305,6 +327,12 @@ class ControlPlane:
             time.sleep(0.25)
 
     def stop(self) -> None:
+        self._stop_processes()
+        self.session.close()
+        if self._own_dir and not os.environ.get("MLDIAG_E2E_KEEP"):
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+    def _stop_processes(self) -> None:
         for _, proc, _ in reversed(self.procs):
             if proc.poll() is None:
                 with contextlib.suppress(ProcessLookupError):
@@ -320,9 +348,6 @@ class ControlPlane:
                 proc.wait(timeout=15)
             log.close()
         self.procs.clear()
-        self.session.close()
-        if self._own_dir and not os.environ.get("MLDIAG_E2E_KEEP"):
-            shutil.rmtree(self.dir, ignore_errors=True)
 
     def set_pod_log(self, text: str) -> None:
         """Every container's log from now on (kwok reads the file at each request, in the CRI log format)."""
