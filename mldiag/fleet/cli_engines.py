@@ -127,11 +127,11 @@ def run_pko(args: argparse.Namespace) -> int:
             else str(fleet)
         )
         if args.format == "mermaid":  # the graph needs no revision: drawn from any checkout, remote or not
-            source = pko.Source(args.repo or "origin", args.commit, args.branch or "HEAD")
+            source = pko.Source(args.repo or "origin", branch=args.branch or "HEAD")
         else:
             source = pko.default_source(project, args.repo, args.commit, args.branch)
-        if source.commit:
-            pko.check_committed(project, source.commit, _program_paths(plan, project))
+            if source.commit:
+                pko.check_committed(project, source.commit, _program_paths(plan, project))
         source = pko.Source(source.repo, source.commit, source.branch, source.repo_dir, args.git_auth_secret)
         access = pko.Access(
             args.service_account or "pulumi",

@@ -151,9 +151,7 @@ class TargetKind(Generic[T]):
         self._default("component", f"mldiag:index:{self.model.__name__.removesuffix('Target')}")
         if not self.section:
             if not self.package:
-                raise ValueError(
-                    f"kind {self.key}: give its package (its model is not in a package's model.py) or section"
-                )
+                raise self._no_package("section")
             self._default("section", self.package.rsplit(".", 1)[-1])
         for attr, ref in (("build", "build:build"), ("verify", "verify:verify"), ("check", "verify:check")):
             self._derive(attr, ref)
@@ -161,6 +159,11 @@ class TargetKind(Generic[T]):
         if self.from_state is DERIVED:
             found = self.package and importlib.util.find_spec(f"{self.package}.state") is not None
             object.__setattr__(self, "from_state", Lazy(f"{self.package}.state") if found else None)
+
+    def _no_package(self, attr: str) -> ValueError:
+        return ValueError(
+            f"kind {self.key}: give its package (its model is not in a package's model.py) or {attr}"
+        )
 
     def _default(self, attr: str, value: str) -> None:
         if not getattr(self, attr):
@@ -170,7 +173,5 @@ class TargetKind(Generic[T]):
         if getattr(self, attr) is not DERIVED:
             return
         if not self.package:
-            raise ValueError(
-                f"kind {self.key}: give its package (its model is not in a package's model.py) or {attr}"
-            )
+            raise self._no_package(attr)
         object.__setattr__(self, attr, Lazy(f"{self.package}.{ref}"))
