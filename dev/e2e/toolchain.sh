@@ -11,7 +11,7 @@
 # prebuilt archive <archive dir>/extras/extra-<name>-<version>.tar.zst (SHA-256 against extras/SHA256SUMS, the
 # unpacked binary against extras/BINARIES.sha256, its version from the binary itself); else built.
 # Usage: dev/e2e/toolchain.sh [--no-build] [--print-bin | --check | --has-archive | --verify | --extra NAME |
-#                             --extra-bin NAME | --charts]
+#                             --extra-bin NAME | --charts | --pko-crds]
 #   --no-build     never build (as with CI=true): a missing toolchain or extra is a failure
 #   --print-bin    print the bin dir; build nothing
 #   --check        exit 0 when every binary is in the cache (nothing to build)
@@ -19,6 +19,8 @@
 #   --verify       check the cached binaries' versions against the pins; exit 1 on a mismatch
 #   --charts       the real cert-manager charts: cached, else downloaded from cert-manager's Go module and
 #                  packaged (dev/e2e/cert_manager_chart.py; a download, never a build); print their paths
+#   --pko-crds     the Pulumi Kubernetes Operator's CRDs: cached, else copied, checked, from ML_DIAG_PKO_CRDS or
+#                  ../shared/pko (dev/e2e/pko_crds.py); print their directory
 # One script (about 450 lines): CI, the Makefile and the e2e tier's conftest call this one entry; its parts
 # that are not the cache's own logic live beside it (toolchain_no_build.sh, plugin_version.py, cert_manager_chart.py).
 set -euo pipefail
@@ -322,7 +324,11 @@ case "${1:-}" in
     [[ -x "$py" ]] || py=python3   # the packager needs the standard library only
     exec "$py" "$REPO/dev/e2e/cert_manager_chart.py" --cache-root "$CACHE_ROOT" ;;
   "") ;;
-  *) echo "usage: dev/e2e/toolchain.sh [--no-build] [--print-bin | --check | --has-archive | --verify | --extra NAME | --extra-bin NAME | --charts]" >&2; exit 2 ;;
+  --pko-crds)
+    py="$REPO/.venv/bin/python"
+    [[ -x "$py" ]] || py=python3
+    exec "$py" "$REPO/dev/e2e/pko_crds.py" --cache-root "$CACHE_ROOT" ;;
+  *) echo "usage: dev/e2e/toolchain.sh [--no-build] [--print-bin | --check | --has-archive | --verify | --extra NAME | --extra-bin NAME | --charts | --pko-crds]" >&2; exit 2 ;;
 esac
 
 if all_present "$BIN"; then

@@ -15,8 +15,8 @@ objects, prerequisites, retries and Stalled gates is read from its stack control
 from __future__ import annotations
 
 import json
-import os
 import shutil
+import subprocess
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -59,13 +59,12 @@ SOURCE = pko.Source(
 
 
 def crds_dir() -> Path:
-    """The operator's CRDs: ML_DIAG_PKO_CRDS, else ../shared/pko/v2.9.0 beside the checkout."""
-    found = Path(os.environ.get("ML_DIAG_PKO_CRDS") or REPO.parent / "shared" / "pko" / "v2.9.0")
-    need(
-        (found / "pulumi.com_stacks.yaml").is_file(),
-        f"the Pulumi Kubernetes Operator's CRDs are not in {found} (set ML_DIAG_PKO_CRDS)",
+    """The operator's CRDs, from the toolchain's cache (`dev/e2e/toolchain.sh --pko-crds` puts them there)."""
+    got = subprocess.run(
+        ["bash", str(REPO / "dev" / "e2e" / "toolchain.sh"), "--pko-crds"], capture_output=True, text=True
     )
-    return found
+    need(got.returncode == 0, got.stderr.strip() or "dev/e2e/toolchain.sh --pko-crds failed")
+    return Path(got.stdout.strip())
 
 
 def wait_for(what: str, condition: Callable[[], Any], timeout: float = 300) -> Any:
